@@ -1,0 +1,417 @@
+#include "mjcenic/adapter/mujoco_adapter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <string>
+
+#include "mjcenic/adapter/contact_parameters.h"
+
+namespace mjcenic::adapter {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string Name(const mjModel* m, int type, int id, const char* what) {
+  const char* n = mj_id2name(m, type, id);
+  if (n && n[0]) return std::string("'") + n + "'";
+  return std::string(what) + " #" + std::to_string(id);
+}
+
+// One warning per feature, naming up to five elements.
+void Warn(std::vector<std::string>* out, const std::string& feature,
+          const std::vector<std::string>& elements) {
+  if (elements.empty()) return;
+  std::string s = feature + ": ";
+  for (size_t i = 0; i < elements.size() && i < 5; ++i) s += (i ? ", " : "") + elements[i];
+  if (elements.size() > 5) s += " and " + std::to_string(elements.size() - 5) + " more";
+  out->push_back(s);
+}
+
+bool Disabled(const mjModel* m, int flag) { return m->opt.disableflags & flag; }
+
+}  // namespace
+
+MujocoAdapter::MujocoAdapter(const mjModel* m, const ContactOptions& contact)
+    : contact_(contact) {
+  ScanModel(m);
+}
+
+void MujocoAdapter::ScanModel(const mjModel* m) {
+  const int nv = static_cast<int>(m->nv);
+  // Cliques = kinematic trees (dofs of a tree are contiguous).
+  clique_of_dof_.assign(nv, 0);
+  clique_start_.clear();
+  clique_start_.push_back(0);
+  for (int i = 0; i < nv; ++i) {
+    if (i > 0 && m->dof_treeid[i] != m->dof_treeid[i - 1]) clique_start_.push_back(i);
+    clique_of_dof_[i] = static_cast<int>(clique_start_.size()) - 1;
+  }
+  clique_start_.push_back(nv);
+  if (nv == 0) clique_start_ = {0, 0};
+
+  // Implicit joint damping and stiffness (mapping §3.6).
+  damping_.assign(nv, 0);
+  stiffness_.assign(nv, 0);
+  for (int i = 0; i < nv; ++i) damping_[i] = m->dof_damping[i];
+  for (int a = 0; a < m->nu && m->nu == m->nactuator; ++a) {
+    const int tt = m->actuator_trntype[a];
+    if ((tt == mjTRN_JOINT || tt == mjTRN_JOINTINPARENT) && m->actuator_damping[a] > 0) {
+      const int j = m->actuator_trnid[2 * a];
+      if (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE) {
+        const double g = m->actuator_gear[6 * a];
+        damping_[m->jnt_dofadr[j]] += m->actuator_damping[a] * g * g;
+      }
+    }
+  }
+  limited_joints_.clear();
+  for (int j = 0; j < m->njnt; ++j) {
+    const int t = m->jnt_type[j];
+    if (t == mjJNT_HINGE || t == mjJNT_SLIDE) {
+      stiffness_[m->jnt_dofadr[j]] = m->jnt_stiffness[j];
+      if (m->jnt_limited[j]) limited_joints_.push_back(j);
+    }
+  }
+
+  // Body masses for the friction regularization (cenic-math §4.6).
+  inv_mass_.assign(m->nbody, 0);
+  for (int b = 1; b < m->nbody; ++b) {
+    if (m->body_weldid[b] == 0) continue;  // anchored
+    double mass = m->body_mass[b];
+    if (!(mass > 0)) mass = m->body_subtreemass[m->body_weldid[b]];
+    inv_mass_[b] = mass > 0 ? 1.0 / mass : 0.0;
+  }
+
+  // Actuators: clamped affine feedback where the law allows it (mapping §4.4).
+  const int na = static_cast<int>(m->nactuator);
+  implicit_actuator_.assign(na, 0);
+  act_lo_.assign(na, -kInf);
+  act_hi_.assign(na, kInf);
+  std::vector<int> per_joint(m->njnt, 0);
+  std::vector<std::string> w_explicit, w_multi_clamp, w_tendon_clamp, w_actearly, w_gravcomp;
+  for (int a = 0; a < na; ++a) {
+    const int tt = m->actuator_trntype[a];
+    if ((tt == mjTRN_JOINT || tt == mjTRN_JOINTINPARENT) && m->actuator_trnid[2 * a] >= 0)
+      ++per_joint[m->actuator_trnid[2 * a]];
+  }
+  for (int a = 0; a < na; ++a) {
+    const bool classic = m->actuator_ctrlnum[a] == 1 && m->actuator_outnum[a] == 1;
+    const int gt = m->actuator_gaintype[a], bt = m->actuator_biastype[a];
+    const bool affine = (gt == mjGAIN_FIXED || gt == mjGAIN_AFFINE) &&
+                        (bt == mjBIAS_NONE || bt == mjBIAS_AFFINE) && m->actuator_plugin[a] < 0;
+    implicit_actuator_[a] = classic && affine;
+    if (!implicit_actuator_[a]) w_explicit.push_back(Name(m, mjOBJ_ACTUATOR, a, "actuator"));
+    if (m->actuator_actearly[a]) w_actearly.push_back(Name(m, mjOBJ_ACTUATOR, a, "actuator"));
+    const int out = m->actuator_outadr[a];
+    if (m->actuator_forcelimited[out]) {
+      act_lo_[a] = m->actuator_forcerange[2 * out];
+      act_hi_[a] = m->actuator_forcerange[2 * out + 1];
+    }
+    const int tt = m->actuator_trntype[a];
+    const int id = m->actuator_trnid[2 * a];
+    if ((tt == mjTRN_JOINT || tt == mjTRN_JOINTINPARENT) && id >= 0 && m->jnt_actfrclimited[id]) {
+      if (per_joint[id] == 1) {
+        const double g = m->actuator_gear[6 * out];
+        double lo = m->jnt_actfrcrange[2 * id] / g, hi = m->jnt_actfrcrange[2 * id + 1] / g;
+        if (g < 0) std::swap(lo, hi);
+        act_lo_[a] = std::max(act_lo_[a], lo);
+        act_hi_[a] = std::min(act_hi_[a], hi);
+      } else {
+        w_multi_clamp.push_back(Name(m, mjOBJ_JOINT, id, "joint"));
+      }
+    }
+    if (tt == mjTRN_TENDON && id >= 0 && m->tendon_actfrclimited[id])
+      w_tendon_clamp.push_back(Name(m, mjOBJ_TENDON, id, "tendon"));
+  }
+  for (int j = 0; j < m->njnt; ++j)
+    if (m->jnt_actgravcomp[j]) w_gravcomp.push_back(Name(m, mjOBJ_JOINT, j, "joint"));
+
+  // Features mjcenic approximates or ignores (one warning each, with names).
+  std::vector<std::string> w_condim, w_flex;
+  for (int g = 0; g < m->ngeom; ++g)
+    if (m->geom_condim[g] > 3 && (m->geom_contype[g] || m->geom_conaffinity[g]))
+      w_condim.push_back(Name(m, mjOBJ_GEOM, g, "geom"));
+  for (int p = 0; p < m->npair; ++p)
+    if (m->pair_dim[p] > 3) w_condim.push_back(Name(m, mjOBJ_PAIR, p, "pair"));
+  for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
+  Warn(&warnings_, "condim 4/6: torsional and rolling friction are ignored (treated as condim 3)",
+       w_condim);
+  Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
+  Warn(&warnings_,
+       "actuator law is not affine in (length, velocity): its force is applied explicitly at "
+       "the start of each solve",
+       w_explicit);
+  Warn(&warnings_, "actuatorfrcrange with several actuators on the joint is not enforced",
+       w_multi_clamp);
+  Warn(&warnings_, "tendon actuatorfrcrange is not enforced", w_tendon_clamp);
+  Warn(&warnings_, "actearly is ignored (force uses the activation at the step start)",
+       w_actearly);
+  Warn(&warnings_, "gravity compensation through actuators is not supported", w_gravcomp);
+  if (m->opt.enableflags & mjENBL_SLEEP)
+    warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
+}
+
+void MujocoAdapter::PositionVelocityStages(const mjModel* m, mjData* d) {
+  mj_fwdPosition(m, d);
+  mj_fwdVelocity(m, d);
+}
+
+double MujocoAdapter::MaxPenetration(const mjData* d) {
+  double p = 0;
+  for (int i = 0; i < d->ncon; ++i)
+    if (d->contact[i].exclude == 0) p = std::max(p, -d->contact[i].dist);
+  return p;
+}
+
+void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model,
+                          BuildInfo* info) {
+  const int nv = static_cast<int>(m->nv);
+  const bool pools_only = model->nv == nv && !model->M_colind.empty();
+  if (!pools_only) {
+    model->Reset(nv);
+    model->clique_start = clique_start_;
+    model->clique_of_dof = clique_of_dof_;
+    model->M_rowadr.assign(m->M_rowadr, m->M_rowadr + nv);
+    model->M_rownnz.assign(m->M_rownnz, m->M_rownnz + nv);
+    model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
+  } else {
+    model->contacts.Clear();
+    model->limits.Clear();
+    model->couplings.Clear();
+    model->gains.Clear();
+    model->dry_friction.Clear();
+  }
+  model->M.assign(d->M, d->M + m->nC);
+  for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
+  const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
+  for (int i = 0; i < nv; ++i) {
+    model->D[i] = no_damper ? 0 : damping_[i];
+    model->K[i] = no_spring ? 0 : stiffness_[i];
+  }
+  std::copy(d->qvel, d->qvel + nv, model->v0.begin());
+
+  // Explicit forces f = passive − bias + applied + Σ Jᵀ xfrc (+ explicit actuators).
+  for (int i = 0; i < nv; ++i)
+    model->f[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + d->qfrc_applied[i];
+  for (int b = 1; b < m->nbody; ++b) {
+    const double* x = d->xfrc_applied + 6 * b;
+    if (x[0] || x[1] || x[2] || x[3] || x[4] || x[5])
+      mj_applyFT(m, d, x, x + 3, d->xipos + 3 * b, b, model->f.data());
+  }
+  info->ncontact = 0;
+  info->max_penetration = 0;
+  if (!Disabled(m, mjDSBL_ACTUATION)) AddActuators(m, d, model);
+  if (!Disabled(m, mjDSBL_CONSTRAINT)) {
+    if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model);
+    AddEfcRows(m, d, model);
+    AddContacts(m, d, model, info);
+  }
+  model->Finalize(h);
+}
+
+void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model) {
+  const bool clampctrl = !Disabled(m, mjDSBL_CLAMPCTRL);
+  for (int a = 0; a < m->nactuator; ++a) {
+    if (m->actuator_group[a] >= 0 && m->actuator_group[a] < 31 &&
+        (m->opt.disableactuator & (1 << m->actuator_group[a])))
+      continue;
+    const int out = m->actuator_outadr[a];
+    const int nnz = d->moment_rownnz[out], adr = d->moment_rowadr[out];
+    if (nnz == 0) continue;
+    if (!implicit_actuator_[a]) {  // explicit: MuJoCo's force at the start state
+      for (int k = 0; k < nnz; ++k)
+        model->f[d->moment_colind[adr + k]] += d->actuator_moment[adr + k] * d->actuator_force[out];
+      continue;
+    }
+    double input;
+    if (m->actuator_dyntype[a] == mjDYN_NONE) {
+      input = d->ctrl[m->actuator_ctrladr[a]];
+      if (clampctrl && m->actuator_ctrllimited[a])
+        input = std::clamp(input, m->actuator_ctrlrange[2 * a], m->actuator_ctrlrange[2 * a + 1]);
+    } else {
+      input = d->act[m->actuator_actadr[a] + m->actuator_actnum[a] - 1];
+    }
+    const double* g = m->actuator_gainprm + mjNGAIN * a;
+    const double* b = m->actuator_biasprm + mjNBIAS * a;
+    const bool affine_gain = m->actuator_gaintype[a] == mjGAIN_AFFINE;
+    const bool affine_bias = m->actuator_biastype[a] == mjBIAS_AFFINE;
+    const double g1 = affine_gain ? g[1] : 0, g2 = affine_gain ? g[2] : 0;
+    const double b0 = affine_bias ? b[0] : 0, b1 = affine_bias ? b[1] : 0,
+                 b2 = affine_bias ? b[2] : 0;
+    const double L0 = d->actuator_length[out];
+    // f(v) = c − κ (m·v), κ = h kq + kv  (mapping §4.4)
+    const double c = (g[0] + g1 * L0) * input + b0 + b1 * L0;
+    const double kq = -(g1 * input + b1), kv = -(g2 * input + b2);
+    // Sorted dofs of the moment row.
+    perm_.resize(nnz);
+    for (int k = 0; k < nnz; ++k) perm_[k] = k;
+    std::sort(perm_.begin(), perm_.end(), [&](int x, int y) {
+      return d->moment_colind[adr + x] < d->moment_colind[adr + y];
+    });
+    dofs_.resize(nnz);
+    for (int k = 0; k < nnz; ++k) dofs_[k] = d->moment_colind[adr + perm_[k]];
+    const int i = model->gains.Add(dofs_, c, kq, kv, act_lo_[a], act_hi_[a]);
+    double* J = model->gains.rows.J(i);
+    for (int k = 0; k < nnz; ++k) J[k] = d->actuator_moment[adr + perm_[k]];
+  }
+}
+
+void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model) {
+  // Hinge/slide limits, always present (the potential vanishes away from
+  // the limit), Delassus estimate w = 1/M_ii (cenic-math §5).
+  for (int j : limited_joints_) {
+    const int dof = m->jnt_dofadr[j];
+    const double q = d->qpos[m->jnt_qposadr[j]], margin = m->jnt_margin[j];
+    const double w = 1.0 / model->M_diag[dof];
+    const int dofs[1] = {dof};
+    int c = model->limits.Add(dofs, q - m->jnt_range[2 * j] - margin, w);
+    model->limits.rows.J(c)[0] = 1.0;
+    c = model->limits.Add(dofs, m->jnt_range[2 * j + 1] - q - margin, w);
+    model->limits.rows.J(c)[0] = -1.0;
+  }
+  // Tendon limits from ten_length and the tendon Jacobian.
+  for (int t = 0; t < m->ntendon; ++t) {
+    if (!m->tendon_limited[t]) continue;
+    const int nnz = m->ten_J_rownnz[t], adr = m->ten_J_rowadr[t];
+    if (nnz == 0) continue;
+    dofs_.assign(m->ten_J_colind + adr, m->ten_J_colind + adr + nnz);
+    const double L = d->ten_length[t], margin = m->tendon_margin[t];
+    const double w = m->tendon_invweight0[t] > 0 ? m->tendon_invweight0[t] : 1.0;
+    for (int side = 0; side < 2; ++side) {
+      const double g0 = side == 0 ? L - m->tendon_range[2 * t] - margin
+                                  : m->tendon_range[2 * t + 1] - L - margin;
+      const int c = model->limits.Add(dofs_, g0, w);
+      double* J = model->limits.rows.J(c);
+      for (int k = 0; k < nnz; ++k) J[k] = (side == 0 ? 1 : -1) * d->ten_J[adr + k];
+    }
+  }
+}
+
+void MujocoAdapter::EfcRow(const mjModel* m, const mjData* d, int row) {
+  dofs_.clear();
+  row_.clear();
+  if (mj_isSparse(m)) {
+    const int adr = d->efc_J_rowadr[row], nnz = d->efc_J_rownnz[row];
+    for (int k = 0; k < nnz; ++k) {
+      dofs_.push_back(d->efc_J_colind[adr + k]);
+      row_.push_back(d->efc_J[adr + k]);
+    }
+  } else {
+    const double* J = d->efc_J + static_cast<long>(row) * m->nv;
+    for (int i = 0; i < m->nv; ++i)
+      if (J[i] != 0) {
+        dofs_.push_back(i);
+        row_.push_back(J[i]);
+      }
+  }
+}
+
+void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model) {
+  // Equalities (near-rigid couplings, cenic-math §7), friction loss, and ball
+  // joint limits, from the rows of mj_makeConstraint.
+  for (int row = 0; row < d->nefc; ++row) {
+    const int type = d->efc_type[row];
+    const bool ball_limit = type == mjCNSTR_LIMIT_JOINT && m->jnt_type[d->efc_id[row]] == mjJNT_BALL;
+    if (type != mjCNSTR_EQUALITY && type != mjCNSTR_FRICTION_DOF &&
+        type != mjCNSTR_FRICTION_TENDON && !ball_limit)
+      continue;
+    EfcRow(m, d, row);
+    if (dofs_.empty()) continue;
+    int c;
+    double* J;
+    if (type == mjCNSTR_EQUALITY) {
+      c = model->couplings.Add(dofs_, d->efc_pos[row], std::max(d->efc_diagA[row], 1e-12));
+      J = model->couplings.rows.J(c);
+    } else if (ball_limit) {
+      c = model->limits.Add(dofs_, d->efc_pos[row] - d->efc_margin[row],
+                            std::max(d->efc_diagA[row], 1e-12));
+      J = model->limits.rows.J(c);
+    } else {
+      c = model->dry_friction.Add(dofs_, d->efc_frictionloss[row]);
+      J = model->dry_friction.rows.J(c);
+    }
+    std::copy(row_.begin(), row_.end(), J);
+  }
+}
+
+void MujocoAdapter::PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
+                                  std::vector<int>* dofs, std::vector<double>* cols) const {
+  // Columns j of the chain of dofs moving `body`:
+  //   cdof_lin(j) + cdof_rot(j) × (p − subtree_com[root])   (mapping §5.6).
+  dofs->clear();
+  cols->clear();
+  const int weld = m->body_weldid[body];
+  if (weld == 0 || m->body_dofnum[weld] == 0) return;
+  const double* com = d->subtree_com + 3 * m->body_rootid[body];
+  const double off[3] = {p[0] - com[0], p[1] - com[1], p[2] - com[2]};
+  for (int j = m->body_dofadr[weld] + m->body_dofnum[weld] - 1; j >= 0; j = m->dof_parentid[j])
+    dofs->push_back(j);
+  std::reverse(dofs->begin(), dofs->end());
+  for (int j : *dofs) {
+    const double* cd = d->cdof + 6 * j;
+    cols->push_back(cd[3] + cd[1] * off[2] - cd[2] * off[1]);
+    cols->push_back(cd[4] + cd[2] * off[0] - cd[0] * off[2]);
+    cols->push_back(cd[5] + cd[0] * off[1] - cd[1] * off[0]);
+  }
+}
+
+void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel* model,
+                                BuildInfo* info) {
+  const double timestep = m->opt.timestep;
+  const bool refsafe = !Disabled(m, mjDSBL_REFSAFE);
+  double g_ref = mju_norm3(m->opt.gravity);
+  if (!(g_ref > 0)) g_ref = 9.81;
+  const double omega_max = contact_.omega_cap_steps > 0
+                               ? 2 * std::numbers::pi / (contact_.omega_cap_steps * timestep)
+                               : 0;
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& con = d->contact[i];
+    if (con.exclude != 0 && con.exclude != 1) continue;
+    if (con.geom[0] < 0 || con.geom[1] < 0) continue;  // flex contacts
+    const int b1 = m->geom_bodyid[con.geom[0]], b2 = m->geom_bodyid[con.geom[1]];
+    if (con.exclude == 0) info->max_penetration = std::max(info->max_penetration, -con.dist);
+    // Jacobian rows in the contact frame: frame · (J₂ − J₁)(pos).
+    PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_);
+    PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_);
+    dofs_.clear();
+    std::set_union(dofs_a_.begin(), dofs_a_.end(), dofs_b_.begin(), dofs_b_.end(),
+                   std::back_inserter(dofs_));
+    if (dofs_.empty()) continue;
+    // Stiffness and dissipation from solref/solimp (mapping §5.7).
+    const double inv_mc = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];
+    const double m_c = inv_mc > 0 ? 1.0 / inv_mc : 1.0;
+    const double mu = con.dim > 1 ? con.friction[0] : 0.0;
+    double lambda = 1;
+    if (contact_.pyramidal_factor && m->opt.cone == mjCONE_PYRAMIDAL && con.dim > 1)
+      lambda = std::max(1.0, (con.dim - 1) * m->opt.impratio / (mu * mu * (1 + mu * mu)));
+    const PointContactParameters p =
+        MapContact(con.solref, con.solimp, m_c, lambda, timestep, refsafe, g_ref, omega_max);
+    const double k = contact_.stiffness > 0 ? contact_.stiffness : p.k * contact_.stiffness_scale;
+    const double dis = contact_.dissipation >= 0 ? contact_.dissipation : p.d;
+    const double phi = con.dist - con.includemargin;
+    const double Rt = model->params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
+    const int c = model->contacts.Add(dofs_, -k * phi, k, dis, mu, mu, Rt);
+    double* J = model->contacts.rows.J(c);
+    const int n = static_cast<int>(dofs_.size());
+    size_t ia = 0, ib = 0;
+    for (int q = 0; q < n; ++q) {
+      double diff[3] = {0, 0, 0};
+      if (ib < dofs_b_.size() && dofs_b_[ib] == dofs_[q]) {
+        for (int r = 0; r < 3; ++r) diff[r] += cols_b_[3 * ib + r];
+        ++ib;
+      }
+      if (ia < dofs_a_.size() && dofs_a_[ia] == dofs_[q]) {
+        for (int r = 0; r < 3; ++r) diff[r] -= cols_a_[3 * ia + r];
+        ++ia;
+      }
+      for (int r = 0; r < 3; ++r)
+        J[r * n + q] = con.frame[3 * r] * diff[0] + con.frame[3 * r + 1] * diff[1] +
+                       con.frame[3 * r + 2] * diff[2];
+    }
+    ++info->ncontact;
+  }
+}
+
+}  // namespace mjcenic::adapter

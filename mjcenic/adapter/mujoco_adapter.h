@@ -1,0 +1,73 @@
+// The only part of mjcenic that reads MuJoCo's physics: it runs MuJoCo's
+// position/velocity/actuation stages at a state and turns (mjModel, mjData)
+// into a plain ICF problem (icf::IcfModel), following docs/mujoco-mapping.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/icf/icf_model.h"
+
+namespace mjcenic::adapter {
+
+// How MuJoCo's contact parameters become point-contact stiffness and dissipation.
+struct ContactOptions {
+  double stiffness = 0;          // > 0: use this k [N/m] for every contact
+  double dissipation = -1;       // ≥ 0: use this Hunt–Crossley d [s/m] for every contact
+  double stiffness_scale = 1;    // multiplies the mapped k
+  bool pyramidal_factor = true;  // include λ of pyramidal cones (matches mj_step's rest penetration)
+  double omega_cap_steps = 4;    // contact period ≥ this many model time steps (≤ 0: no cap)
+};
+
+// What one problem build saw (for statistics).
+struct BuildInfo {
+  int ncontact = 0;
+  double max_penetration = 0;  // max(−dist) over active contacts [m]
+};
+
+class MujocoAdapter {
+ public:
+  MujocoAdapter(const mjModel* m, const ContactOptions& contact);
+
+  // Warnings about unsupported or approximated features, one per feature.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // Runs MuJoCo's position and velocity stages at the state in d (no
+  // sensors, no control callback).
+  static void PositionVelocityStages(const mjModel* m, mjData* d);
+
+  // Builds the ICF problem at the state held in d (stages computed, actuation
+  // computed with the step's ctrl) for time step h.
+  void Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model, BuildInfo* info);
+
+  // Penetration max(−dist) over d's active contacts.
+  static double MaxPenetration(const mjData* d);
+
+ private:
+  void ScanModel(const mjModel* m);
+  void AddContacts(const mjModel* m, const mjData* d, icf::IcfModel* model, BuildInfo* info);
+  void AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model);
+  void AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model);
+  void AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model);
+  // Translational Jacobian columns of the point p on body b: dofs ascending.
+  void PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
+                     std::vector<int>* dofs, std::vector<double>* cols) const;
+  void EfcRow(const mjModel* m, const mjData* d, int row);
+
+  ContactOptions contact_;
+  std::vector<std::string> warnings_;
+  std::vector<int> clique_start_, clique_of_dof_;
+  std::vector<double> damping_, stiffness_;       // implicit D, K per dof
+  std::vector<int> limited_joints_;               // hinge/slide joints with limits
+  std::vector<char> implicit_actuator_;           // actuator handled as gain row
+  std::vector<double> act_lo_, act_hi_;           // merged force limits
+  std::vector<double> inv_mass_;                  // 1/m of each body's weld group (0: anchored)
+  // Scratch (grows, never shrinks).
+  std::vector<int> dofs_a_, dofs_b_, dofs_;
+  std::vector<double> cols_a_, cols_b_, row_;
+  std::vector<int> perm_;
+};
+
+}  // namespace mjcenic::adapter

@@ -1,0 +1,264 @@
+#include "mjcenic/icf/hessian.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <cholmod.h>
+
+namespace mjcenic::icf {
+
+namespace {
+
+// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
+// H = A + Σ_i J_iᵀ G_i J_i.
+template <class Sink>
+void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                       Sink&& sink) {
+  for (int i = 0; i < m.nv; ++i) {
+    const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+    for (int k = 0; k < nnz; ++k) sink(i, m.M_colind[adr + k], m.M[adr + k]);
+    sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
+  }
+  auto add_pool = [&](const auto& pool, const auto& pd) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    for (int c = 0; c < pool.size(); ++c) {
+      const double* G = pd.G.data() + R * R * c;
+      bool zero = true;
+      for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
+      if (zero) continue;
+      const auto dofs = pool.rows.dofs(c);
+      const int n = static_cast<int>(dofs.size());
+      if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
+      double* B = scratch->data();
+      pool.rows.CongruenceTransform(c, G, B);
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
+    }
+  };
+  ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+}
+
+// ------------------------------------------------------------------ dense --
+
+class DenseHessian final : public HessianFactor {
+ public:
+  bool Prepare(const IcfModel& model) override {
+    if (H_.rows() != model.nv) {
+      H_.resize(model.nv, model.nv);
+      llt_ = Eigen::LLT<Eigen::MatrixXd>(model.nv);
+      ++pattern_id_;
+      ++analyses_;
+      return true;
+    }
+    return false;
+  }
+  bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
+    H_.setZero();
+    AccumulateHessian(model, data, &block_, [this](int i, int j, double x) { H_(i, j) += x; });
+    llt_.compute(H_.selfadjointView<Eigen::Lower>());
+    return llt_.info() == Eigen::Success;
+  }
+  void Solve(const double* b, double* x) override {
+    const int n = static_cast<int>(H_.rows());
+    Eigen::Map<Eigen::VectorXd> X(x, n);
+    if (x != b) X = Eigen::Map<const Eigen::VectorXd>(b, n);
+    llt_.solveInPlace(X);
+  }
+  Eigen::MatrixXd DenseH() const override {
+    Eigen::MatrixXd full = H_.selfadjointView<Eigen::Lower>();
+    return full;
+  }
+
+ private:
+  Eigen::MatrixXd H_;
+  Eigen::LLT<Eigen::MatrixXd> llt_;
+};
+
+// ----------------------------------------------------------------- sparse --
+
+class SparseHessian final : public HessianFactor {
+ public:
+  SparseHessian() {
+    cholmod_start(&cc_);
+    cc_.nmethods = 1;
+    cc_.method[0].ordering = CHOLMOD_AMD;
+    cc_.postorder = 1;
+    cc_.print = 0;
+  }
+  ~SparseHessian() override {
+    Free();
+    if (B_) cholmod_free_dense(&B_, &cc_);
+    if (X_) cholmod_free_dense(&X_, &cc_);
+    if (Y_) cholmod_free_dense(&Y_, &cc_);
+    if (E_) cholmod_free_dense(&E_, &cc_);
+    cholmod_finish(&cc_);
+  }
+
+  bool Prepare(const IcfModel& m) override {
+    // Clique pairs coupled by some constraint.
+    pairs_.clear();
+    auto collect = [&](const auto& pool, const auto&) {
+      for (int c = 0; c < pool.size(); ++c) {
+        const auto dofs = pool.rows.dofs(c);
+        cliques_.clear();
+        for (int dof : dofs) {
+          const int q = m.clique_of_dof[dof];
+          if (cliques_.empty() || cliques_.back() != q) cliques_.push_back(q);
+        }
+        for (size_t a = 0; a < cliques_.size(); ++a)
+          for (size_t b = a + 1; b < cliques_.size(); ++b)
+            pairs_.push_back((static_cast<std::uint64_t>(cliques_[a]) << 32) | cliques_[b]);
+      }
+    };
+    IcfData* none = nullptr;
+    (void)none;
+    collect(m.contacts, 0);
+    collect(m.limits, 0);
+    collect(m.couplings, 0);
+    collect(m.gains, 0);
+    collect(m.dry_friction, 0);
+    std::sort(pairs_.begin(), pairs_.end());
+    pairs_.erase(std::unique(pairs_.begin(), pairs_.end()), pairs_.end());
+
+    const bool same_structure = A_ && n_ == m.nv && clique_start_ == m.clique_start;
+    const bool subset = same_structure && std::includes(stored_.begin(), stored_.end(),
+                                                        pairs_.begin(), pairs_.end());
+    const size_t budget = 2 * pairs_.size() + 16;
+    if (subset && stored_.size() <= budget) return false;  // reuse pattern + analysis
+    // New pattern: union with the old couplings while that stays small.
+    merged_.clear();
+    if (same_structure)
+      std::set_union(stored_.begin(), stored_.end(), pairs_.begin(), pairs_.end(),
+                     std::back_inserter(merged_));
+    if (merged_.size() > budget || merged_.empty()) merged_ = pairs_;
+    stored_ = merged_;
+    BuildPattern(m);
+    ++pattern_id_;
+    ++analyses_;
+    return true;
+  }
+
+  bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
+    double* x = static_cast<double*>(A_->x);
+    std::fill(x, x + nnz_, 0.0);
+    AccumulateHessian(m, d, &block_, [&](int i, int j, double val) { x[Locate(i, j)] += val; });
+    cholmod_factorize(A_, L_, &cc_);
+    return cc_.status == CHOLMOD_OK && L_->minor == static_cast<size_t>(n_);
+  }
+
+  void Solve(const double* b, double* x) override {
+    double* bx = static_cast<double*>(B_->x);
+    std::copy(b, b + n_, bx);
+    cholmod_solve2(CHOLMOD_A, L_, B_, nullptr, &X_, nullptr, &Y_, &E_, &cc_);
+    const double* xx = static_cast<const double*>(X_->x);
+    std::copy(xx, xx + n_, x);
+  }
+
+  Eigen::MatrixXd DenseH() const override {
+    Eigen::MatrixXd H = Eigen::MatrixXd::Zero(n_, n_);
+    const int* p = static_cast<const int*>(A_->p);
+    const int* i = static_cast<const int*>(A_->i);
+    const double* x = static_cast<const double*>(A_->x);
+    for (int j = 0; j < n_; ++j)
+      for (int k = p[j]; k < p[j + 1]; ++k) {
+        H(i[k], j) = x[k];
+        H(j, i[k]) = x[k];
+      }
+    return H;
+  }
+
+ private:
+  void Free() {
+    if (L_) cholmod_free_factor(&L_, &cc_);
+    if (A_) cholmod_free_sparse(&A_, &cc_);
+  }
+
+  // Lower-triangle CSC pattern: column j of clique c holds rows j..end(c)-1,
+  // then all dofs of every coupled clique c' > c.
+  void BuildPattern(const IcfModel& m) {
+    Free();
+    n_ = m.nv;
+    clique_start_ = m.clique_start;
+    clique_of_dof_ = m.clique_of_dof;
+    const int nc = static_cast<int>(clique_start_.size()) - 1;
+    couple_adr_.assign(nc + 1, 0);
+    for (std::uint64_t p : stored_) ++couple_adr_[(p >> 32) + 1];
+    for (int c = 0; c < nc; ++c) couple_adr_[c + 1] += couple_adr_[c];
+    couple_.resize(stored_.size());
+    couple_prefix_.resize(stored_.size());
+    couple_total_.assign(nc, 0);
+    for (size_t k = 0; k < stored_.size(); ++k) {
+      const int a = static_cast<int>(stored_[k] >> 32);
+      const int b = static_cast<int>(stored_[k] & 0xffffffffu);
+      couple_[k] = b;  // stored_ is sorted, so per clique a the b's ascend
+      couple_prefix_[k] = couple_total_[a];
+      couple_total_[a] += clique_start_[b + 1] - clique_start_[b];
+    }
+    nnz_ = 0;
+    for (int j = 0; j < n_; ++j) {
+      const int c = clique_of_dof_[j];
+      nnz_ += (clique_start_[c + 1] - j) + couple_total_[c];
+    }
+    A_ = cholmod_allocate_sparse(n_, n_, nnz_, 1, 1, -1, CHOLMOD_REAL, &cc_);
+    int* p = static_cast<int*>(A_->p);
+    int* i = static_cast<int*>(A_->i);
+    int pos = 0;
+    for (int j = 0; j < n_; ++j) {
+      p[j] = pos;
+      const int c = clique_of_dof_[j];
+      for (int r = j; r < clique_start_[c + 1]; ++r) i[pos++] = r;
+      for (int k = couple_adr_[c]; k < couple_adr_[c + 1]; ++k)
+        for (int r = clique_start_[couple_[k]]; r < clique_start_[couple_[k] + 1]; ++r)
+          i[pos++] = r;
+    }
+    p[n_] = pos;
+    L_ = cholmod_analyze(A_, &cc_);
+    if (!L_) throw std::runtime_error("CHOLMOD symbolic analysis failed");
+    if (!B_ || static_cast<int>(B_->nrow) != n_) {
+      if (B_) cholmod_free_dense(&B_, &cc_);
+      B_ = cholmod_allocate_dense(n_, 1, n_, CHOLMOD_REAL, &cc_);
+    }
+  }
+
+  int Locate(int i, int j) const {
+    const int* p = static_cast<const int*>(A_->p);
+    const int cj = clique_of_dof_[j], ci = clique_of_dof_[i];
+    if (ci == cj) return p[j] + (i - j);
+    const int* first = couple_.data() + couple_adr_[cj];
+    const int* last = couple_.data() + couple_adr_[cj + 1];
+    const int k = static_cast<int>(std::lower_bound(first, last, ci) - couple_.data());
+    return p[j] + (clique_start_[cj + 1] - j) + couple_prefix_[k] + (i - clique_start_[ci]);
+  }
+
+  cholmod_common cc_;
+  cholmod_sparse* A_ = nullptr;
+  cholmod_factor* L_ = nullptr;
+  cholmod_dense *B_ = nullptr, *X_ = nullptr, *Y_ = nullptr, *E_ = nullptr;
+  int n_ = 0;
+  long nnz_ = 0;
+  std::vector<int> clique_start_, clique_of_dof_, cliques_;
+  std::vector<std::uint64_t> pairs_, stored_, merged_;
+  std::vector<int> couple_adr_, couple_, couple_prefix_, couple_total_;
+};
+
+}  // namespace
+
+LinearSolverKind ChooseLinearSolver(const IcfModel& m, LinearSolverKind requested) {
+  if (requested != LinearSolverKind::kAuto) return requested;
+  if (m.nv < 64) return LinearSolverKind::kDense;
+  // Fraction of the lower triangle covered by the clique blocks.
+  double blocks = 0;
+  for (size_t c = 0; c + 1 < m.clique_start.size(); ++c) {
+    const double n = m.clique_start[c + 1] - m.clique_start[c];
+    blocks += 0.5 * n * (n + 1);
+  }
+  const double full = 0.5 * m.nv * (m.nv + 1.0);
+  return blocks < 0.25 * full ? LinearSolverKind::kSparse : LinearSolverKind::kDense;
+}
+
+std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind) {
+  if (kind == LinearSolverKind::kSparse) return std::make_unique<SparseHessian>();
+  return std::make_unique<DenseHessian>();
+}
+
+}  // namespace mjcenic::icf

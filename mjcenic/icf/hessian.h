@@ -1,0 +1,52 @@
+// Storage and Cholesky factorization of the ICF Hessian
+// H = A + Σ_i J_iᵀ G_i J_i  (cenic-math.md §3.3, §8.4), dense (Eigen) or
+// sparse (SuiteSparse CHOLMOD). The sparse pattern is block-structured over
+// cliques: a dense lower block per clique plus a dense block for every pair of
+// cliques coupled by a constraint. Symbolic analysis is redone only when that
+// pattern changes; the pattern keeps couplings that disappeared as long as the
+// superset stays small, so contact making/breaking rarely triggers analysis.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "mjcenic/icf/icf_data.h"
+#include "mjcenic/icf/icf_model.h"
+
+namespace mjcenic::icf {
+
+enum class LinearSolverKind { kAuto, kDense, kSparse };
+
+// Decides kAuto: sparse when nv is large and the clique structure is sparse.
+LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requested);
+
+class HessianFactor {
+ public:
+  virtual ~HessianFactor() = default;
+  // Prepares the storage for `model` (pattern, sizes). Returns true when the
+  // sparsity pattern changed (a new symbolic analysis is needed).
+  virtual bool Prepare(const IcfModel& model) = 0;
+  // H = A + Σ JᵀGJ at the constraint Hessians in `data`, then factorizes.
+  // Returns false if H is not numerically positive definite.
+  virtual bool AssembleAndFactor(const IcfModel& model, const IcfData& data) = 0;
+  // x = H⁻¹ b with the last factorization (x may alias b).
+  virtual void Solve(const double* b, double* x) = 0;
+  // Dense copy of the last assembled H (tests).
+  virtual Eigen::MatrixXd DenseH() const = 0;
+  // Identifier of the current pattern (changes when Prepare() returns true).
+  std::uint64_t pattern_id() const { return pattern_id_; }
+  int analyses() const { return analyses_; }
+
+ protected:
+  std::uint64_t pattern_id_ = 0;
+  int analyses_ = 0;
+  std::vector<double> block_;  // scratch for J_iᵀ G_i J_i
+};
+
+std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind);
+
+}  // namespace mjcenic::icf

@@ -1,0 +1,65 @@
+// Everything of the ICF problem that changes with v (cenic-math.md §3.3):
+// constraint velocities, impulses, constraint Hessians, the cost and its
+// gradient; plus the per-direction line-search quantities (§3.4).
+#pragma once
+
+#include <vector>
+
+#include "mjcenic/icf/icf_model.h"
+
+namespace mjcenic::icf {
+
+template <int kRows>
+struct PoolData {
+  std::vector<double> vc;     // J v + b          (kRows per constraint)
+  std::vector<double> gamma;  // γ                (kRows per constraint)
+  std::vector<double> G;      // G                (kRows² per constraint)
+  std::vector<double> cost;   // ℓ_i
+  std::vector<double> vc_base, u;  // line search: v_c at α=0 and J w
+  void Resize(int n) {
+    vc.resize(kRows * n);
+    gamma.resize(kRows * n);
+    G.resize(kRows * kRows * n);
+    cost.resize(n);
+    vc_base.resize(kRows * n);
+    u.resize(kRows * n);
+  }
+};
+
+struct IcfData {
+  std::vector<double> v;       // current iterate
+  std::vector<double> Av;      // A v
+  std::vector<double> grad;    // ∇ℓ(v) = A v − r − Σ Jᵀγ
+  double cost = 0;             // ℓ(v)
+  PoolData<3> contacts;
+  PoolData<1> limits, couplings, gains, dry_friction;
+  // Line search (§3.4).
+  std::vector<double> w, Aw;
+  double ls_a = 0, ls_b = 0, ls_c = 0;
+
+  void Resize(const IcfModel& model) {
+    const int nv = model.nv;
+    v.resize(nv);
+    Av.resize(nv);
+    grad.resize(nv);
+    w.resize(nv);
+    Aw.resize(nv);
+    contacts.Resize(model.contacts.size());
+    limits.Resize(model.limits.size());
+    couplings.Resize(model.couplings.size());
+    gains.Resize(model.gains.size());
+    dry_friction.Resize(model.dry_friction.size());
+  }
+};
+
+// Calls f(pool, pool_data) for every constraint pool of the model.
+template <class F>
+void ForEachPool(const IcfModel& m, IcfData& d, F&& f) {
+  f(m.contacts, d.contacts);
+  f(m.limits, d.limits);
+  f(m.couplings, d.couplings);
+  f(m.gains, d.gains);
+  f(m.dry_friction, d.dry_friction);
+}
+
+}  // namespace mjcenic::icf

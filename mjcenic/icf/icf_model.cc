@@ -1,0 +1,82 @@
+#include "mjcenic/icf/icf_model.h"
+
+#include <cmath>
+
+namespace mjcenic::icf {
+
+void IcfModel::Reset(int n) {
+  nv = n;
+  clique_start.assign({0, n});
+  clique_of_dof.assign(n, 0);
+  M_rowadr.resize(n);
+  M_rownnz.resize(n);
+  M_colind.clear();
+  M.clear();
+  M_diag.assign(n, 0);
+  D.assign(n, 0);
+  K.assign(n, 0);
+  v0.assign(n, 0);
+  f.assign(n, 0);
+  r.assign(n, 0);
+  contacts.Clear();
+  limits.Clear();
+  couplings.Clear();
+  gains.Clear();
+  dry_friction.Clear();
+  h = 0;
+}
+
+void IcfModel::Finalize(double h_) {
+  contacts.Lag(v0.data(), params);
+  gains.Lag(v0.data());
+  SetTimeStep(h_);
+}
+
+void IcfModel::SetTimeStep(double h_) {
+  h = h_;
+  // r = M v0 + h D v0 + h f   (§3.2; K acts on v only, see header)
+  MultiplyM(v0.data(), r.data());
+  for (int i = 0; i < nv; ++i) r[i] += h * D[i] * v0[i] + h * f[i];
+  contacts.SetTimeStep(h, params);
+  limits.SetTimeStep(h, params);
+  couplings.SetTimeStep(h, params);
+  gains.SetTimeStep(h, params);
+  dry_friction.SetTimeStep(h, params);
+}
+
+void IcfModel::MultiplyM(const double* x, double* y) const {
+  for (int i = 0; i < nv; ++i) y[i] = 0;
+  for (int i = 0; i < nv; ++i) {
+    const int adr = M_rowadr[i], nnz = M_rownnz[i];
+    for (int k = 0; k < nnz - 1; ++k) {  // strictly lower part
+      const int j = M_colind[adr + k];
+      y[i] += M[adr + k] * x[j];
+      y[j] += M[adr + k] * x[i];
+    }
+    y[i] += M[adr + nnz - 1] * x[i];  // diagonal is last
+  }
+}
+
+void IcfModel::MultiplyA(const double* x, double* y) const {
+  MultiplyM(x, y);
+  for (int i = 0; i < nv; ++i) y[i] += (h * D[i] + h * h * K[i]) * x[i];
+}
+
+const char* IcfModel::Validate() const {
+  if (static_cast<int>(M_rowadr.size()) != nv || static_cast<int>(M_rownnz.size()) != nv)
+    return "mass matrix row arrays do not have nv entries";
+  for (int i = 0; i < nv; ++i) {
+    const int nnz = M_rownnz[i];
+    if (nnz < 1 || M_colind[M_rowadr[i] + nnz - 1] != i)
+      return "mass matrix row does not end with its diagonal";
+    if (!(M_diag[i] > 0) || !std::isfinite(M_diag[i]))
+      return "mass matrix diagonal is not positive and finite";
+    if (!std::isfinite(f[i]) || !std::isfinite(v0[i]) || !(D[i] >= 0) || !(K[i] >= 0))
+      return "non-finite force/velocity or negative damping/stiffness";
+  }
+  for (double x : M)
+    if (!std::isfinite(x)) return "mass matrix has non-finite entries";
+  return "";
+}
+
+}  // namespace mjcenic::icf

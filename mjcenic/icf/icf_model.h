@@ -1,0 +1,57 @@
+// The ICF convex problem (cenic-math.md §3):
+//   ℓ(v) = ½ vᵀ A v − rᵀ v + Σ_i ℓ_i(J_i v),
+//   A = M + h D + h² K,   r = (M + h D) v0 + h f.
+// M is the mass matrix (with armature), D and K diagonal implicit damping and
+// stiffness, f the explicit generalized forces at the linearization point
+// (it contains −D v0 and the spring force at q0, so the implicit terms act on
+// v and on q0 + h v). The model is built once per geometry query and stays
+// constant during a solve; SetTimeStep() re-derives everything that depends on
+// h (the full step and the first half step of step doubling share a model).
+#pragma once
+
+#include <vector>
+
+#include "mjcenic/icf/parameters.h"
+#include "mjcenic/icf/pools.h"
+
+namespace mjcenic::icf {
+
+struct IcfModel {
+  int nv = 0;
+  // Cliques (kinematic trees): contiguous dof ranges [clique_start[c],
+  // clique_start[c+1]). M is block diagonal over cliques.
+  std::vector<int> clique_start;
+  std::vector<int> clique_of_dof;
+  // M: symmetric, lower triangle in CSR (columns ascending, diagonal last).
+  std::vector<int> M_rowadr, M_rownnz, M_colind;
+  std::vector<double> M;
+  std::vector<double> M_diag, D, K, v0, f;
+  IcfParameters params;
+
+  ContactPool contacts;
+  LimitPool limits;
+  CouplingPool couplings;
+  GainPool gains;
+  DryFrictionPool dry_friction;
+
+  // Time-step dependent.
+  double h = 0;
+  std::vector<double> r;
+
+  // Sizes every per-dof array for nv dofs and one clique; clears the pools.
+  void Reset(int nv);
+  // Evaluates the lagged quantities at v0 (call once v0 and all constraints
+  // are set), then SetTimeStep(h).
+  void Finalize(double h);
+  void SetTimeStep(double h);
+  double ADiag(int i) const { return M_diag[i] + h * D[i] + h * h * K[i]; }
+  // y = A x
+  void MultiplyA(const double* x, double* y) const;
+  // y = M x
+  void MultiplyM(const double* x, double* y) const;
+  // Checks sizes, symmetry layout and finiteness; returns an empty string or
+  // a description of the first problem found.
+  const char* Validate() const;
+};
+
+}  // namespace mjcenic::icf

@@ -1,0 +1,84 @@
+// Newton's method with exact line search for the ICF problem
+// (cenic-math.md §8). The solver only iterates: the model is constant, the
+// data (IcfData) and the factorization are its workspace, reused across calls
+// so that no allocation happens once sizes stop growing.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/icf_data.h"
+#include "mjcenic/icf/icf_model.h"
+
+namespace mjcenic::icf {
+
+enum class LineSearchGuess { kCubic, kQuadratic };
+
+struct SolverOptions {
+  double tolerance = 1e-8;       // ε_req (§8.2); the solver uses max(ε_req, min_tolerance)
+  double min_tolerance = 1e-8;   // ε_min
+  int max_iterations = 100;
+  bool hessian_reuse = false;    // §8.5
+  int reuse_target_iterations = 10;  // k_max of (P35)
+  LineSearchGuess line_search_guess = LineSearchGuess::kCubic;
+  double alpha_max = 1.0;
+  LinearSolverKind linear_solver = LinearSolverKind::kAuto;
+};
+
+enum class SolveStatus { kConverged, kMaxIterations, kNotPositiveDefinite, kNotDescent,
+                         kLineSearchFailed, kNonFinite };
+const char* ToString(SolveStatus s);
+
+struct SolveStats {
+  SolveStatus status = SolveStatus::kConverged;
+  int iterations = 0;      // Newton updates
+  int factorizations = 0;
+  int ls_iterations = 0;   // line-search evaluations (§8.3 item 4)
+  double cost = 0;         // ℓ at the returned v
+  double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
+};
+
+class IcfSolver {
+ public:
+  IcfSolver();
+  ~IcfSolver();
+  IcfSolver(const IcfSolver&) = delete;
+  IcfSolver& operator=(const IcfSolver&) = delete;
+
+  // Minimizes ℓ starting from v_guess; writes the minimizer into v (may alias
+  // v_guess). Returns the status; `cost_history`, if given, receives ℓ(v_k).
+  SolveStatus Solve(const IcfModel& model, const double* v_guess, const SolverOptions& options,
+                    double* v, SolveStats* stats, std::vector<double>* cost_history = nullptr);
+
+  // Evaluates cost, gradient, impulses and constraint Hessians at v.
+  void Evaluate(const IcfModel& model, const double* v);
+  const IcfData& data() const { return data_; }
+
+  // Newton direction w = −H(v)⁻¹ ∇ℓ(v) with the given linear solver (tests).
+  bool SearchDirection(const IcfModel& model, const double* v, LinearSolverKind kind, double* w);
+  // Dense H(v) (tests).
+  Eigen::MatrixXd Hessian(const IcfModel& model, const double* v);
+  // ℓ(v + α w) and its first two derivatives in α, for the direction set by
+  // the last PrepareLineSearch (tests and the line search itself).
+  void PrepareLineSearch(const IcfModel& model, const double* w);
+  void EvalAlongLine(const IcfModel& model, double alpha, double* cost, double* d1, double* d2);
+
+  // Forgets a factorization kept for Hessian reuse.
+  void ResetReuse() { fresh_ = false; }
+
+ private:
+  HessianFactor* Factor(LinearSolverKind kind);
+  double LineSearch(const IcfModel& model, double d0, const SolverOptions& o, int* evals,
+                    bool* ok);
+
+  IcfData data_;
+  std::unique_ptr<HessianFactor> dense_, sparse_;
+  std::vector<double> scale_, dv_, vtmp_;
+  bool fresh_ = false;                 // reuse state machine (§8.5)
+  HessianFactor* fresh_factor_ = nullptr;
+};
+
+}  // namespace mjcenic::icf

@@ -1,0 +1,15 @@
+// Constants of the ICF model (cenic-math.md §15). One plain struct, documented
+// defaults; the integrator exposes it unchanged.
+#pragma once
+
+namespace mjcenic::icf {
+
+struct IcfParameters {
+  double stiction_tolerance = 1e-4;  // v_s [m/s], §2.3
+  double transition_width = 10.0;    // Δ of the μ_s→μ_d blend, §2.3 (P8)
+  double sigma_R = 1e-3;             // friction regularization factor σ_R, §4.6
+  double beta = 0.1;                 // near-rigid factor β, §3.5
+  double h_min_near_rigid = 1e-4;    // h^nr_min [s], §3.5
+};
+
+}  // namespace mjcenic::icf

@@ -1,0 +1,234 @@
+#include "mjcenic/icf/pools.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace mjcenic::icf {
+
+namespace {
+constexpr double kGuard = 1e-20;  // guards in v̂ (§4.4)
+inline double Pos(double x) { return x > 0 ? x : 0; }
+}  // namespace
+
+double FrictionCoefficient(double s, double mu_s, double mu_d, double width) {
+  // (P8): μ = μ_d + (μ_s − μ_d)·½(1 − σ(s − Δ)/σ(Δ)).
+  const double w = 0.5 * (1.0 - Sigmoid(s - width) / Sigmoid(width));
+  return mu_d + (mu_s - mu_d) * w;
+}
+
+// ---------------------------------------------------------------- contacts --
+
+void ContactPool::Clear() {
+  rows.Clear();
+  fe0.clear(); k.clear(); d.clear(); mu_s.clear(); mu_d.clear(); Rt.clear();
+  bias.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
+}
+
+int ContactPool::Add(std::span<const int> dofs, double fe0_, double k_, double d_,
+                     double mu_s_, double mu_d_, double Rt_) {
+  const int c = rows.Add(dofs);
+  fe0.push_back(fe0_); k.push_back(k_); d.push_back(d_);
+  mu_s.push_back(mu_s_); mu_d.push_back(mu_d_); Rt.push_back(Rt_);
+  bias.insert(bias.end(), {0.0, 0.0, 0.0});
+  fn0.push_back(0); mu.push_back(mu_s_); n0.push_back(0); eps.push_back(0); vhat.push_back(0);
+  return c;
+}
+
+void ContactPool::Lag(const double* v0, const IcfParameters& p) {
+  // §4.3: f_n^0 = (f_e^0)_+ (1 − d v_n^0)_+,  μ = μ(|v_t^0| / v_s).
+  for (int c = 0; c < size(); ++c) {
+    double vc[3];
+    rows.Multiply(c, v0, vc);
+    for (int i = 0; i < 3; ++i) vc[i] += bias[3 * c + i];
+    fn0[c] = Pos(fe0[c]) * Pos(1.0 - d[c] * vc[0]);
+    const double s = std::hypot(vc[1], vc[2]) / p.stiction_tolerance;
+    mu[c] = FrictionCoefficient(s, mu_s[c], mu_d[c], p.transition_width);
+  }
+}
+
+void ContactPool::SetTimeStep(double h_, const IcfParameters& p) {
+  h = h_;
+  for (int c = 0; c < size(); ++c) {
+    n0[c] = h * fn0[c];
+    eps[c] = std::max(p.stiction_tolerance, mu[c] * Rt[c] * n0[c]);  // §4.6
+    vhat[c] = std::min(fe0[c] / (h * (k[c] + kGuard)), 1.0 / (d[c] + kGuard));  // §4.4
+  }
+}
+
+void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
+  const double vn = vc[0], kc = k[c], dc = d[c], fe = fe0[c];
+  // Normal impulse (P13) and its antiderivative N (§4.4).
+  const double x = std::min(vn, vhat[c]);
+  const double N = h * (fe * x - 0.5 * h * kc * x * x - 0.5 * dc * fe * x * x +
+                        dc * h * kc * x * x * x / 3.0);
+  double gn = 0, dgn = 0;
+  if (vn < vhat[c]) {
+    gn = h * Pos(fe - h * kc * vn) * Pos(1.0 - dc * vn);
+    dgn = -h * (h * kc * (1.0 - dc * vn) + dc * (fe - h * kc * vn));
+  }
+  // Lagged regularized friction (§4.6, P14).
+  const double mun = mu[c] * n0[c], e = eps[c];
+  const double vt1 = vc[1], vt2 = vc[2];
+  const double soft = std::sqrt(vt1 * vt1 + vt2 * vt2 + e * e);  // |v_t|_ε + ε
+  const double t1 = vt1 / soft, t2 = vt2 / soft;
+  *cost = mun * (soft - e) - N;
+  gamma[0] = gn;
+  gamma[1] = -mun * t1;
+  gamma[2] = -mun * t2;
+  // G (§4.7): μn⁰/(|v_t|_ε+ε)·(I − n̂n̂ᵀ − t̂t̂ᵀ) − γ_n' n̂n̂ᵀ.
+  const double a = mun / soft;
+  G[0] = -dgn; G[1] = 0;                 G[2] = 0;
+  G[3] = 0;    G[4] = a * (1 - t1 * t1); G[5] = -a * t1 * t2;
+  G[6] = 0;    G[7] = -a * t1 * t2;      G[8] = a * (1 - t2 * t2);
+}
+
+// ------------------------------------------------------------ near-rigid --
+
+void NearRigid(double h, double w, const IcfParameters& p, double* R, double* tau_d) {
+  // (P18): K = 4π²/(β² h̄² w), τ_d = β h̄/π, R = 1/(h (h + τ_d) K).
+  const double pi = std::numbers::pi;
+  const double hbar = std::max(h, p.h_min_near_rigid);
+  *tau_d = p.beta * hbar / pi;
+  *R = p.beta * p.beta * hbar * hbar * w / (4 * pi * pi * h * (h + *tau_d));
+}
+
+// ------------------------------------------------------------------ limits --
+
+void LimitPool::Clear() { rows.Clear(); g0.clear(); w.clear(); R.clear(); vhat.clear(); }
+
+int LimitPool::Add(std::span<const int> dofs, double g0_, double w_) {
+  const int c = rows.Add(dofs);
+  g0.push_back(g0_); w.push_back(w_); R.push_back(0); vhat.push_back(0);
+  return c;
+}
+
+void LimitPool::SetTimeStep(double h, const IcfParameters& p) {
+  for (int c = 0; c < size(); ++c) {
+    double tau_d;
+    NearRigid(h, w[c], p, &R[c], &tau_d);
+    vhat[c] = -g0[c] / (h + tau_d);  // §5
+  }
+}
+
+void LimitPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
+  const double x = vhat[c] - vc[0];
+  if (x > 0) {
+    *cost = 0.5 * x * x / R[c];
+    gamma[0] = x / R[c];
+    G[0] = 1.0 / R[c];
+  } else {
+    *cost = 0; gamma[0] = 0; G[0] = 0;
+  }
+}
+
+// --------------------------------------------------------------- couplings --
+
+void CouplingPool::Clear() { rows.Clear(); g0.clear(); w.clear(); R.clear(); vhat.clear(); }
+
+int CouplingPool::Add(std::span<const int> dofs, double g0_, double w_) {
+  const int c = rows.Add(dofs);
+  g0.push_back(g0_); w.push_back(w_); R.push_back(0); vhat.push_back(0);
+  return c;
+}
+
+void CouplingPool::SetTimeStep(double h, const IcfParameters& p) {
+  for (int c = 0; c < size(); ++c) {
+    double tau_d;
+    NearRigid(h, w[c], p, &R[c], &tau_d);
+    vhat[c] = -g0[c] / (h + tau_d);  // §7.1
+  }
+}
+
+void CouplingPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
+  const double x = vhat[c] - vc[0];
+  *cost = 0.5 * x * x / R[c];
+  gamma[0] = x / R[c];
+  G[0] = 1.0 / R[c];
+}
+
+// ------------------------------------------------------------------- gains --
+
+void GainPool::Clear() {
+  rows.Clear();
+  c.clear(); kq.clear(); kv.clear(); vc0.clear(); lo.clear(); hi.clear();
+  kappa.clear(); c_eff.clear();
+}
+
+int GainPool::Add(std::span<const int> dofs, double c_, double kq_, double kv_, double lo_,
+                  double hi_) {
+  const int i = rows.Add(dofs);
+  c.push_back(c_); kq.push_back(kq_); kv.push_back(kv_); vc0.push_back(0);
+  lo.push_back(lo_); hi.push_back(hi_); kappa.push_back(0); c_eff.push_back(c_);
+  return i;
+}
+
+void GainPool::Lag(const double* v0) {
+  for (int i = 0; i < size(); ++i) rows.Multiply(i, v0, &vc0[i]);
+}
+
+void GainPool::SetTimeStep(double h_, const IcfParameters&) {
+  h = h_;
+  for (int i = 0; i < size(); ++i) {
+    const double k = h * kq[i] + kv[i];
+    if (k >= 0) {
+      kappa[i] = k;
+      c_eff[i] = c[i];
+    } else {  // non-stabilizing: explicit at v_c0 (§9.1 item 5)
+      kappa[i] = 0;
+      c_eff[i] = c[i] - k * vc0[i];
+    }
+  }
+}
+
+void GainPool::Eval(int i, const double* vc, double* cost, double* gamma, double* G) const {
+  const double l = lo[i], u = hi[i], k = kappa[i];
+  if (k > 0) {
+    const double y = c_eff[i] - k * vc[0];
+    double psi;  // Huber-type Ψ(y) of §6
+    if (y < l) {
+      psi = l * (y - 0.5 * l);
+      gamma[0] = h * l;
+      G[0] = 0;
+    } else if (y > u) {
+      psi = u * (y - 0.5 * u);
+      gamma[0] = h * u;
+      G[0] = 0;
+    } else {
+      psi = 0.5 * y * y;
+      gamma[0] = h * y;
+      G[0] = h * k;
+    }
+    *cost = h / k * psi;
+  } else {
+    gamma[0] = h * std::clamp(c_eff[i], l, u);
+    *cost = -gamma[0] * vc[0];
+    G[0] = 0;
+  }
+}
+
+// ------------------------------------------------------------ dry friction --
+
+void DryFrictionPool::Clear() { rows.Clear(); F.clear(); }
+
+int DryFrictionPool::Add(std::span<const int> dofs, double F_) {
+  const int c = rows.Add(dofs);
+  F.push_back(F_);
+  return c;
+}
+
+void DryFrictionPool::SetTimeStep(double h_, const IcfParameters& p) {
+  h = h_;
+  eps = p.stiction_tolerance;
+}
+
+void DryFrictionPool::Eval(int c, const double* vc, double* cost, double* gamma,
+                           double* G) const {
+  const double s = std::sqrt(vc[0] * vc[0] + eps * eps);
+  const double hF = h * F[c];
+  *cost = hF * (s - eps);
+  gamma[0] = -hF * vc[0] / s;
+  G[0] = hF * eps * eps / (s * s * s);
+}
+
+}  // namespace mjcenic::icf

@@ -1,0 +1,111 @@
+// ICF constraint pools (cenic-math.md §4–7, §6). Each pool stores its
+// constraints contiguously: the Jacobian rows (RowStore), the parameters fixed
+// while the model is built (h-independent), and the quantities that depend on
+// the time step h (SetTimeStep). Eval() maps a constraint velocity v_c to the
+// potential ℓ_i, the impulse γ_i = -∂ℓ_i/∂v_c and the Hessian G_i = ∂²ℓ_i/∂v_c².
+// Nothing here knows about MuJoCo.
+#pragma once
+
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "mjcenic/icf/parameters.h"
+#include "mjcenic/icf/row_store.h"
+
+namespace mjcenic::icf {
+
+// The ICF sigmoid σ(x) = x / sqrt(1 + x²).
+inline double Sigmoid(double x);
+// μ(s) of (P8): blends from mu_s (s = 0) to mu_d (s ≥ 2Δ), s = |v_t| / v_s.
+double FrictionCoefficient(double s, double mu_s, double mu_d, double width);
+
+// Point contacts (§4). Rows are expressed in the contact frame
+// [n̂, t̂1, t̂2]: v_c[0] = v_n (positive when separating), v_c[1..2] = v_t.
+struct ContactPool {
+  RowStore<3> rows;
+  // Set when the constraint is added.
+  std::vector<double> fe0;   // elastic force f_e^0 = -k φ_0 [N] (may be < 0)
+  std::vector<double> k;     // stiffness [N/m]
+  std::vector<double> d;     // Hunt–Crossley dissipation [s/m]
+  std::vector<double> mu_s, mu_d;
+  std::vector<double> Rt;    // σ_R w_t (§4.6) [1/kg]
+  std::vector<double> bias;  // surface-velocity bias b (3 per contact)
+  // Lagged quantities (§4.3), set by Lag(v0).
+  std::vector<double> fn0;   // f_n^0 [N]
+  std::vector<double> mu;    // μ(s^0)
+  // Time-step dependent (§4.4, §4.6).
+  std::vector<double> n0, eps, vhat;
+  double h = 0;
+
+  void Clear();
+  int Add(std::span<const int> dofs, double fe0, double k, double d, double mu_s,
+          double mu_d, double Rt);
+  int size() const { return rows.size(); }
+  void Lag(const double* v0, const IcfParameters& p);
+  void SetTimeStep(double h, const IcfParameters& p);
+  // vc (3) -> cost, gamma (3), G (3x3 row-major).
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+};
+
+// Near-rigid compliance shared by limits and couplings (§3.5): returns R and
+// the damping time scale τ_d for Delassus estimate w.
+void NearRigid(double h, double w, const IcfParameters& p, double* R, double* tau_d);
+
+// One-sided limits (§5): g(q) ≥ 0 with ġ = v_c. Also used for tendon limits.
+struct LimitPool {
+  RowStore<1> rows;
+  std::vector<double> g0, w;  // gap at q0 (may be < 0), Delassus estimate
+  std::vector<double> R, vhat;
+  void Clear();
+  int Add(std::span<const int> dofs, double g0, double w);
+  int size() const { return rows.size(); }
+  void SetTimeStep(double h, const IcfParameters& p);
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+};
+
+// Bilateral holonomic rows g(q) = 0 with ġ = v_c (§7: couplers, balls, welds,
+// tendon equalities, one row each).
+struct CouplingPool {
+  RowStore<1> rows;
+  std::vector<double> g0, w;
+  std::vector<double> R, vhat;
+  void Clear();
+  int Add(std::span<const int> dofs, double g0, double w);
+  int size() const { return rows.size(); }
+  void SetTimeStep(double h, const IcfParameters& p);
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+};
+
+// Clamped linear feedback (§6, P19): force = clamp(c - κ v_c, lo, hi) along
+// the row, κ = h·kq + kv (first-order position update, §4.4 of the MuJoCo
+// mapping). A negative κ is non-stabilizing and is made explicit at v_c0.
+struct GainPool {
+  RowStore<1> rows;
+  std::vector<double> c, kq, kv, vc0, lo, hi;
+  std::vector<double> kappa, c_eff;
+  double h = 0;
+  void Clear();
+  int Add(std::span<const int> dofs, double c, double kq, double kv, double lo, double hi);
+  int size() const { return rows.size(); }
+  void Lag(const double* v0);
+  void SetTimeStep(double h, const IcfParameters& p);
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+};
+
+// Regularized dry friction |F| along a row (joint/tendon friction loss):
+// ℓ = h F (sqrt(v_c² + ε²) − ε), ε = v_s. Convex; |γ| < h F.
+struct DryFrictionPool {
+  RowStore<1> rows;
+  std::vector<double> F;
+  double h = 0, eps = 1e-4;
+  void Clear();
+  int Add(std::span<const int> dofs, double F);
+  int size() const { return rows.size(); }
+  void SetTimeStep(double h, const IcfParameters& p);
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+};
+
+inline double Sigmoid(double x) { return x / std::sqrt(1.0 + x * x); }
+
+}  // namespace mjcenic::icf

@@ -1,0 +1,98 @@
+// Sparse Jacobian storage shared by every ICF constraint pool.
+//
+// Constraint c of a pool with kRows rows touches the (sorted, unique) dofs
+// dofs(c) and owns a dense kRows x ndof(c) row-major block J(c), so that its
+// constraint velocity is v_c = J(c) v[dofs(c)] (cenic-math.md §3.3).
+// Memory only grows: after warm-up, Clear() + Add() never allocate.
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace mjcenic::icf {
+
+template <int kRows>
+class RowStore {
+ public:
+  static constexpr int rows = kRows;
+
+  void Clear() {
+    adr_.clear();
+    num_.clear();
+    dofs_.clear();
+    J_.clear();
+  }
+
+  // Appends a constraint over `dofs` (sorted ascending, unique) and returns
+  // its index; its Jacobian block is zero-initialized, fill it through J(c).
+  int Add(std::span<const int> dofs) {
+    const int c = static_cast<int>(adr_.size());
+    adr_.push_back(static_cast<int>(dofs_.size()));
+    num_.push_back(static_cast<int>(dofs.size()));
+    jadr_.resize(c + 1);
+    jadr_[c] = static_cast<int>(J_.size());
+    dofs_.insert(dofs_.end(), dofs.begin(), dofs.end());
+    J_.resize(J_.size() + kRows * dofs.size(), 0.0);
+    return c;
+  }
+
+  int size() const { return static_cast<int>(adr_.size()); }
+  int ndof(int c) const { return num_[c]; }
+  std::span<const int> dofs(int c) const {
+    return {dofs_.data() + adr_[c], static_cast<size_t>(num_[c])};
+  }
+  double* J(int c) { return J_.data() + jadr_[c]; }
+  const double* J(int c) const { return J_.data() + jadr_[c]; }
+
+  // out[kRows] = J(c) v[dofs(c)]
+  void Multiply(int c, const double* v, double* out) const {
+    const int n = num_[c];
+    const int* dof = dofs_.data() + adr_[c];
+    const double* Jc = J(c);
+    for (int r = 0; r < kRows; ++r) {
+      double s = 0;
+      for (int k = 0; k < n; ++k) s += Jc[r * n + k] * v[dof[k]];
+      out[r] = s;
+    }
+  }
+
+  // g[dofs(c)] += scale * J(c)^T x
+  void MultiplyTransposeAdd(int c, const double* x, double scale, double* g) const {
+    const int n = num_[c];
+    const int* dof = dofs_.data() + adr_[c];
+    const double* Jc = J(c);
+    for (int k = 0; k < n; ++k) {
+      double s = 0;
+      for (int r = 0; r < kRows; ++r) s += Jc[r * n + k] * x[r];
+      g[dof[k]] += scale * s;
+    }
+  }
+
+  // B (ndof x ndof, row-major) = J(c)^T G J(c), G is kRows x kRows row-major.
+  void CongruenceTransform(int c, const double* G, double* B) const {
+    const int n = num_[c];
+    const double* Jc = J(c);
+    double GJ[kRows * 64];  // rows of G*J computed per column chunk
+    for (int k0 = 0; k0 < n; k0 += 64) {
+      const int kn = (n - k0 < 64) ? n - k0 : 64;
+      for (int r = 0; r < kRows; ++r)
+        for (int k = 0; k < kn; ++k) {
+          double s = 0;
+          for (int q = 0; q < kRows; ++q) s += G[r * kRows + q] * Jc[q * n + k0 + k];
+          GJ[r * 64 + k] = s;
+        }
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < kn; ++k) {
+          double s = 0;
+          for (int r = 0; r < kRows; ++r) s += Jc[r * n + i] * GJ[r * 64 + k];
+          B[i * n + k0 + k] = s;
+        }
+    }
+  }
+
+ private:
+  std::vector<int> adr_, num_, jadr_, dofs_;
+  std::vector<double> J_;
+};
+
+}  // namespace mjcenic::icf
