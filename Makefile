@@ -1,0 +1,43 @@
+# The two commands of the README:
+#   make demo   install what is missing, build, run mjcenic on a bundled scene
+#   make test   build, then run every C++ and Python test
+PYTHON ?= python3
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build demo test test-cpp test-python sanitize clean
+
+all: build
+
+deps:
+	@PYTHON=$(PYTHON) scripts/install_deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: deps configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	$(BUILD)/mjcenic-run models/clutter.xml --duration 2 --compare-mjstep --json $(BUILD)/demo.json
+	@echo "JSON report: $(BUILD)/demo.json"
+
+test-cpp: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-python: build
+	MJCENIC_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/python
+
+test: test-cpp test-python
+
+# ASan + UBSan build of the C++ tests (separate build tree).
+sanitize: deps
+	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMJCENIC_SANITIZE=ON \
+	  -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+	cmake --build $(BUILD)-sanitize -j$(JOBS)
+	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-sanitize

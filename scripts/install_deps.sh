@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what mjcenic needs on a fresh Debian machine (as root) and nothing
+# that is already there: Debian packages for the C++ build and the MuJoCo wheel
+# pinned in MUJOCO_VERSION (plus numpy, matplotlib, pytest for scripts/tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+PIN=$(tr -d '[:space:]' < MUJOCO_VERSION)
+
+debs=(cmake g++ make libeigen3-dev libsuitesparse-dev libabsl-dev libgtest-dev)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# cmake/g++ may come from elsewhere (pip cmake); only require the binaries.
+filtered=()
+for p in "${missing[@]}"; do
+  case "$p" in
+    cmake) command -v cmake >/dev/null || filtered+=("$p") ;;
+    g++) command -v g++ >/dev/null || filtered+=("$p") ;;
+    make) command -v make >/dev/null || filtered+=("$p") ;;
+    *) filtered+=("$p") ;;
+  esac
+done
+if [ ${#filtered[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "mjcenic: missing Debian packages: ${filtered[*]} (run as root or: sudo apt-get install ${filtered[*]})" >&2
+    exit 1
+  fi
+  echo "mjcenic: installing ${filtered[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${filtered[@]}" >/dev/null
+fi
+
+have=$($PY -c "import mujoco; print(mujoco.__version__)" 2>/dev/null || true)
+pips=()
+[ "$have" = "$PIN" ] || pips+=("mujoco==$PIN")
+$PY -c "import numpy" 2>/dev/null || pips+=(numpy)
+$PY -c "import matplotlib" 2>/dev/null || pips+=(matplotlib)
+$PY -c "import pytest" 2>/dev/null || pips+=(pytest)
+if [ ${#pips[@]} -gt 0 ]; then
+  echo "mjcenic: pip installing ${pips[*]}"
+  $PY -m pip install -q "${pips[@]}"
+fi

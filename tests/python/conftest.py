@@ -1,0 +1,26 @@
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build"))
+SHARED_MODELS = ROOT.parent / "shared" / "models"
+
+
+def run_cli(args, tmp_path, check=True):
+    """Runs build/mjcenic-run with --json and returns (returncode, report, stdout, stderr)."""
+    out = tmp_path / "report.json"
+    proc = subprocess.run([str(BUILD / "mjcenic-run"), *map(str, args), "--json", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    report = json.loads(out.read_text()) if out.exists() else None
+    if check and proc.returncode != 0:
+        raise AssertionError(f"mjcenic-run failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc.returncode, report, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def cli(tmp_path):
+    return lambda *args, check=True: run_cli(args, tmp_path, check)

@@ -1,0 +1,47 @@
+"""mjcenic-run: JSON fields, error handling on bad input."""
+import math
+
+from conftest import ROOT
+
+REQUIRED = ["nq", "nv", "mode", "sim_time", "wall_time", "steps", "newton_iterations",
+            "max_penetration", "finite", "final_qpos", "warnings"]
+
+
+def test_json_has_required_fields(cli):
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.2", "--keyframe", "drop",
+                     "--compare-mjstep")
+    for k in REQUIRED + ["mjstep_wall_time", "mjstep_max_penetration"]:
+        assert k in r, k
+    assert r["nq"] == 7 and r["nv"] == 6 and r["mode"] == "fixed"
+    assert r["steps"] == 200 and abs(r["sim_time"] - 0.2) < 1e-12
+    assert r["finite"] is True and len(r["final_qpos"]) == 7
+    # Free fall from z = 1 for 0.2 s: z = 1 - g t²/2 (symplectic Euler error O(h)).
+    assert abs(r["final_qpos"][2] - (1 - 0.5 * 9.81 * 0.2 ** 2)) < 2e-3
+
+
+def test_keyframe_selection(cli):
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0", "--keyframe", "drop")
+    assert math.isclose(r["final_qpos"][2], 1.0)
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0", "--no-keyframe")
+    assert r["keyframe"] is None
+
+
+def test_missing_file_fails_with_mujoco_message(cli):
+    code, r, out, err = cli(ROOT / "models/does_not_exist.xml", check=False)
+    assert code != 0 and r is None
+    assert "could not load" in err and "does_not_exist" in err
+
+
+def test_invalid_mjcf_fails_with_mujoco_message(cli, tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<mujoco><worldbody><geom type='sphere' size='-1'/><body></mujoco>")
+    code, r, out, err = cli(bad, check=False)
+    assert code != 0 and r is None
+    assert "could not load" in err and len(err.strip()) > len("mjcenic-run: could not load")
+
+
+def test_unknown_keyframe_and_option(cli):
+    code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--keyframe", "nope", check=False)
+    assert code != 0 and "nope" in err
+    code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--frobnicate", check=False)
+    assert code != 0 and "frobnicate" in err
