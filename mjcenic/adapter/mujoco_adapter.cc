@@ -84,6 +84,21 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     inv_mass_[b] = mass > 0 ? 1.0 / mass : 0.0;
   }
 
+  // Per-geom static friction from <custom><numeric name="mjcenic:mu_static:GEOM">.
+  geom_mu_static_.assign(m->ngeom, -1.0);
+  for (int n = 0; n < m->nnumeric; ++n) {
+    const char* name = mj_id2name(m, mjOBJ_NUMERIC, n);
+    const std::string prefix = "mjcenic:mu_static:";
+    if (!name || std::string(name).rfind(prefix, 0) != 0) continue;
+    const int g = mj_name2id(m, mjOBJ_GEOM, name + prefix.size());
+    if (g < 0 || m->numeric_size[n] < 1 || !(m->numeric_data[m->numeric_adr[n]] >= 0)) {
+      warnings_.push_back(std::string("custom numeric '") + name +
+                          "' ignored: needs an existing geom name and one value >= 0");
+      continue;
+    }
+    geom_mu_static_[g] = m->numeric_data[m->numeric_adr[n]];
+  }
+
   // Actuators: clamped affine feedback where the law allows it (mapping §4.4).
   const int na = static_cast<int>(m->nactuator);
   implicit_actuator_.assign(na, 0);
@@ -392,7 +407,13 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     const double dis = contact_.dissipation >= 0 ? contact_.dissipation : p.d;
     const double phi = con.dist - con.includemargin;
     const double Rt = model->params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
-    const int c = model->contacts.Add(dofs_, -k * phi, k, dis, mu, mu, Rt);
+    double mu_s = mu * contact_.mu_static_ratio;
+    if (con.dim > 1) {
+      for (int side = 0; side < 2; ++side)
+        if (geom_mu_static_[con.geom[side]] >= 0) mu_s = std::max(mu_s, geom_mu_static_[con.geom[side]]);
+    }
+    mu_s = std::max(mu_s, mu);
+    const int c = model->contacts.Add(dofs_, -k * phi, k, dis, mu_s, mu, Rt);
     double* J = model->contacts.rows.J(c);
     const int n = static_cast<int>(dofs_.size());
     size_t ia = 0, ib = 0;

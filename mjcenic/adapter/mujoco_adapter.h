@@ -19,6 +19,11 @@ struct ContactOptions {
   double stiffness_scale = 1;    // multiplies the mapped k
   bool pyramidal_factor = true;  // include λ of pyramidal cones (matches mj_step's rest penetration)
   double omega_cap_steps = 4;    // contact period ≥ this many model time steps (≤ 0: no cap)
+  // Static friction μ_s = mu_static_ratio · μ_d for every contact (μ_d is
+  // MuJoCo's friction[0]); a geom can set its own μ_s with the MJCF custom
+  // numeric "mjcenic:mu_static:<geom name>". A contact uses the larger μ_s of
+  // its two geoms, never below μ_d.
+  double mu_static_ratio = 1;
 };
 
 // What one problem build saw (for statistics).
@@ -64,6 +69,7 @@ class MujocoAdapter {
   std::vector<char> implicit_actuator_;           // actuator handled as gain row
   std::vector<double> act_lo_, act_hi_;           // merged force limits
   std::vector<double> inv_mass_;                  // 1/m of each body's weld group (0: anchored)
+  std::vector<double> geom_mu_static_;            // per-geom μ_s override (< 0: none)
   // Scratch (grows, never shrinks).
   std::vector<int> dofs_a_, dofs_b_, dofs_;
   std::vector<double> cols_a_, cols_b_, row_;

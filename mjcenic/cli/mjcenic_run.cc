@@ -24,12 +24,14 @@ struct Args {
   std::string model, json, keyframe;
   double duration = 1.0;
   bool no_keyframe = false, compare = false;
+  mjcenic::StepperOptions options;
 };
 
 void Usage() {
   std::fprintf(stderr,
                "usage: mjcenic-run MODEL.xml [--duration T] [--keyframe NAME | --no-keyframe]\n"
-               "                   [--json OUT] [--compare-mjstep]\n");
+               "                   [--json OUT] [--compare-mjstep] [--mode fixed|cenic|trapezoid]\n"
+               "                   [--accuracy A] [--max-step H]\n");
 }
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -51,6 +53,23 @@ bool Parse(int argc, char** argv, Args* a) {
         std::fprintf(stderr, "mjcenic-run: bad --duration '%s'\n", v);
         return false;
       }
+    } else if (s == "--mode") {
+      const char* v = value("--mode");
+      if (!v) return false;
+      if (!mjcenic::ParseMode(v, &a->options.mode)) {
+        std::fprintf(stderr, "mjcenic-run: bad --mode '%s' (fixed, cenic or trapezoid)\n", v);
+        return false;
+      }
+    } else if (s == "--accuracy" || s == "--max-step") {
+      const char* v = value(s.c_str());
+      if (!v) return false;
+      char* end;
+      const double x = std::strtod(v, &end);
+      if (*end || !(x > 0) || !std::isfinite(x)) {
+        std::fprintf(stderr, "mjcenic-run: bad %s '%s' (must be > 0)\n", s.c_str(), v);
+        return false;
+      }
+      (s == "--accuracy" ? a->options.accuracy : a->options.max_step) = x;
     } else if (s == "--keyframe") {
       const char* v = value("--keyframe");
       if (!v) return false;
@@ -150,7 +169,7 @@ int main(int argc, char** argv) {
     if (key >= 0) mj_resetDataKeyframe(m, d, key); else mj_resetData(m, d);
   };
 
-  mjcenic::StepperOptions options;
+  const mjcenic::StepperOptions& options = args.options;
   auto stepper_or = mjcenic::Stepper::Create(m, options);
   if (!stepper_or.ok()) {
     std::fprintf(stderr, "mjcenic-run: %s\n", std::string(stepper_or.status().message()).c_str());
@@ -167,8 +186,14 @@ int main(int argc, char** argv) {
   double drift = 0;
   bool ok = true;
   const auto t0 = std::chrono::steady_clock::now();
-  for (long i = 0; i < nsteps; ++i) {
-    const absl::Status s = stepper.Step(d);
+  // Fixed mode steps like mj_step; error-controlled modes advance in 50 ms
+  // chunks so that the controller can choose steps longer than opt.timestep.
+  const bool fixed = options.mode == mjcenic::Mode::kFixed;
+  const double t_end = fixed ? nsteps * m->opt.timestep : args.duration;
+  const long nchunks = fixed ? nsteps : static_cast<long>(std::ceil(args.duration / 0.05 - 1e-9));
+  for (long i = 0; i < nchunks; ++i) {
+    const absl::Status s =
+        fixed ? stepper.Step(d) : stepper.AdvanceTo(d, std::min(t_end, (i + 1) * 0.05));
     if (!s.ok()) {
       warnings.push_back(std::string(s.message()));
       ok = false;
@@ -202,12 +227,19 @@ int main(int argc, char** argv) {
      << Quote(mjcenic::ToString(options.mode)) << ",\n  \"timestep\": " << Num(m->opt.timestep)
      << ",\n  \"keyframe\": " << (key >= 0 ? Quote(mj_id2name(m, mjOBJ_KEY, key) ? mj_id2name(m, mjOBJ_KEY, key) : std::to_string(key)) : "null")
      << ",\n  \"sim_time\": " << Num(d->time) << ",\n  \"wall_time\": " << Num(wall)
-     << ",\n  \"steps\": " << st.steps << ",\n  \"solves\": " << st.solves
+     << ",\n  \"accuracy\": " << Num(options.accuracy)
+     << ",\n  \"steps\": " << st.steps << ",\n  \"accepted_steps\": " << st.steps
+     << ",\n  \"rejected_steps\": " << st.rejected_steps << ",\n  \"h_min\": " << Num(st.h_min)
+     << ",\n  \"h_median\": " << Num(st.h_median) << ",\n  \"h_max\": " << Num(st.h_max)
+     << ",\n  \"solves\": " << st.solves
      << ",\n  \"newton_iterations\": " << st.newton_iterations
      << ",\n  \"factorizations\": " << st.factorizations
      << ",\n  \"ls_iterations\": " << st.ls_iterations
      << ",\n  \"geometry_queries\": " << st.geometry_queries
      << ",\n  \"max_penetration\": " << Num(st.max_penetration)
+     << ",\n  \"time_geometry\": " << Num(st.time_geometry)
+     << ",\n  \"time_assembly\": " << Num(st.time_assembly)
+     << ",\n  \"time_solve\": " << Num(st.time_solve)
      << ",\n  \"max_joint_drift\": " << Num(drift) << ",\n  \"finite\": "
      << (finite ? "true" : "false") << ",\n  \"final_qpos\": [";
   for (int i = 0; i < m->nq; ++i) js << (i ? ", " : "") << Num(d->qpos[i]);
@@ -237,6 +269,11 @@ int main(int argc, char** argv) {
               "iterations (%.2f per solve)\n",
               d->time, wall, wall > 0 ? d->time / wall : 0.0, st.steps, st.newton_iterations,
               st.solves ? double(st.newton_iterations) / st.solves : 0.0);
+  if (options.mode != mjcenic::Mode::kFixed)
+    std::printf("  mode %s, accuracy %g: %ld accepted + %ld rejected steps, h min/median/max "
+                "%.3g/%.3g/%.3g s, %ld solves\n",
+                mjcenic::ToString(options.mode), options.accuracy, st.steps, st.rejected_steps,
+                st.h_min, st.h_median, st.h_max, st.solves);
   std::printf("  max penetration %.3g mm, max joint drift %.3g\n", 1e3 * st.max_penetration,
               drift);
   if (args.compare)

@@ -44,6 +44,27 @@ void IcfModel::SetTimeStep(double h_) {
   dry_friction.SetTimeStep(h, params);
 }
 
+void IcfModel::ShiftConfiguration(const double* dq) {
+  double x[3];
+  for (int c = 0; c < contacts.size(); ++c) {
+    contacts.rows.Multiply(c, dq, x);
+    contacts.fe0[c] -= contacts.k[c] * x[0];  // φ += n̂ᵀ J dq
+  }
+  for (int c = 0; c < limits.size(); ++c) {
+    limits.rows.Multiply(c, dq, x);
+    limits.g0[c] += x[0];
+  }
+  for (int c = 0; c < couplings.size(); ++c) {
+    couplings.rows.Multiply(c, dq, x);
+    couplings.g0[c] += x[0];
+  }
+  for (int c = 0; c < gains.size(); ++c) {
+    gains.rows.Multiply(c, dq, x);
+    gains.c[c] -= gains.kq[c] * x[0];  // c depends on the length with slope −kq
+  }
+  for (int i = 0; i < nv; ++i) f[i] -= K[i] * dq[i];
+}
+
 void IcfModel::MultiplyM(const double* x, double* y) const {
   for (int i = 0; i < nv; ++i) y[i] = 0;
   for (int i = 0; i < nv; ++i) {

@@ -44,6 +44,12 @@ struct IcfModel {
   // are set), then SetTimeStep(h).
   void Finalize(double h);
   void SetTimeStep(double h);
+  // Moves the configuration at which position-dependent terms are linearized
+  // by dq (velocity coordinates): contact gaps, limit and coupling residuals,
+  // actuator lengths and springs. Call after Finalize(), then SetTimeStep().
+  // (Used by the trapezoid variant, whose end configuration is
+  // q0 + dq + h v rather than q0 + h v.)
+  void ShiftConfiguration(const double* dq);
   double ADiag(int i) const { return M_diag[i] + h * D[i] + h * h * K[i]; }
   // y = A x
   void MultiplyA(const double* x, double* y) const;

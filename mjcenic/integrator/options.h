@@ -3,26 +3,44 @@
 #pragma once
 
 #include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/integrator/error_norm.h"
+#include "mjcenic/integrator/step_size_controller.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/icf/parameters.h"
 
 namespace mjcenic {
 
 enum class Mode {
-  kFixed,  // one ICF solve per step of h = max_step (or m->opt.timestep)
+  kFixed,      // one ICF solve per step of h = max_step (or m->opt.timestep), no error control
+  kCenic,      // step doubling with error control (cenic-math §11.1): 3 solves per attempt
+  kTrapezoid,  // second-order trapezoid variant with error control (§11.8, paper §V-B)
 };
+// Parses "fixed", "cenic", "trapezoid"; returns false otherwise.
+bool ParseMode(const char* s, Mode* mode);
 const char* ToString(Mode mode);
 
 struct StepperOptions {
   Mode mode = Mode::kFixed;
-  double max_step = 0;               // [s]; 0 uses m->opt.timestep
+  double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
+  double max_step = 0;               // [s]; fixed: the step (0: m->opt.timestep);
+                                     //      error control: largest step (0: 0.1 s)
+  double initial_step = 0;           // [s]; 0: min(0.1 max_step, m->opt.timestep)
+  double min_step = 0;               // [s]; below max(this, 1e-14 max(1,|t|)): error
+  ErrorNormKind error_norm = ErrorNormKind::kWeighted;
+  double length_scale = 0;           // L [m] of the weighted norm; 0: from the model
+  StepSizeControl control;           // ρ, growth/shrink limits, dead band, order
+  bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)
+  double kappa = 1e-3;               // κ
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping
   icf::IcfParameters icf;            // v_s, Δ, σ_R, β, h^nr_min
   icf::SolverOptions solver;         // Newton tolerances, reuse, line search, linear solver
 };
 
 struct StepperStats {
-  long steps = 0;             // accepted steps
+  long steps = 0;             // accepted (internal) steps
+  long rejected_steps = 0;
+  double h_min = 0, h_max = 0, h_median = 0;  // accepted step sizes [s]
+  double last_h = 0;          // last accepted step [s]
   long solves = 0;            // convex solves
   long newton_iterations = 0;
   long factorizations = 0;

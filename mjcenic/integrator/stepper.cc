@@ -1,5 +1,6 @@
 #include "mjcenic/integrator/stepper.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -24,11 +25,21 @@ void HashBytes(unsigned long long* h, const void* p, size_t n) {
   }
 }
 
-// First non-finite entry of x, or -1.
 int FirstNonFinite(const double* x, long n) {
   for (long i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) return static_cast<int>(i);
   return -1;
+}
+
+bool Disabled(const mjModel* m, int flag) { return m->opt.disableflags & flag; }
+
+// Name of the joint owning dof i, for messages.
+std::string DofName(const mjModel* m, int dof) {
+  if (dof < 0 || dof >= m->nv) return "none";
+  const int j = m->dof_jntid[dof];
+  const char* n = mj_id2name(m, mjOBJ_JOINT, j);
+  return absl::StrCat("dof ", dof, " (joint ", n && n[0] ? absl::StrCat("'", n, "'")
+                                                          : absl::StrCat("#", j), ")");
 }
 
 }  // namespace
@@ -36,40 +47,96 @@ int FirstNonFinite(const double* x, long n) {
 const char* ToString(Mode mode) {
   switch (mode) {
     case Mode::kFixed: return "fixed";
+    case Mode::kCenic: return "cenic";
+    case Mode::kTrapezoid: return "trapezoid";
   }
   return "unknown";
 }
 
+bool ParseMode(const char* s, Mode* mode) {
+  for (Mode x : {Mode::kFixed, Mode::kCenic, Mode::kTrapezoid})
+    if (std::strcmp(s, ToString(x)) == 0) {
+      *mode = x;
+      return true;
+    }
+  return false;
+}
+
 absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
-                                                         const StepperOptions& options) {
+                                                         const StepperOptions& o) {
   if (mj_version() != mjVERSION_HEADER)
     return absl::FailedPreconditionError(absl::StrCat(
         "mjcenic was built against MuJoCo headers ", mjVERSION_HEADER,
         " but the loaded libmujoco is ", mj_versionString(), " (", mj_version(),
         "); install the pinned mujoco wheel and rebuild"));
   if (!m) return absl::InvalidArgumentError("mjcenic: null mjModel");
-  if (!(options.max_step >= 0) || !std::isfinite(options.max_step))
-    return absl::InvalidArgumentError("mjcenic: max_step must be finite and >= 0");
-  if (!(options.icf.stiction_tolerance > 0))
-    return absl::InvalidArgumentError("mjcenic: stiction_tolerance must be > 0");
-  if (!(options.solver.tolerance > 0) || options.solver.max_iterations < 1)
-    return absl::InvalidArgumentError("mjcenic: solver tolerance must be > 0 and "
-                                      "max_iterations >= 1");
+  auto bad = [](const char* what) {
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid option ", what));
+  };
+  if (!(o.accuracy > 0) || !std::isfinite(o.accuracy)) return bad("accuracy (must be > 0)");
+  if (!(o.max_step >= 0) || !std::isfinite(o.max_step)) return bad("max_step (must be >= 0)");
+  if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
+    return bad("initial_step (must be >= 0)");
+  if (!(o.min_step >= 0) || !std::isfinite(o.min_step)) return bad("min_step (must be >= 0)");
+  if (!(o.kappa > 0)) return bad("kappa (must be > 0)");
+  if (!(o.icf.stiction_tolerance > 0)) return bad("stiction_tolerance (must be > 0)");
+  if (!(o.contact.mu_static_ratio >= 1)) return bad("mu_static_ratio (must be >= 1)");
+  if (!(o.solver.tolerance > 0) || o.solver.max_iterations < 1)
+    return bad("solver tolerance (> 0) / max_iterations (>= 1)");
+  if (!(o.control.safety > 0 && o.control.safety <= 1 && o.control.max_growth > 1 &&
+        o.control.min_shrink > 0 && o.control.min_shrink < 1 && o.control.order > 0))
+    return bad("control (safety in (0,1], max_growth > 1, min_shrink in (0,1), order > 0)");
   if (m->nhistory > 0)
     return absl::UnimplementedError(
         "mjcenic: actuator/sensor delay and history buffers are not supported");
-  return std::unique_ptr<Stepper>(new Stepper(m, options));
+  return std::unique_ptr<Stepper>(new Stepper(m, o));
 }
 
-Stepper::Stepper(const mjModel* m, const StepperOptions& options)
-    : m_(m), options_(options), adapter_(m, options.contact) {
-  problem_.params = options.icf;
-  q0_.resize(m->nq); q1_.resize(m->nq);
-  v0_.resize(m->nv); v1_.resize(m->nv);
-  act0_.resize(m->na); act1_.resize(m->na); act_dot0_.resize(m->na);
+Stepper::Stepper(const mjModel* m, const StepperOptions& o)
+    : m_(m),
+      options_(o),
+      adapter_(m, o.contact),
+      norm_(m, o.error_norm, o.length_scale),
+      h_hist_(kBins, 0) {
+  model0_.params = o.icf;
+  model_mid_.params = o.icf;
+  const int nq = static_cast<int>(m->nq), nv = static_cast<int>(m->nv),
+            na = static_cast<int>(m->na);
+  for (auto* v : {&q0_, &qf_, &qa_, &q1_}) v->resize(nq);
+  for (auto* v : {&v0_, &vf_, &va_, &v1_, &vguess_, &v_outer_, &dq_, &f_start_, &tmp_})
+    v->resize(nv);
+  for (auto* v : {&act0_, &act_dot0_, &actf_, &acta_, &act_dota_, &act1_}) v->resize(na);
 }
 
-unsigned long long Stepper::StateHash(const mjData* d) const {
+const StepperStats& Stepper::stats() const {
+  // Median of the accepted steps from the histogram (0.5 % resolution).
+  long total = 0, half = 0;
+  for (long c : h_hist_) total += c;
+  for (int b = 0; b < kBins && total > 0; ++b) {
+    half += h_hist_[b];
+    if (2 * half >= total) {
+      stats_.h_median = std::pow(10.0, (b + 0.5) / 200.0 - 10.0);
+      break;
+    }
+  }
+  return stats_;
+}
+
+void Stepper::ResetStats() {
+  stats_ = {};
+  std::fill(h_hist_.begin(), h_hist_.end(), 0);
+}
+
+void Stepper::RecordStep(double h) {
+  ++stats_.steps;
+  stats_.last_h = h;
+  stats_.h_min = stats_.steps == 1 ? h : std::min(stats_.h_min, h);
+  stats_.h_max = std::max(stats_.h_max, h);
+  const int b = static_cast<int>(std::floor((std::log10(std::max(h, 1e-300)) + 10.0) * 200.0));
+  ++h_hist_[std::clamp(b, 0, kBins - 1)];
+}
+
+unsigned long long Stepper::StateHash(const mjData* d, bool with_inputs) const {
   unsigned long long h = 1469598103934665603ull;
   HashBytes(&h, d->qpos, sizeof(double) * m_->nq);
   HashBytes(&h, d->qvel, sizeof(double) * m_->nv);
@@ -79,6 +146,11 @@ unsigned long long Stepper::StateHash(const mjData* d) const {
   HashBytes(&h, d->eq_active, sizeof(mjtByte) * m_->neq);
   HashBytes(&h, &m_->opt, sizeof(mjOption));
   HashBytes(&h, &d, sizeof(d));
+  if (with_inputs) {
+    HashBytes(&h, d->ctrl, sizeof(double) * m_->nu);
+    HashBytes(&h, d->qfrc_applied, sizeof(double) * m_->nv);
+    HashBytes(&h, d->xfrc_applied, sizeof(double) * 6 * m_->nbody);
+  }
   return h | 1;  // never 0
 }
 
@@ -101,81 +173,262 @@ absl::Status Stepper::CheckInputs(const mjData* d) const {
   if (!(m_->opt.timestep > 0) || !std::isfinite(m_->opt.timestep))
     return absl::InvalidArgumentError(
         absl::StrCat("mjcenic: opt.timestep must be positive, got ", m_->opt.timestep));
+  if (!std::isfinite(d->time))
+    return absl::InvalidArgumentError("mjcenic: time is not finite");
   return absl::OkStatus();
 }
 
 void Stepper::EnsureStages(mjData* d) {
-  const unsigned long long h = StateHash(d);
+  const unsigned long long h = StateHash(d, false);
   if (h == stages_hash_) return;
   const auto t0 = Clock::now();
   adapter::MujocoAdapter::PositionVelocityStages(m_, d);
   ++stats_.geometry_queries;
+  stats_.max_penetration =
+      std::max(stats_.max_penetration, adapter::MujocoAdapter::MaxPenetration(d));
   stats_.time_geometry += Seconds(t0, Clock::now());
   stages_hash_ = h;
 }
 
-absl::Status Stepper::SolveStep(mjData* d, double h, double* q_out, double* v_out,
-                                double* act_out) {
+void Stepper::Actuation(mjData* d) {
+  if (!Disabled(m_, mjDSBL_ACTUATION)) mj_fwdActuation(m_, d);
+}
+
+void Stepper::BuildModel(mjData* d, double h, icf::IcfModel* model) {
   const auto t0 = Clock::now();
   adapter::BuildInfo info;
-  adapter_.Build(m_, d, h, &problem_, &info);
+  adapter_.Build(m_, d, h, model, &info);
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
-  const auto t1 = Clock::now();
-  stats_.time_assembly += Seconds(t0, t1);
+  stats_.time_assembly += Seconds(t0, Clock::now());
+  last_problem_ = model;
+}
 
+bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
+                    double tolerance) {
+  const auto t0 = Clock::now();
+  icf::SolverOptions o = options_.solver;
+  o.tolerance = tolerance;
   icf::SolveStats st;
-  const icf::SolveStatus status =
-      solver_.Solve(problem_, d->qvel, options_.solver, v_out, &st);
-  stats_.time_solve += Seconds(t1, Clock::now());
+  last_status_ = solver_.Solve(model, guess, o, v, &st);
+  stats_.time_solve += Seconds(t0, Clock::now());
   ++stats_.solves;
   stats_.newton_iterations += st.iterations;
   stats_.factorizations += st.factorizations;
   stats_.ls_iterations += st.ls_iterations;
-  if (status != icf::SolveStatus::kConverged)
-    return absl::InternalError(absl::StrCat("mjcenic: convex solve failed at time ", d->time,
-                                            " (h = ", h, "): ", icf::ToString(status), " after ",
-                                            st.iterations, " Newton iterations"));
-  // q = q0 + h N(q0) v with MuJoCo's quaternion-exact map (cenic-math §10.1).
-  std::copy(d->qpos, d->qpos + m_->nq, q_out);
-  mj_integratePos(m_, q_out, v_out, h);
-  // Activations: MuJoCo's rule (Euler, exact filter), clamped (mapping §4.5).
+  return last_status_ == icf::SolveStatus::kConverged;
+}
+
+void Stepper::IntegrateActivations(const double* act, const double* act_dot, double h,
+                                   double* out) const {
+  // MuJoCo's rule (Euler, exact filter), clamped to actrange (mapping §4.5).
   for (int a = 0; a < m_->nu && m_->na; ++a) {
     const int adr = m_->actuator_actadr[a], num = m_->actuator_actnum[a];
     for (int j = adr; j >= 0 && j < adr + num; ++j) {
-      double x = d->act[j];
+      double x = act[j];
       if (m_->actuator_dyntype[a] == mjDYN_FILTEREXACT) {
         const double tau = std::max(m_->actuator_dynprm[mjNDYN * a], mjMINVAL);
-        x += d->act_dot[j] * tau * (1 - std::exp(-h / tau));
+        x += act_dot[j] * tau * (1 - std::exp(-h / tau));
       } else {
-        x += h * d->act_dot[j];
+        x += h * act_dot[j];
       }
       if (m_->actuator_actlimited[a])
         x = std::clamp(x, m_->actuator_actrange[2 * a], m_->actuator_actrange[2 * a + 1]);
-      act_out[j] = x;
+      out[j] = x;
     }
   }
+}
+
+void Stepper::LoadState(mjData* d, const double* q, const double* v, const double* act) const {
+  std::copy(q, q + m_->nq, d->qpos);
+  std::copy(v, v + m_->nv, d->qvel);
+  std::copy(act, act + m_->na, d->act);
+}
+
+bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol) {
+  const int nv = static_cast<int>(m_->nv), na = static_cast<int>(m_->na);
+  *error = 0;
+  *worst = -1;
+  // Model at x_t: built once, reused after a rejection (only h changes).
+  const unsigned long long hash0 = StateHash(d, true);
+  if (hash0 == model0_hash_) {
+    model0_.SetTimeStep(h);
+    last_problem_ = &model0_;
+  } else {
+    EnsureStages(d);
+    Actuation(d);
+    std::copy(d->act_dot, d->act_dot + na, act_dot0_.begin());
+    BuildModel(d, h, &model0_);
+    model0_hash_ = hash0;
+  }
+  // Full step (P24).
+  if (!Solve(model0_, v0_.data(), vf_.data(), tol)) return false;
+  std::copy(q0_.begin(), q0_.end(), qf_.begin());
+  mj_integratePos(m_, qf_.data(), vf_.data(), h);
+  IntegrateActivations(act0_.data(), act_dot0_.data(), h, actf_.data());
+  if (options_.mode == Mode::kFixed) {
+    q1_ = qf_;
+    v1_ = vf_;
+    act1_ = actf_;
+    return true;
+  }
+
+  if (options_.mode == Mode::kCenic) {
+    // Two half steps (P22, P23): the first reuses the model at x_t.
+    model0_.SetTimeStep(0.5 * h);
+    for (int i = 0; i < nv; ++i) vguess_[i] = 0.5 * (v0_[i] + vf_[i]);
+    if (!Solve(model0_, vguess_.data(), va_.data(), tol)) return false;
+    std::copy(q0_.begin(), q0_.end(), qa_.begin());
+    mj_integratePos(m_, qa_.data(), va_.data(), 0.5 * h);
+    IntegrateActivations(act0_.data(), act_dot0_.data(), 0.5 * h, acta_.data());
+    LoadState(d, qa_.data(), va_.data(), acta_.data());
+    EnsureStages(d);  // geometry query 2, at the midpoint
+    Actuation(d);
+    std::copy(d->act_dot, d->act_dot + na, act_dota_.begin());
+    BuildModel(d, 0.5 * h, &model_mid_);
+    const bool ok = Solve(model_mid_, vf_.data(), v1_.data(), tol);
+    LoadState(d, q0_.data(), v0_.data(), act0_.data());
+    if (!ok) return false;
+    std::copy(qa_.begin(), qa_.end(), q1_.begin());
+    mj_integratePos(m_, q1_.data(), v1_.data(), 0.5 * h);
+    IntegrateActivations(acta_.data(), act_dota_.data(), 0.5 * h, act1_.data());
+    *error = norm_.Compute(m_, qf_.data(), vf_.data(), q1_.data(), v1_.data(), worst);
+    return true;
+  }
+
+  // Trapezoid (cenic-math §11.8, our reconstruction): momentum
+  //   M̂ (v − v_t) = h/2 (F_t + F̂(v)),   q = q_t + h/2 (v_t + v),
+  // with F̂(v) the ICF forces of a model built at the first-order result x̂
+  // (time step h/2, configuration shifted so that it predicts q(v)), and
+  // F_t the end force of the previous accepted step (first same as last) or,
+  // without one, the implicit-Euler force of the full step.
+  if (fsal_hash_ != StateHash(d, true)) {
+    model0_.MultiplyM(vf_.data(), f_start_.data());
+    model0_.MultiplyM(v0_.data(), tmp_.data());
+    for (int i = 0; i < nv; ++i) f_start_[i] = (f_start_[i] - tmp_[i]) / h;
+  }
+  LoadState(d, qf_.data(), vf_.data(), actf_.data());
+  EnsureStages(d);  // geometry query 2, at t + h
+  Actuation(d);
+  std::copy(d->act_dot, d->act_dot + na, act_dota_.begin());
+  BuildModel(d, 0.5 * h, &model_mid_);
+  // dq = q_t ⊖ q̂ + h/2 v_t
+  mj_differentiatePos(m_, dq_.data(), 1.0, qf_.data(), q0_.data());
+  for (int i = 0; i < nv; ++i) dq_[i] += 0.5 * h * v0_[i];
+  model_mid_.ShiftConfiguration(dq_.data());
+  model_mid_.SetTimeStep(0.5 * h);
+  // r: replace M̂ v̂ by M̂ v_t + h/2 F_t.
+  for (int i = 0; i < nv; ++i) vguess_[i] = v0_[i] - vf_[i];
+  model_mid_.MultiplyM(vguess_.data(), tmp_.data());
+  for (int i = 0; i < nv; ++i) model_mid_.r[i] += tmp_[i] + 0.5 * h * f_start_[i];
+  const bool ok = Solve(model_mid_, vf_.data(), v1_.data(), tol);
+  LoadState(d, q0_.data(), v0_.data(), act0_.data());
+  if (!ok) return false;
+  std::copy(q0_.begin(), q0_.end(), q1_.begin());
+  mj_integratePos(m_, q1_.data(), v0_.data(), 0.5 * h);
+  mj_integratePos(m_, q1_.data(), v1_.data(), 0.5 * h);
+  for (int j = 0; j < na; ++j) act_dota_[j] = 0.5 * (act_dot0_[j] + act_dota_[j]);
+  IntegrateActivations(act0_.data(), act_dota_.data(), h, act1_.data());
+  *error = norm_.Compute(m_, qf_.data(), vf_.data(), q1_.data(), v1_.data(), worst);
+  return true;
+}
+
+absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
+  const double t0 = d->time;
+  std::copy(d->qpos, d->qpos + m_->nq, q0_.begin());
+  std::copy(d->qvel, d->qvel + m_->nv, v0_.begin());
+  std::copy(d->act, d->act + m_->na, act0_.begin());
+  const bool fixed = options_.mode == Mode::kFixed;
+  const double timestep = m_->opt.timestep;
+  const double h_max = fixed ? (options_.max_step > 0 ? options_.max_step : timestep)
+                             : (options_.max_step > 0 ? options_.max_step : 0.1);
+  const double h_min = std::max({1e-14, 1e-14 * std::abs(t0), options_.min_step});
+  if (fixed) {
+    h_ideal_ = h_max;
+  } else if (!(h_ideal_ > 0)) {
+    h_ideal_ = options_.initial_step > 0 ? options_.initial_step
+                                         : std::min(0.1 * h_max, timestep);
+  }
+  const double tol =
+      fixed ? options_.solver.tolerance
+            : (options_.adaptive_tolerance ? options_.kappa * options_.accuracy
+                                           : options_.solver.tolerance);
+  double h = std::min(h_ideal_, h_max);
+  at_minimum_ = false;
+  for (;;) {
+    bool limited = false;
+    const double remaining = t_limit - t0;
+    bool to_limit = false;
+    if (remaining < 0.95 * h) {
+      h = remaining;
+      limited = to_limit = true;
+    } else if (remaining < 1.001 * h) {
+      h = remaining;
+      to_limit = true;
+    }
+    double error;
+    int worst;
+    const bool ok = Attempt(d, h, &error, &worst, tol);
+    if (fixed) {
+      if (!ok)
+        return absl::InternalError(absl::StrCat("mjcenic: convex solve failed at time ", t0,
+                                                " (h = ", h, "): ", icf::ToString(last_status_)));
+      break;
+    }
+    StepDecision dec;
+    if (ok) {
+      dec = AdjustStepSize(options_.control, error, options_.accuracy, h, h_max, h_min,
+                           &at_minimum_);
+    } else {  // a failed solve is treated like a failed step: retry with h/2
+      dec.h_next = 0.5 * h;
+      dec.underflow = dec.h_next < h_min;
+    }
+    if (dec.underflow)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "mjcenic: step size underflow at time ", t0, ": the error ", error,
+          " exceeds the accuracy ", options_.accuracy, " even at h = ", h,
+          " (minimum ", h_min, "); worst coordinate: ", DofName(m_, worst),
+          ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
+    if (dec.accept) {
+      if (!limited) h_ideal_ = dec.h_next;
+      break;
+    }
+    ++stats_.rejected_steps;
+    h = dec.h_next;
+  }
+  LoadState(d, q1_.data(), v1_.data(), act1_.data());
+  d->time = (h == t_limit - t0) ? t_limit : t0 + h;
+  if (options_.mode == Mode::kTrapezoid) {
+    // End force of this step starts the next one: F_end = 2 M̂ (v − v_t)/h − F_t.
+    for (int i = 0; i < m_->nv; ++i) vguess_[i] = v1_[i] - v0_[i];
+    model_mid_.MultiplyM(vguess_.data(), tmp_.data());
+    for (int i = 0; i < m_->nv; ++i) f_start_[i] = 2 * tmp_[i] / h - f_start_[i];
+    fsal_hash_ = StateHash(d, true);
+  }
+  RecordStep(h);
   return absl::OkStatus();
 }
 
-void Stepper::PostStep(mjData* d, double h) {
+void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   const auto t0 = Clock::now();
   const bool energy = m_->opt.enableflags & mjENBL_ENERGY;
-  mj_fwdPosition(m_, d);
+  if (StateHash(d, false) != stages_hash_) {
+    mj_fwdPosition(m_, d);
+    mj_fwdVelocity(m_, d);
+    ++stats_.geometry_queries;
+    stats_.max_penetration =
+        std::max(stats_.max_penetration, adapter::MujocoAdapter::MaxPenetration(d));
+  }
   mj_sensorPos(m_, d);
   if (energy) mj_energyPos(m_, d);
-  mj_fwdVelocity(m_, d);
   mj_sensorVel(m_, d);
   if (energy) mj_energyVel(m_, d);
-  ++stats_.geometry_queries;
-  stats_.max_penetration =
-      std::max(stats_.max_penetration, adapter::MujocoAdapter::MaxPenetration(d));
-  if (!(m_->opt.disableflags & mjDSBL_ACTUATION)) mj_fwdActuation(m_, d);
+  Actuation(d);
   mj_fwdAcceleration(m_, d);
   for (int i = 0; i < d->nefc; ++i) {
     d->efc_force[i] = 0;
     d->efc_state[i] = 0;
   }
-  for (int i = 0; i < m_->nv; ++i) d->qacc[i] = (d->qvel[i] - v0_[i]) / h;
+  for (int i = 0; i < m_->nv; ++i) d->qacc[i] = H > 0 ? (d->qvel[i] - v_start[i]) / H : 0;
   std::copy(d->qacc, d->qacc + m_->nv, d->qacc_warmstart);
   mj_mulM(m_, d, d->qfrc_constraint, d->qacc);
   for (int i = 0; i < m_->nv; ++i) d->qfrc_constraint[i] -= d->qfrc_smooth[i];
@@ -185,50 +438,46 @@ void Stepper::PostStep(mjData* d, double h) {
     const mjpPlugin* p = mjp_getPluginAtSlot(m_->plugin[i]);
     if (p && p->advance) p->advance(m_, d, i);
   }
-  stages_hash_ = StateHash(d);
+  stages_hash_ = StateHash(d, false);
   stats_.time_geometry += Seconds(t0, Clock::now());
 }
 
-absl::Status Stepper::Step(mjData* d) {
+absl::Status Stepper::AdvanceTo(mjData* d, double t) {
   const auto start = Clock::now();
   if (absl::Status s = CheckInputs(d); !s.ok()) return s;
-  const double h = options_.max_step > 0 ? std::min(options_.max_step, m_->opt.timestep)
-                                         : m_->opt.timestep;
-  const double t0 = d->time;
+  if (!std::isfinite(t) || t < d->time)
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic: cannot advance from time ",
+                                                   d->time, " to ", t));
+  const double t_start = d->time;
+  std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
   EnsureStages(d);
-  if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) mjcb_control(m_, d);
-  if (!(m_->opt.disableflags & mjDSBL_ACTUATION)) mj_fwdActuation(m_, d);
-  std::copy(d->qpos, d->qpos + m_->nq, q0_.begin());
-  std::copy(d->qvel, d->qvel + m_->nv, v0_.begin());
-  std::copy(d->act, d->act + m_->na, act0_.begin());
-  // Fixed mode: cover m->opt.timestep with equal substeps of at most h.
-  const double H = m_->opt.timestep;
-  const int n = std::max(1, static_cast<int>(std::ceil(H / h - 1e-9)));
-  for (int k = 0; k < n; ++k) {
-    if (k > 0) {
-      EnsureStages(d);
-      if (!(m_->opt.disableflags & mjDSBL_ACTUATION)) mj_fwdActuation(m_, d);
-    }
-    const absl::Status s = SolveStep(d, H / n, q1_.data(), v1_.data(), act1_.data());
-    if (!s.ok()) {  // restore the start state exactly
-      std::copy(q0_.begin(), q0_.end(), d->qpos);
-      std::copy(v0_.begin(), v0_.end(), d->qvel);
-      std::copy(act0_.begin(), act0_.end(), d->act);
-      d->time = t0;
-      stages_hash_ = 0;
-      return s;
-    }
-    std::copy(q1_.begin(), q1_.end(), d->qpos);
-    std::copy(v1_.begin(), v1_.end(), d->qvel);
-    std::copy(act1_.begin(), act1_.end(), d->act);
+  if (mjcb_control && !Disabled(m_, mjDSBL_ACTUATION)) mjcb_control(m_, d);
+  absl::Status status;
+  while (d->time < t) {
+    status = InternalStep(d, t);
+    if (!status.ok()) break;
   }
-  d->time = t0 + H;
-  PostStep(d, H);
-  ++stats_.steps;
+  PostStep(d, d->time - t_start, v_outer_.data());
   stats_.time_total += Seconds(start, Clock::now());
+  if (!status.ok()) return status;
   if (FirstNonFinite(d->qpos, m_->nq) >= 0 || FirstNonFinite(d->qvel, m_->nv) >= 0)
     return absl::InternalError(absl::StrCat("mjcenic: state became non-finite at time ", d->time));
   return absl::OkStatus();
+}
+
+absl::Status Stepper::Step(mjData* d) { return AdvanceTo(d, d->time + m_->opt.timestep); }
+
+absl::Status Stepper::StepOnce(mjData* d) {
+  const auto start = Clock::now();
+  if (absl::Status s = CheckInputs(d); !s.ok()) return s;
+  const double t_start = d->time;
+  std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
+  EnsureStages(d);
+  if (mjcb_control && !Disabled(m_, mjDSBL_ACTUATION)) mjcb_control(m_, d);
+  const absl::Status status = InternalStep(d, std::numeric_limits<double>::infinity());
+  PostStep(d, d->time - t_start, v_outer_.data());
+  stats_.time_total += Seconds(start, Clock::now());
+  return status;
 }
 
 }  // namespace mjcenic

@@ -1,15 +1,20 @@
 // The mjcenic stepper: replaces mj_step's constraint solve and integration by
-// ICF convex steps. One instance per mjModel, holding all per-model state and
-// workspace; instances are independent (safe to use from different threads on
-// different mjData). After the first step no per-step allocation happens.
+// ICF convex steps, optionally wrapped in CENIC error control. One instance
+// per mjModel holds all per-model state and workspace; instances are
+// independent (safe to use from different threads on different mjData).
+// After the first steps no per-step allocation happens.
 //
-// After Step() the mjData satisfies the "post-step contract"
+// One code path serves every mode: an attempt from x_t over h gives the new
+// state and (error-controlled modes) an error estimate; the controller
+// accepts or rejects it; time advances only on acceptance.
+//
+// After Step()/AdvanceTo() the mjData satisfies the "post-step contract"
 // (docs/mujoco-mapping.md §1.4): qpos, qvel, act, time describe the new state
-// and kinematics, contacts, sensors, actuator forces are evaluated there, so
-// viewers and user code see the current pose. qacc holds the step-average
-// acceleration (v₁ − v₀)/h; efc_force is zero.
+// and kinematics, contacts, sensors and actuator forces are evaluated there.
+// qacc holds the interval-average acceleration; efc_force is zero.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +26,7 @@
 #include "mjcenic/adapter/mujoco_adapter.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
+#include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/options.h"
 
 namespace mjcenic {
@@ -31,37 +37,69 @@ class Stepper {
   static absl::StatusOr<std::unique_ptr<Stepper>> Create(const mjModel* m,
                                                          const StepperOptions& options = {});
 
-  // Advances d by m->opt.timestep (like mj_step). On error (non-finite
-  // input, solver failure) d is left unchanged and the status says why.
+  // Advances d by m->opt.timestep (the mj_step contract), with as many
+  // internal steps as the mode and accuracy need; ends exactly on the target.
   absl::Status Step(mjData* d);
+  // Advances d to time t (≥ d->time), ending exactly on t.
+  absl::Status AdvanceTo(mjData* d, double t);
+  // Takes exactly one accepted internal step (size chosen by the controller).
+  absl::Status StepOnce(mjData* d);
 
   const StepperOptions& options() const { return options_; }
-  const StepperStats& stats() const { return stats_; }
-  void ResetStats() { stats_ = {}; }
+  const StepperStats& stats() const;
+  void ResetStats();
   const std::vector<std::string>& warnings() const { return adapter_.warnings(); }
   const mjModel* model() const { return m_; }
-  // The ICF problem of the last solve (tests, diagnostics).
-  const icf::IcfModel& last_problem() const { return problem_; }
+  // Step size the controller proposes next [s].
+  double next_step() const { return h_ideal_; }
+  // The ICF problem of the last model build (tests, diagnostics).
+  const icf::IcfModel& last_problem() const { return *last_problem_; }
+  // Error-norm length scale L [m].
+  double length_scale() const { return norm_.length_scale(); }
 
  private:
   Stepper(const mjModel* m, const StepperOptions& options);
   absl::Status CheckInputs(const mjData* d) const;
   // Runs the position/velocity stages at d's state unless d still holds them.
   void EnsureStages(mjData* d);
-  // One convex solve from the state in d over h; writes (q, v, act) into
-  // q_out/v_out/act_out. d must hold the stages at that state.
-  absl::Status SolveStep(mjData* d, double h, double* q_out, double* v_out, double* act_out);
-  void PostStep(mjData* d, double h);
-  unsigned long long StateHash(const mjData* d) const;
+  void Actuation(mjData* d);
+  // Builds `model` at the state in d for step h (stages must be current).
+  void BuildModel(mjData* d, double h, icf::IcfModel* model);
+  // Solves model from guess into v; false (status filled) on failure.
+  bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance);
+  // One internal step from the state in d, limited to end at t_limit.
+  absl::Status InternalStep(mjData* d, double t_limit);
+  // Attempts one step of size h from x0 (stored in q0_, v0_, act0_); on
+  // success the result is in q1_, v1_, act1_ and *error the error estimate.
+  bool Attempt(mjData* d, double h, double* error, int* worst, double tolerance);
+  void IntegrateActivations(const double* act, const double* act_dot, double h,
+                            double* out) const;
+  void LoadState(mjData* d, const double* q, const double* v, const double* act) const;
+  void PostStep(mjData* d, double H, const double* v_start);
+  unsigned long long StateHash(const mjData* d, bool with_inputs) const;
+  void RecordStep(double h);
 
   const mjModel* m_;
   StepperOptions options_;
-  StepperStats stats_;
+  mutable StepperStats stats_;
   adapter::MujocoAdapter adapter_;
-  icf::IcfModel problem_;
+  ErrorNorm norm_;
   icf::IcfSolver solver_;
-  unsigned long long stages_hash_ = 0;  // hash of the state d's stages belong to
-  std::vector<double> q0_, v0_, act0_, act_dot0_, q1_, v1_, act1_;
+  icf::IcfModel model0_, model_mid_;     // built at x_t, at the midpoint / end
+  const icf::IcfModel* last_problem_ = &model0_;
+  icf::SolveStatus last_status_ = icf::SolveStatus::kConverged;
+  unsigned long long stages_hash_ = 0;   // state d's stages belong to
+  unsigned long long model0_hash_ = 0;   // state model0_ was built at
+  unsigned long long fsal_hash_ = 0;     // state (with inputs) f_start_ belongs to
+  double h_ideal_ = 0;                   // controller's proposal for the next step
+  bool at_minimum_ = false;
+  // State buffers: start, full step, half step, result.
+  std::vector<double> q0_, v0_, act0_, act_dot0_;
+  std::vector<double> qf_, vf_, actf_, qa_, va_, acta_, act_dota_;
+  std::vector<double> q1_, v1_, act1_, vguess_, v_outer_, dq_, f_start_, tmp_;
+  // Step-size histogram (log-spaced) for the median without storing steps.
+  static constexpr int kBins = 2400;       // 1e-10 s .. 1e2 s, 200 bins per decade
+  std::vector<long> h_hist_;
 };
 
 }  // namespace mjcenic
