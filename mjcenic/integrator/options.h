@@ -22,6 +22,8 @@ const char* ToString(Mode mode);
 struct StepperOptions {
   Mode mode = Mode::kFixed;
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
+  bool error_control = true;         // false: cenic/trapezoid take every step at max_step
+                                     // (fixed-step convergence studies of those schemes)
   double max_step = 0;               // [s]; fixed: the step (0: m->opt.timestep);
                                      //      error control: largest step (0: 0.1 s)
   double initial_step = 0;           // [s]; 0: min(0.1 max_step, m->opt.timestep)

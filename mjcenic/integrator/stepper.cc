@@ -339,10 +339,11 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   std::copy(d->act, d->act + m_->na, act0_.begin());
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
-  const double h_max = fixed ? (options_.max_step > 0 ? options_.max_step : timestep)
+  const double h_max = (fixed || !options_.error_control) ? (options_.max_step > 0 ? options_.max_step : timestep)
                              : (options_.max_step > 0 ? options_.max_step : 0.1);
   const double h_min = std::max({1e-14, 1e-14 * std::abs(t0), options_.min_step});
-  if (fixed) {
+  const bool controlled = !fixed && options_.error_control;
+  if (!controlled) {
     h_ideal_ = h_max;
   } else if (!(h_ideal_ > 0)) {
     h_ideal_ = options_.initial_step > 0 ? options_.initial_step
@@ -368,7 +369,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     double error;
     int worst;
     const bool ok = Attempt(d, h, &error, &worst, tol);
-    if (fixed) {
+    if (!controlled) {
       if (!ok)
         return absl::InternalError(absl::StrCat("mjcenic: convex solve failed at time ", t0,
                                                 " (h = ", h, "): ", icf::ToString(last_status_)));
