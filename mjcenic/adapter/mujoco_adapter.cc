@@ -409,6 +409,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     const double Rt = model->params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
     double mu_s = mu * contact_.mu_static_ratio;
     if (con.dim > 1) {
+      mu_s = std::max(mu_s, contact_.mu_static);
       for (int side = 0; side < 2; ++side)
         if (geom_mu_static_[con.geom[side]] >= 0) mu_s = std::max(mu_s, geom_mu_static_[con.geom[side]]);
     }

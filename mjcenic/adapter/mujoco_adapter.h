@@ -24,6 +24,7 @@ struct ContactOptions {
   // numeric "mjcenic:mu_static:<geom name>". A contact uses the larger μ_s of
   // its two geoms, never below μ_d.
   double mu_static_ratio = 1;
+  double mu_static = -1;         // ≥ 0: global μ_s floor for every frictional contact
 };
 
 // What one problem build saw (for statistics).

@@ -2,6 +2,12 @@
 // defaults. The C API, Python and the CLI expose exactly these.
 #pragma once
 
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <absl/status/status.h>
+
 #include "mjcenic/adapter/mujoco_adapter.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/step_size_controller.h"
@@ -55,5 +61,11 @@ struct StepperStats {
   double time_solve = 0;      // Newton (factorization + line search)
   double time_total = 0;
 };
+
+// Sets one option from text, as used by the MJCF plugin config, Python
+// keyword arguments and the CLI. Keys are listed by OptionKeys(); an unknown
+// key or a bad value gives an error naming the key.
+absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value);
+const std::vector<std::string>& OptionKeys();
 
 }  // namespace mjcenic

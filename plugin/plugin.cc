@@ -1,0 +1,102 @@
+#include "plugin.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mjcenic::plugin {
+
+namespace {
+
+constexpr const char* kName = "mjcenic";
+
+int Slot() {
+  int slot = -1;
+  mjp_getPlugin(kName, &slot);
+  return slot;
+}
+
+int Init(const mjModel* m, mjData* d, int instance) {
+  StepperOptions options;
+  absl::Status s = OptionsFromModel(m, &options);
+  absl::StatusOr<std::unique_ptr<Stepper>> stepper =
+      s.ok() ? Stepper::Create(m, options) : absl::StatusOr<std::unique_ptr<Stepper>>(s);
+  if (!stepper.ok()) {
+    mju_warning("mjcenic plugin instance '%s': %s",
+                mj_id2name(m, mjOBJ_PLUGIN, instance) ? mj_id2name(m, mjOBJ_PLUGIN, instance) : "",
+                std::string(stepper.status().message()).c_str());
+    d->plugin_data[instance] = 0;
+    return -1;
+  }
+  d->plugin_data[instance] = reinterpret_cast<uintptr_t>(stepper->release());
+  return 0;
+}
+
+void Destroy(mjData* d, int instance) {
+  delete reinterpret_cast<Stepper*>(d->plugin_data[instance]);
+  d->plugin_data[instance] = 0;
+}
+
+void Copy(mjData* dest, const mjModel* m, const mjData* src, int instance) {
+  (void)src;
+  Init(m, dest, instance);  // a fresh stepper (statistics and warm start restart)
+}
+
+void Reset(const mjModel*, mjtNum* state, void*, int) { state[0] = 0; }
+
+int NState(const mjModel*, int) { return 1; }
+
+void Compute(const mjModel*, mjData*, int, int) {}
+
+}  // namespace
+
+void Register() {
+  if (Slot() >= 0) return;
+  static std::vector<const char*> attributes;  // registration copies the strings
+  attributes.clear();
+  for (const std::string& k : OptionKeys()) attributes.push_back(k.c_str());
+  mjpPlugin p;
+  mjp_defaultPlugin(&p);
+  p.name = kName;
+  p.nattribute = static_cast<int>(attributes.size());
+  p.attributes = attributes.data();
+  p.capabilityflags = 0;  // configuration and state only; never called by mj_step
+  p.nstate = NState;
+  p.init = Init;
+  p.destroy = Destroy;
+  p.copy = Copy;
+  p.reset = Reset;
+  p.compute = Compute;
+  mjp_registerPlugin(&p);
+}
+
+int FindInstance(const mjModel* m) {
+  const int slot = Slot();
+  if (slot < 0) return -1;
+  for (int i = 0; i < m->nplugin; ++i)
+    if (m->plugin[i] == slot) return i;
+  return -1;
+}
+
+absl::Status OptionsFromModel(const mjModel* m, StepperOptions* options) {
+  const int instance = FindInstance(m);
+  if (instance < 0) return absl::OkStatus();
+  for (const std::string& key : OptionKeys()) {
+    const char* value = mj_getPluginConfig(m, instance, key.c_str());
+    if (!value || !value[0]) continue;
+    if (absl::Status s = SetOption(options, key, value); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+Stepper* StepperOf(const mjModel* m, const mjData* d) {
+  const int instance = FindInstance(m);
+  if (instance < 0) return nullptr;
+  return reinterpret_cast<Stepper*>(d->plugin_data[instance]);
+}
+
+}  // namespace mjcenic::plugin
+
+mjPLUGIN_LIB_INIT(mjcenic) { mjcenic::plugin::Register(); }
