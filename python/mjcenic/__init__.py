@@ -1,0 +1,99 @@
+"""mjcenic: error-controlled, convex (ICF/CENIC) contact simulation for MuJoCo models.
+
+    import mujoco, mjcenic
+    m = mujoco.MjModel.from_xml_path("scene.xml")
+    d = mujoco.MjData(m)
+    sim = mjcenic.Stepper(m, accuracy=1e-3, mode="cenic")
+    for _ in range(1000):
+        sim.step(d)            # instead of mujoco.mj_step(m, d)
+"""
+import mujoco  # first: loads the libmujoco the extension shares
+
+from ._version import MUJOCO_VERSION as BUILT_FOR_MUJOCO
+
+if mujoco.__version__ != BUILT_FOR_MUJOCO:
+    raise ImportError(
+        f"mjcenic was built against mujoco {BUILT_FOR_MUJOCO} but mujoco {mujoco.__version__} "
+        f"is installed; install the matching wheel (pip install mujoco=={BUILT_FOR_MUJOCO}) "
+        f"or rebuild mjcenic")
+
+from . import _mjcenic  # noqa: E402
+
+__all__ = ["Stepper", "load_model", "option_keys", "BUILT_FOR_MUJOCO"]
+
+
+def option_keys():
+    """Names of all stepper options (the same keys as the MJCF plugin <config>)."""
+    return list(_mjcenic.option_keys())
+
+
+def load_model(path):
+    """Loads an MJCF file and validates its mjcenic plugin configuration, if any.
+
+    Raises ValueError naming the offending key for a bad config value (MuJoCo
+    itself rejects unknown keys at compile time)."""
+    model = mujoco.MjModel.from_xml_path(str(path))
+    _mjcenic.validate_model_config(model)
+    return model
+
+
+class Stepper:
+    """An mjcenic stepper for one mujoco.MjModel.
+
+    Options (keyword arguments, see option_keys()) override the model's
+    mjcenic plugin <config>, which overrides the defaults. `data` optionally
+    binds an MjData used when step()/advance_to() are called without one.
+    """
+
+    def __init__(self, model, data=None, **options):
+        if not isinstance(model, mujoco.MjModel):
+            raise TypeError("mjcenic.Stepper: model must be a mujoco.MjModel")
+        if data is not None and not isinstance(data, mujoco.MjData):
+            raise TypeError("mjcenic.Stepper: data must be a mujoco.MjData")
+        self._impl = _mjcenic._Stepper(model, options)
+        self.model = model
+        self.data = data
+
+    def _d(self, data):
+        d = self.data if data is None else data
+        if d is None:
+            raise ValueError("mjcenic.Stepper: no MjData given and none bound")
+        if not isinstance(d, mujoco.MjData):
+            raise TypeError("mjcenic.Stepper: data must be a mujoco.MjData")
+        return d
+
+    def step(self, data=None, nstep=1):
+        """Advances by model.opt.timestep (nstep times), like mujoco.mj_step."""
+        self._impl.step(self._d(data), int(nstep))
+
+    def advance_to(self, time, data=None):
+        """Advances to `time`, ending exactly on it."""
+        self._impl.advance_to(self._d(data), float(time))
+
+    def step_once(self, data=None):
+        """Takes one accepted step of the size the error controller chooses."""
+        self._impl.step_once(self._d(data))
+
+    @property
+    def stats(self):
+        """Statistics: steps, rejected_steps, h_min/h_median/h_max, solves, ..."""
+        return self._impl.stats
+
+    @property
+    def options(self):
+        return self._impl.options
+
+    @property
+    def warnings(self):
+        """Unsupported or approximated MJCF features of the model."""
+        return list(self._impl.warnings)
+
+    @property
+    def next_step(self):
+        """The step size [s] the controller will try next."""
+        return self._impl.next_step
+
+    @property
+    def length_scale(self):
+        """Length scale L [m] of the weighted error norm."""
+        return self._impl.length_scale
