@@ -2,12 +2,23 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build"))
 SHARED_MODELS = ROOT.parent / "shared" / "models"
+PYTHON_PKG = BUILD / "python"
+if str(PYTHON_PKG) not in sys.path:
+    sys.path.insert(0, str(PYTHON_PKG))
+
+
+def python_env():
+    """Environment for subprocesses that import the in-tree mjcenic package."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(PYTHON_PKG), env.get("PYTHONPATH", "")])
+    return env
 
 
 def run_cli(args, tmp_path, check=True):

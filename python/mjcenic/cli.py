@@ -1,0 +1,124 @@
+"""The `mjcenic` command: run, view, compare.
+
+    mjcenic run MODEL.xml [--duration T] [--out traj.npz|traj.csv] [--mode cenic] [--accuracy 1e-3]
+    mjcenic view MODEL.xml [--accuracy 1e-3] [--mode cenic]
+    mjcenic compare PATH... [--json OUT] [--markdown OUT] [--plots DIR]
+"""
+import argparse
+import sys
+import time
+
+
+def _progress(frac, start, label="", stream=sys.stderr):
+    if not stream.isatty() and frac < 1.0 and int(frac * 20) == int((frac - 1e-9) * 20):
+        return
+    width = 30
+    n = int(round(frac * width))
+    elapsed = time.perf_counter() - start
+    stream.write(f"\r{label} [{'#' * n}{'.' * (width - n)}] {100 * frac:5.1f}% {elapsed:6.1f}s")
+    if frac >= 1.0:
+        stream.write("\n")
+    stream.flush()
+
+
+def _stepper_options(args):
+    opts = {"mode": args.mode, "accuracy": args.accuracy}
+    if args.max_step:
+        opts["max_step"] = args.max_step
+    for kv in args.option or []:
+        if "=" not in kv:
+            raise SystemExit(f"mjcenic: --option expects KEY=VALUE, got '{kv}'")
+        k, v = kv.split("=", 1)
+        opts[k] = v
+    return opts
+
+
+def _add_stepper_args(p):
+    p.add_argument("--mode", default="cenic", choices=["fixed", "cenic", "trapezoid"])
+    p.add_argument("--accuracy", type=float, default=1e-3)
+    p.add_argument("--max-step", type=float, default=0.0)
+    p.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="any stepper option (see mjcenic.option_keys())")
+
+
+def run(argv):
+    import mujoco
+    import numpy as np
+
+    import mjcenic
+
+    p = argparse.ArgumentParser(prog="mjcenic run", description="Simulate a model with mjcenic.")
+    p.add_argument("model")
+    p.add_argument("--duration", type=float, default=1.0)
+    p.add_argument("--keyframe", default=None, help="keyframe name (default: the first one)")
+    p.add_argument("--sample", type=float, default=0.01, help="output interval [s]")
+    p.add_argument("--out", default=None, help="trajectory file: .npz or .csv")
+    _add_stepper_args(p)
+    a = p.parse_args(argv)
+    try:
+        m = mjcenic.load_model(a.model)
+    except Exception as e:  # MuJoCo's compile errors and bad mjcenic config
+        print(f"mjcenic run: could not load {a.model}: {e}", file=sys.stderr)
+        return 1
+    d = mujoco.MjData(m)
+    if a.keyframe is not None:
+        k = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, a.keyframe)
+        if k < 0:
+            print(f"mjcenic run: no keyframe '{a.keyframe}'", file=sys.stderr)
+            return 1
+        mujoco.mj_resetDataKeyframe(m, d, k)
+    elif m.nkey > 0:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    sim = mjcenic.Stepper(m, **_stepper_options(a))
+    times, qpos, hs = [d.time], [d.qpos.copy()], [0.0]
+    n = max(1, int(round(a.duration / a.sample)))
+    start = time.perf_counter()
+    for i in range(n):
+        sim.advance_to(min(a.duration, (i + 1) * a.sample), d)
+        times.append(d.time)
+        qpos.append(d.qpos.copy())
+        hs.append(sim.stats["last_h"])
+        if time.perf_counter() - start > 2.0:
+            _progress((i + 1) / n, start, "mjcenic run")
+    wall = time.perf_counter() - start
+    st = sim.stats
+    print(f"{a.model}: {a.duration:g} s in {wall:.3f} s ({a.duration / max(wall, 1e-12):.1f}x real "
+          f"time), {st['steps']} steps ({st['rejected_steps']} rejected), h min/median/max "
+          f"{st['h_min']:.3g}/{st['h_median']:.3g}/{st['h_max']:.3g} s")
+    for w in sim.warnings:
+        print("warning:", w)
+    if a.out:
+        t, q, h = np.array(times), np.array(qpos), np.array(hs)
+        if a.out.endswith(".npz"):
+            np.savez(a.out, time=t, qpos=q, step_size=h)
+        elif a.out.endswith(".csv"):
+            header = "time,step_size," + ",".join(f"qpos{i}" for i in range(m.nq))
+            np.savetxt(a.out, np.column_stack([t, h, q]), delimiter=",", header=header,
+                       comments="")
+        else:
+            print("mjcenic run: --out must end in .npz or .csv", file=sys.stderr)
+            return 1
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "run":
+        return run(rest)
+    if cmd == "view":
+        from . import viewer
+        return viewer.main(rest)
+    if cmd == "compare":
+        from . import compare
+        return compare.main(rest)
+    print(f"mjcenic: unknown command '{cmd}' (run, view, compare)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,174 @@
+"""The Python package, the MJCF plugin config and the viewer."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import mujoco
+import numpy as np
+import pytest
+
+from conftest import BUILD, ROOT, SHARED_MODELS, python_env
+
+import mjcenic  # noqa: E402  (conftest puts build/python on sys.path)
+
+SPHERE = """<mujoco>
+  {ext}
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 .1"/>
+    <body pos="0 0 1"><freejoint/><geom type="sphere" size=".1" mass="1"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+def plugin_xml(**config):
+    cfg = "".join(f'<config key="{k}" value="{v}"/>' for k, v in config.items())
+    return SPHERE.format(ext='<extension><plugin plugin="mjcenic"><instance name="cenic">'
+                             f'{cfg}</instance></plugin></extension>')
+
+
+def write(tmp_path, text, name="m.xml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_python_and_cpp_trajectories_are_bit_identical(cli):
+    path = ROOT / "models/cylinder_table.xml"
+    _, r, _, _ = cli(path, "--duration", "0.6", "--mode", "cenic", "--accuracy", "1e-3")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    sim = mjcenic.Stepper(m, mode="cenic", accuracy=1e-3)
+    for i in range(12):  # the CLI advances error-controlled runs in 50 ms chunks
+        sim.advance_to(min(0.6, (i + 1) * 0.05), d)
+    assert sim.stats["steps"] == r["steps"]
+    assert list(d.qpos) == r["final_qpos"]  # bitwise (17 significant digits round-trip)
+
+
+def test_plugin_config_changes_behaviour(tmp_path):
+    steps = {}
+    for acc in ("1e-1", "1e-4"):
+        m = mjcenic.load_model(write(tmp_path, plugin_xml(mode="cenic", accuracy=acc)))
+        d = mujoco.MjData(m)
+        sim = mjcenic.Stepper(m)
+        assert sim.options["mode"] == "cenic" and sim.options["accuracy"] == float(acc)
+        sim.advance_to(0.6, d)  # free fall then impact
+        steps[acc] = sim.stats["steps"]
+    assert steps["1e-4"] > 3 * steps["1e-1"], steps
+    # Keyword arguments override the MJCF config.
+    m = mjcenic.load_model(write(tmp_path, plugin_xml(accuracy="1e-1")))
+    assert mjcenic.Stepper(m, accuracy=1e-3).options["accuracy"] == 1e-3
+
+
+def test_plugin_bad_value_names_key(tmp_path):
+    with pytest.raises(ValueError, match="stiction_tolerance"):
+        mjcenic.load_model(write(tmp_path, plugin_xml(stiction_tolerance="-3")))
+    with pytest.raises(ValueError, match="'mode'"):
+        mjcenic.load_model(write(tmp_path, plugin_xml(mode="rk4")))
+
+
+def test_plugin_unknown_key_names_key(tmp_path):
+    with pytest.raises(Exception, match="frobnicate"):
+        mjcenic.load_model(write(tmp_path, plugin_xml(frobnicate="1")))
+
+
+def test_model_without_plugin_uses_defaults(tmp_path):
+    m = mjcenic.load_model(write(tmp_path, SPHERE.format(ext="")))
+    sim = mjcenic.Stepper(m)
+    ref = mjcenic.Stepper(mujoco.MjModel.from_xml_string(SPHERE.format(ext="")))
+    assert sim.options == ref.options
+    assert sim.options["accuracy"] == 1e-3
+
+
+def test_mjcenic_step_c_function_uses_plugin_stepper(tmp_path):
+    import ctypes
+    lib = ctypes.CDLL(str(BUILD / "libmjcenic.so"))
+    lib.mjcenic_step.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.mjcenic_forget.argtypes = [ctypes.c_void_p]
+    m = mjcenic.load_model(write(tmp_path, plugin_xml(mode="cenic", accuracy="1e-2")))
+    d = mujoco.MjData(m)
+    for _ in range(100):
+        lib.mjcenic_step(m._address, d._address)
+    assert d.time == pytest.approx(100 * m.opt.timestep)
+    # Same trajectory as the Python stepper with the same options.
+    d2 = mujoco.MjData(m)
+    mjcenic.Stepper(m).step(d2, nstep=100)
+    np.testing.assert_array_equal(d.qpos, d2.qpos)
+    lib.mjcenic_forget(d._address)
+
+
+def test_bad_inputs_raise():
+    m = mujoco.MjModel.from_xml_string(SPHERE.format(ext=""))
+    d = mujoco.MjData(m)
+    sim = mjcenic.Stepper(m)
+    d.qvel[2] = np.nan
+    with pytest.raises(ValueError, match="qvel"):
+        sim.step(d)
+    with pytest.raises(TypeError):
+        sim.step("not data")
+    with pytest.raises(ValueError):
+        mjcenic.Stepper(m, accuracy=0)
+    other = mujoco.MjModel.from_xml_path(str(ROOT / "models/pendulum.xml"))
+    with pytest.raises(ValueError, match="not made for"):
+        sim.step(mujoco.MjData(other))
+
+
+def test_viewer_renders_nonblank_frame_of_menagerie_robot(tmp_path):
+    out = tmp_path / "frame.png"
+    env = python_env()
+    env.setdefault("MUJOCO_GL", "osmesa")
+    proc = subprocess.run([sys.executable, "-m", "mjcenic", "view",
+                           str(SHARED_MODELS / "menagerie/franka_emika_panda/scene.xml"),
+                           "--headless", str(out), "--seconds", "0.1"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    import matplotlib.image
+    img = matplotlib.image.imread(out)[..., :3]
+    assert img.shape[0] == 480 and img.shape[1] == 640
+    assert img.std() > 0.05  # not blank
+    assert len(np.unique((img * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 100
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb not installed")
+def test_passive_viewer_runs_under_xvfb(tmp_path):
+    disp = ":%d" % (50 + os.getpid() % 400)
+    xvfb = subprocess.Popen(["Xvfb", disp, "-screen", "0", "800x600x24"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        env = python_env()
+        env["DISPLAY"] = disp
+        env.pop("MUJOCO_GL", None)
+        proc = subprocess.run([sys.executable, "-m", "mjcenic", "view",
+                               str(SHARED_MODELS / "menagerie/kuka_iiwa_14/scene.xml"),
+                               "--duration", "0.2"],
+                              capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        xvfb.terminate()
+        xvfb.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert "viewer closed at t = 0.2" in proc.stdout
+
+
+def test_run_command_writes_trajectory(tmp_path):
+    out = tmp_path / "traj.npz"
+    proc = subprocess.run([sys.executable, "-m", "mjcenic", "run", str(ROOT / "models/sphere_plane.xml"),
+                           "--keyframe", "drop", "--duration", "0.3", "--out", str(out)],
+                          capture_output=True, text=True, env=python_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    z = np.load(out)
+    assert z["qpos"].shape == (31, 7) and z["time"][-1] == pytest.approx(0.3)
+    assert np.all(z["step_size"][1:] > 0)
+    # free fall: z(t) = 1 - g t^2 / 2 within the accuracy-controlled error
+    assert abs(z["qpos"][-1, 2] - (1 - 0.5 * 9.81 * 0.09)) < 5e-3
+    proc = subprocess.run([sys.executable, "-m", "mjcenic", "run", str(ROOT / "models/nope.xml")],
+                          capture_output=True, text=True, env=python_env(), timeout=120)
+    assert proc.returncode != 0 and "could not load" in proc.stderr
+
+
+def test_pyproject_pins_the_same_mujoco_version():
+    pin = (ROOT / "MUJOCO_VERSION").read_text().strip()
+    text = (ROOT / "pyproject.toml").read_text()
+    assert text.count(f"mujoco=={pin}") == 2, "pyproject.toml must pin MUJOCO_VERSION in both places"
+    assert mjcenic.BUILT_FOR_MUJOCO == pin == mujoco.__version__
