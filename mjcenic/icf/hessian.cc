@@ -44,8 +44,7 @@ class DenseHessian final : public HessianFactor {
  public:
   bool Prepare(const IcfModel& model) override {
     if (H_.rows() != model.nv) {
-      H_.resize(model.nv, model.nv);
-      llt_ = Eigen::LLT<Eigen::MatrixXd>(model.nv);
+      H_.resize(model.nv, model.nv);  // the LLT sizes itself once on the first compute()
       ++pattern_id_;
       ++analyses_;
       return true;
@@ -84,6 +83,9 @@ class SparseHessian final : public HessianFactor {
     cc_.method[0].ordering = CHOLMOD_AMD;
     cc_.postorder = 1;
     cc_.print = 0;
+    // Clique blocks are small: a simplicial LDLᵀ beats supernodal BLAS calls
+    // here (fewer BLAS calls on tiny supernodes).
+    cc_.supernodal = CHOLMOD_SIMPLICIAL;
   }
   ~SparseHessian() override {
     Free();

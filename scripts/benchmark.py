@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Work–precision benchmark: mjcenic (CENIC step doubling) at accuracies
+1e-1..1e-4 against mj_step at several time steps, on paper-like scenes.
+
+    python3 scripts/benchmark.py [--out-dir out/benchmark] [--quick]
+
+Writes benchmark.json (wall time, steps, solves, Newton iterations,
+factorizations, error vs reference per run) and work_precision.png (error vs
+wall time, one panel per scene). The error of a run is the weighted
+tangent-space position error at the end time (translations divided by the
+model length scale, rotations in radians, ∞-norm) against a tight mjcenic
+reference (accuracy 1e-6). Run from the repository root after `make build`.
+"""
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "python"))
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+import mjcenic  # noqa: E402
+
+SCENES = [
+    # name, file, keyframe, end time [s], extra stepper options
+    ("cylinder on table", "models/cylinder_table.xml", "drop", 1.0, {}),
+    ("sphere drop", "models/sphere_plane.xml", "drop", 1.0, {}),
+    ("soft clutter (0.3 s)", "models/clutter.xml", "drop", 0.3, {}),
+    ("hard clutter (0.3 s)", "models/clutter.xml", "drop", 0.3,
+     {"stiffness_scale": 10, "stiction_tolerance": 1e-5}),
+]
+ACCURACIES = [1e-1, 1e-2, 1e-3, 1e-4]
+MJSTEP_DT = [4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4]
+
+
+def fresh(path, key):
+    m = mujoco.MjModel.from_xml_path(str(ROOT / path))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, key))
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def error(m, q, q_ref, length_scale):
+    dq = np.zeros(m.nv)
+    mujoco.mj_differentiatePos(m, dq, 1.0, q_ref, q)
+    w = np.ones(m.nv)
+    for j in range(m.njnt):
+        a = m.jnt_dofadr[j]
+        if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            w[a:a + 3] = 1.0 / length_scale
+        elif m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE:
+            w[a] = 1.0 / length_scale
+    return float(np.max(np.abs(dq) * w))
+
+
+def run_mjcenic(path, key, T, opts):
+    m, d = fresh(path, key)
+    sim = mjcenic.Stepper(m, mode="cenic", **opts)
+    t0 = time.perf_counter()
+    sim.advance_to(T, d)
+    wall = time.perf_counter() - t0
+    return d.qpos.copy(), wall, sim.stats, sim.length_scale
+
+
+def run_mjstep(path, key, T, dt):
+    m, d = fresh(path, key)
+    m.opt.timestep = dt
+    n = int(round(T / dt))
+    t0 = time.perf_counter()
+    for _ in range(n):
+        mujoco.mj_step(m, d)
+    return d.qpos.copy(), time.perf_counter() - t0, n
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out-dir", default=str(ROOT / "out" / "benchmark"))
+    p.add_argument("--quick", action="store_true", help="fewer accuracies and time steps")
+    a = p.parse_args()
+    out = pathlib.Path(a.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    accs = ACCURACIES[:3] if a.quick else ACCURACIES
+    dts = MJSTEP_DT[:3] if a.quick else MJSTEP_DT
+    rows = []
+    for name, path, key, T, extra in SCENES:
+        q_ref, _, _, L = run_mjcenic(path, key, T, dict(extra, accuracy=1e-6))
+        m, _ = fresh(path, key)
+        for acc in accs:
+            q, wall, st, _ = run_mjcenic(path, key, T, dict(extra, accuracy=acc))
+            rows.append(dict(scene=name, method="mjcenic", accuracy=acc, wall_time=wall,
+                             steps=st["steps"], rejected_steps=st["rejected_steps"],
+                             solves=st["solves"], newton_iterations=st["newton_iterations"],
+                             factorizations=st["factorizations"], ls_iterations=st["ls_iterations"],
+                             error=error(m, q, q_ref, L)))
+            print(f"{name:22s} mjcenic acc {acc:7.0e}: {wall:7.3f} s, {st['steps']:6d} steps, "
+                  f"error {rows[-1]['error']:.3g}", flush=True)
+        if not extra:  # mj_step knows nothing of mjcenic's contact options
+            for dt in dts:
+                q, wall, n = run_mjstep(path, key, T, dt)
+                rows.append(dict(scene=name, method="mj_step", timestep=dt, wall_time=wall,
+                                 steps=n, error=error(m, q, q_ref, L)))
+                print(f"{name:22s} mj_step dt {dt:7.1e}: {wall:7.3f} s, {n:6d} steps, "
+                      f"error {rows[-1]['error']:.3g}", flush=True)
+    meta = dict(mujoco=mujoco.__version__, reference="mjcenic cenic accuracy 1e-6",
+                error="weighted tangent-space position error at the end time (inf-norm)")
+    (out / "benchmark.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(SCENES), figsize=(4.2 * len(SCENES), 3.8))
+    for ax, (name, *_rest) in zip(axes, SCENES):
+        for method, style in (("mjcenic", "o-"), ("mj_step", "s--")):
+            r = [x for x in rows if x["scene"] == name and x["method"] == method]
+            if not r:
+                continue
+            ax.loglog([x["wall_time"] for x in r], [max(x["error"], 1e-12) for x in r], style,
+                      label=method)
+            for x in r:
+                lab = f"{x['accuracy']:.0e}" if method == "mjcenic" else f"{x['timestep'] * 1e3:g}ms"
+                ax.annotate(lab, (x["wall_time"], max(x["error"], 1e-12)), fontsize=7,
+                            textcoords="offset points", xytext=(3, 3))
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("wall time [s]")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("error vs reference")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(out / "work_precision.png", dpi=110)
+    print(f"wrote {out / 'benchmark.json'} and {out / 'work_precision.png'}")
+
+
+if __name__ == "__main__":
+    main()
