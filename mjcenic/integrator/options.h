@@ -26,7 +26,7 @@ bool ParseMode(const char* s, Mode* mode);
 const char* ToString(Mode mode);
 
 struct StepperOptions {
-  Mode mode = Mode::kFixed;
+  Mode mode = Mode::kCenic;          // default: error-controlled step doubling
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
   bool error_control = true;         // false: cenic/trapezoid take every step at max_step
                                      // (fixed-step convergence studies of those schemes)

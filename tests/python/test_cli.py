@@ -9,7 +9,7 @@ REQUIRED = ["nq", "nv", "mode", "sim_time", "wall_time", "steps", "newton_iterat
 
 def test_json_has_required_fields(cli):
     _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.2", "--keyframe", "drop",
-                     "--compare-mjstep")
+                     "--compare-mjstep", "--mode", "fixed")
     for k in REQUIRED + ["mjstep_wall_time", "mjstep_max_penetration"]:
         assert k in r, k
     assert r["nq"] == 7 and r["nv"] == 6 and r["mode"] == "fixed"
@@ -17,6 +17,21 @@ def test_json_has_required_fields(cli):
     assert r["finite"] is True and len(r["final_qpos"]) == 7
     # Free fall from z = 1 for 0.2 s: z = 1 - g t²/2 (symplectic Euler error O(h)).
     assert abs(r["final_qpos"][2] - (1 - 0.5 * 9.81 * 0.2 ** 2)) < 2e-3
+
+
+def test_default_mode_is_error_controlled(cli):
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.5", "--keyframe", "drop")
+    assert r["mode"] == "cenic" and r["accuracy"] == 1e-3
+    # Free flight: error-controlled steps grow beyond opt.timestep (1 ms); 50 ms chunks.
+    assert r["h_max"] > 5e-3 and r["steps"] < 200
+    assert r["solves"] >= 3 * r["steps"]
+
+
+def test_bad_mode_and_accuracy_rejected(cli):
+    code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--mode", "rk4", check=False)
+    assert code != 0 and "--mode" in err
+    code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--accuracy", "-1", check=False)
+    assert code != 0 and "--accuracy" in err
 
 
 def test_keyframe_selection(cli):

@@ -45,7 +45,7 @@ HOLDS_KEYFRAME = {"menagerie/franka_emika_panda/scene.xml", "menagerie/kuka_iiwa
 def test_model_runs_two_seconds(cli, rel):
     path = SHARED_MODELS / rel
     assert path.exists(), f"missing shared model {path}"
-    _, r, out, _ = cli(path, "--duration", "2", "--compare-mjstep")
+    _, r, out, _ = cli(path, "--duration", "2", "--compare-mjstep", "--mode", "fixed")
     print(out)
     assert r["finite"] is True
     assert abs(r["sim_time"] - 2.0) < 1e-6 * max(1.0, 2.0 / r["timestep"])
