@@ -97,6 +97,12 @@ class SparseHessian final : public HessianFactor {
   }
 
   bool Prepare(const IcfModel& m) override {
+    if (pairs_.capacity() == 0) {  // room for typical coupling sets: no growth later
+      const size_t cap = 64 + 8 * m.clique_start.size();
+      for (auto* v : {&pairs_, &stored_, &merged_}) v->reserve(cap);
+      couple_.reserve(cap);
+      couple_prefix_.reserve(cap);
+    }
     // Clique pairs coupled by some constraint.
     pairs_.clear();
     auto collect = [&](const auto& pool, const auto&) {
@@ -112,8 +118,6 @@ class SparseHessian final : public HessianFactor {
             pairs_.push_back((static_cast<std::uint64_t>(cliques_[a]) << 32) | cliques_[b]);
       }
     };
-    IcfData* none = nullptr;
-    (void)none;
     collect(m.contacts, 0);
     collect(m.limits, 0);
     collect(m.couplings, 0);

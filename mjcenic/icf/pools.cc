@@ -23,6 +23,7 @@ void ContactPool::Clear() {
   rows.Clear();
   fe0.clear(); k.clear(); d.clear(); mu_s.clear(); mu_d.clear(); Rt.clear();
   bias.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
+  N_hat.clear();
 }
 
 int ContactPool::Add(std::span<const int> dofs, double fe0_, double k_, double d_,
@@ -32,6 +33,7 @@ int ContactPool::Add(std::span<const int> dofs, double fe0_, double k_, double d
   mu_s.push_back(mu_s_); mu_d.push_back(mu_d_); Rt.push_back(Rt_);
   bias.insert(bias.end(), {0.0, 0.0, 0.0});
   fn0.push_back(0); mu.push_back(mu_s_); n0.push_back(0); eps.push_back(0); vhat.push_back(0);
+  N_hat.push_back(0);
   return c;
 }
 
@@ -53,15 +55,21 @@ void ContactPool::SetTimeStep(double h_, const IcfParameters& p) {
     n0[c] = h * fn0[c];
     eps[c] = std::max(p.stiction_tolerance, mu[c] * Rt[c] * n0[c]);  // §4.6
     vhat[c] = std::min(fe0[c] / (h * (k[c] + kGuard)), 1.0 / (d[c] + kGuard));  // §4.4
+    N_hat[c] = NormalPotential(c, vhat[c]);
   }
+}
+
+double ContactPool::NormalPotential(int c, double x) const {
+  // N⁺(x) = h [f_e⁰ x − ½ h k x² − ½ d f_e⁰ x² + ⅓ d h k x³]
+  const double kc = k[c], dc = d[c], fe = fe0[c];
+  return h * (fe * x - 0.5 * h * kc * x * x - 0.5 * dc * fe * x * x + dc * h * kc * x * x * x / 3.0);
 }
 
 void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
   const double vn = vc[0], kc = k[c], dc = d[c], fe = fe0[c];
-  // Normal impulse (P13) and its antiderivative N (§4.4).
-  const double x = std::min(vn, vhat[c]);
-  const double N = h * (fe * x - 0.5 * h * kc * x * x - 0.5 * dc * fe * x * x +
-                        dc * h * kc * x * x * x / 3.0);
+  // Normal impulse (P13) and its antiderivative N (§4.4), shifted by the
+  // constant N⁺(v̂) so that the potential vanishes where the contact is open.
+  const double N = NormalPotential(c, std::min(vn, vhat[c])) - N_hat[c];
   double gn = 0, dgn = 0;
   if (vn < vhat[c]) {
     gn = h * Pos(fe - h * kc * vn) * Pos(1.0 - dc * vn);

@@ -36,6 +36,7 @@ struct ContactPool {
   std::vector<double> mu;    // μ(s^0)
   // Time-step dependent (§4.4, §4.6).
   std::vector<double> n0, eps, vhat;
+  std::vector<double> N_hat;  // N⁺(v̂): subtracted so that ℓ_k = 0 where γ_n = 0
   double h = 0;
 
   void Clear();
@@ -46,6 +47,7 @@ struct ContactPool {
   void SetTimeStep(double h, const IcfParameters& p);
   // vc (3) -> cost, gamma (3), G (3x3 row-major).
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+  double NormalPotential(int c, double vn) const;  // N⁺(v_n)
 };
 
 // Near-rigid compliance shared by limits and couplings (§3.5): returns R and

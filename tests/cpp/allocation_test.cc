@@ -1,0 +1,73 @@
+// No heap allocation (operator new) in the per-step hot path after warm-up.
+// Counts every operator new of this test binary between two points.
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include <gtest/gtest.h>
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/integrator/stepper.h"
+
+namespace {
+std::atomic<long> g_allocations{0};
+bool g_trap = false;
+}
+
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (g_trap) __builtin_trap();
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmup, double run) {
+  char err[1000];
+  mjModel* m = mj_loadXML(file, nullptr, err, sizeof(err));
+  EXPECT_NE(m, nullptr) << err;
+  mjData* d = mj_makeData(m);
+  mj_resetDataKeyframe(m, d, 0);
+  mjcenic::StepperOptions o;
+  o.mode = mode;
+  o.accuracy = 1e-2;
+  auto s = mjcenic::Stepper::Create(m, o).value();
+  while (d->time < warmup) EXPECT_TRUE(s->Step(d).ok());
+  const long before = g_allocations.load();
+  if (std::getenv("MJCENIC_ALLOC_TRAP")) g_trap = true;  // debugging: stop at the allocation
+  while (d->time < warmup + run) EXPECT_TRUE(s->Step(d).ok());
+  const long count = g_allocations.load() - before;
+  g_trap = false;
+  s.reset();
+  mj_deleteData(d);
+  mj_deleteModel(m);
+  return count;
+}
+
+// Buffers only grow, so allocation stops once the contact set has reached its
+// largest size and the sparse pattern its largest coupling set: the clutter
+// has settled after 2.5 s.
+TEST(Allocation, NoneAfterWarmupFixed) {
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/clutter.xml",
+                                     2.5, 0.5), 0);
+}
+
+TEST(Allocation, NoneAfterWarmupCenic) {
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kCenic, MJCENIC_MODELS_DIR "/clutter.xml",
+                                     2.5, 0.5), 0);
+}
+
+TEST(Allocation, NoneAfterWarmupRobotArm) {
+  EXPECT_EQ(AllocationsWhileStepping(
+                mjcenic::Mode::kCenic,
+                MJCENIC_SHARED_MODELS_DIR "/menagerie/franka_emika_panda/scene.xml", 0.5, 0.5),
+            0);
+}
+
+}  // namespace
