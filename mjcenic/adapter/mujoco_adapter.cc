@@ -1,6 +1,7 @@
 #include "mjcenic/adapter/mujoco_adapter.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -372,6 +373,45 @@ void MujocoAdapter::PointJacobian(const mjModel* m, const mjData* d, int body, c
   }
 }
 
+void MujocoAdapter::MappedContact(const double key[11], double omega_max, double* k, double* d) {
+  if (map_cache_.empty()) map_cache_.resize(1024);
+  unsigned long long h = 1469598103934665603ull;
+  for (int i = 0; i < 11; ++i) {
+    unsigned long long bits;
+    std::memcpy(&bits, &key[i], sizeof(bits));
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  const size_t n = map_cache_.size();
+  for (size_t probe = 0; probe < 16; ++probe) {
+    MapEntry& e = map_cache_[(h + probe) % n];
+    if (e.used && std::memcmp(e.key, key, sizeof(e.key)) == 0) {
+      *k = e.k;
+      *d = e.d;
+      return;
+    }
+    if (!e.used) {
+      const double solref[2] = {key[0], key[1]};
+      const double solimp[5] = {key[2], key[3], key[4], key[5], key[6]};
+      const PointContactParameters p = MapContact(solref, solimp, key[7], key[8], key[9],
+                                                  key[10] > 0, std::abs(key[10]), omega_max);
+      std::memcpy(e.key, key, sizeof(e.key));
+      e.k = p.k;
+      e.d = p.d;
+      e.used = true;
+      *k = p.k;
+      *d = p.d;
+      return;
+    }
+  }
+  // Table region full: compute without caching.
+  const double solref[2] = {key[0], key[1]};
+  const double solimp[5] = {key[2], key[3], key[4], key[5], key[6]};
+  const PointContactParameters p = MapContact(solref, solimp, key[7], key[8], key[9],
+                                              key[10] > 0, std::abs(key[10]), omega_max);
+  *k = p.k;
+  *d = p.d;
+}
+
 void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel* model,
                                 BuildInfo* info) {
   const double timestep = m->opt.timestep;
@@ -401,10 +441,13 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     double lambda = 1;
     if (contact_.pyramidal_factor && m->opt.cone == mjCONE_PYRAMIDAL && con.dim > 1)
       lambda = std::max(1.0, (con.dim - 1) * m->opt.impratio / (mu * mu * (1 + mu * mu)));
-    const PointContactParameters p =
-        MapContact(con.solref, con.solimp, m_c, lambda, timestep, refsafe, g_ref, omega_max);
-    const double k = contact_.stiffness > 0 ? contact_.stiffness : p.k * contact_.stiffness_scale;
-    const double dis = contact_.dissipation >= 0 ? contact_.dissipation : p.d;
+    const double key[11] = {con.solref[0], con.solref[1], con.solimp[0], con.solimp[1],
+                            con.solimp[2], con.solimp[3], con.solimp[4], m_c, lambda, timestep,
+                            refsafe ? g_ref : -g_ref};
+    double k_map, d_map;
+    MappedContact(key, omega_max, &k_map, &d_map);
+    const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
+    const double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
     const double phi = con.dist - con.includemargin;
     const double Rt = model->params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
     double mu_s = mu * contact_.mu_static_ratio;

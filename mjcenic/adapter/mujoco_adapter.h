@@ -61,6 +61,8 @@ class MujocoAdapter {
   void PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
                      std::vector<int>* dofs, std::vector<double>* cols) const;
   void EfcRow(const mjModel* m, const mjData* d, int row);
+  // k and d of the contact mapping for `key` (solref, solimp, m_c, λ, timestep, ±g_ref).
+  void MappedContact(const double key[11], double omega_max, double* k, double* d);
 
   ContactOptions contact_;
   std::vector<std::string> warnings_;
@@ -71,6 +73,14 @@ class MujocoAdapter {
   std::vector<double> act_lo_, act_hi_;           // merged force limits
   std::vector<double> inv_mass_;                  // 1/m of each body's weld group (0: anchored)
   std::vector<double> geom_mu_static_;            // per-geom μ_s override (< 0: none)
+  // Memo of the solref/solimp → (k, d) mapping: one entry per distinct input
+  // (the bisection is the costliest part of a contact), linear probing.
+  struct MapEntry {
+    double key[11];
+    double k, d;
+    bool used = false;
+  };
+  std::vector<MapEntry> map_cache_;
   // Scratch (grows, never shrinks).
   std::vector<int> dofs_a_, dofs_b_, dofs_;
   std::vector<double> cols_a_, cols_b_, row_;

@@ -1,0 +1,880 @@
+"""`mjcenic compare`: mj_step against mjcenic on one or more MJCF models.
+
+    mjcenic compare PATH... [--json OUT] [--markdown OUT] [--plots DIR]
+                    [--duration 1.0] [--accuracies 1e-1,1e-2,1e-3]
+                    [--reference-accuracy 1e-5]
+
+Which files are compared
+  A PATH that is a file is always compared. A PATH that is a directory is
+  searched recursively (hidden directories skipped). A *.xml file that another
+  XML file of the searched tree pulls in with <include file=...> is never
+  taken. Of the others, folder by folder:
+    * if the folder holds files named scene*.xml, only those are taken;
+    * otherwise every *.xml whose root element is <mujoco> is taken
+      ("top-level-looking"); a file that is not even well-formed XML is taken
+      too, so that its error is reported.
+  Every file taken is loaded with mjcenic.load_model (MuJoCo's compiler plus
+  the mjcenic plugin-config check). A file that fails is reported as one row
+  with load_ok = false and the error text; the others are still compared.
+
+What is run, per model
+  Initial state: the first keyframe (mj_resetDataKeyframe, which also sets
+  ctrl) or the default pose (mj_resetData), then mj_forward. ctrl is held at
+  these start values for the whole run. The runs are:
+    mj_step dt=<model timestep>, mj_step dt=0.001 (skipped if it is the model's
+    timestep; run on a copy of the model), mjcenic acc=A (mode='cenic') for each
+    --accuracies value, and a reference: mjcenic cenic at --reference-accuracy;
+    if that raises, ends non-finite or exceeds --reference-time-limit, the
+    reference falls back to mj_step dt=0.0001 (metadata records which and why).
+
+How it is measured
+  * Samples are taken on a common grid every 10 ms (plus T if T is not on it).
+    mj_step is stepped with its fixed step and its qpos at a sample time is
+    interpolated on the configuration manifold (mj_differentiatePos /
+    mj_integratePos) between the two bracketing steps when the time is not a
+    multiple of dt. mjcenic is advanced with advance_to(sample time), so it
+    ends exactly on each sample. The mjcenic reference takes its steps with
+    step_once while the next step ends before the sample time and lands with
+    advance_to (the same steps, but the time limit is checked after every
+    step); the other runs check --time-limit after every 10 ms chunk.
+  * wall_time is the time spent inside mj_step / advance_to / step_once only
+    (sampling, probing and the stepper's construction are excluded; the
+    construction is reported as setup_time). real_time_rate = sim_time/wall_time.
+  * max_penetration [m] = max over sampled states of max(0, -contact.dist) over
+    active contacts (contact.exclude == 0). The sampled states are the state
+    after every outer step: after every mj_step call for mj_step, after every
+    10 ms advance_to chunk for mjcenic, plus the initial state. Contacts are
+    recomputed for each sampled qpos on a scratch MjData (mj_kinematics,
+    mj_flex, mj_collision), so both families use the same computation.
+    For mjcenic, stepper_max_penetration additionally reports the stepper's own
+    statistic (it sees every internal geometry query, i.e. is at least as fine).
+  * energy_drift [J] = |E(T) - E(0)|, E = potential + kinetic from
+    mj_energyPos/mj_energyVel on a scratch MjData of a model copy with the
+    mjENBL_ENERGY flag set (the stepped data is not touched). E(T) is taken at
+    the run's final state (for mj_step, the first step at or after T).
+  * trajectory_error [-] = max over the common sample times of the infinity
+    norm of mj_differentiatePos(reference qpos -> run qpos) with translational
+    dofs (slide joints, free-joint positions) divided by the model's mjcenic
+    length_scale L and rotational dofs in radians.
+  * finite is false if the state became non-finite or MuJoCo flagged an
+    instability (mjWARN_BADQACC/BADQPOS/BADQVEL, after which mj_step resets the
+    data). A run that fails has its text in `error`; values that do not exist
+    for it (trajectory_error and energy_drift of an unfinished run, everything
+    of a model that did not load) are null. The JSON never contains NaN.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import pathlib
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+SAMPLE_INTERVAL = 0.01      # [s] common sample grid
+MJSTEP_FINE_DT = 0.001      # [s] the second mj_step run
+REFERENCE_FALLBACK_DT = 1e-4  # [s] mj_step reference when the mjcenic one fails
+
+ROW_FIELDS = ["model", "path", "method", "family", "timestep", "accuracy", "is_reference",
+              "load_ok", "error", "sim_time", "wall_time", "setup_time", "real_time_rate",
+              "steps", "rejected_steps", "max_penetration", "stepper_max_penetration",
+              "energy_drift", "trajectory_error", "length_scale", "reference_method",
+              "warnings", "finite"]
+
+
+# ----------------------------------------------------------------------------- discovery
+
+def _root_tag_and_includes(path):
+    """Returns (root tag or None if not well-formed, [included absolute paths])."""
+    try:
+        root = ET.parse(str(path)).getroot()
+    except (ET.ParseError, OSError, UnicodeDecodeError):
+        return None, []
+    incs = []
+    for el in root.iter("include"):
+        f = el.get("file")
+        if f:
+            incs.append(os.path.normpath(os.path.join(str(path.parent), f)))
+    return root.tag, incs
+
+
+def discover(directory):
+    """The model files compare takes from `directory` (see the module doc)."""
+    directory = pathlib.Path(directory)
+    by_folder = {}
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(n for n in dirnames if not n.startswith("."))
+        xmls = sorted(pathlib.Path(dirpath) / f for f in filenames
+                      if f.lower().endswith(".xml") and not f.startswith("."))
+        if xmls:
+            by_folder[pathlib.Path(dirpath)] = xmls
+    info = {}
+    included = set()
+    for xmls in by_folder.values():
+        for p in xmls:
+            tag, incs = _root_tag_and_includes(p)
+            info[p] = tag
+            included.update(incs)
+    chosen = []
+    for folder, xmls in by_folder.items():
+        top = [p for p in xmls if os.path.normpath(str(p)) not in included]
+        scenes = [p for p in top if p.name.lower().startswith("scene")]
+        if scenes:
+            chosen.extend(scenes)
+            continue
+        chosen.extend(p for p in top if info[p] is None or info[p] == "mujoco")
+    return chosen
+
+
+def _labels(paths):
+    """Short unique labels: the last two path components, longer where they clash."""
+    parts = [pathlib.Path(p).parts for p in paths]
+    n = {i: 2 for i in range(len(paths))}
+    while True:
+        labels = ["/".join(parts[i][-n[i]:]) for i in range(len(paths))]
+        clash = [i for i in range(len(paths)) if labels.count(labels[i]) > 1
+                 and n[i] < len(parts[i])]
+        if not clash:
+            return labels
+        for i in clash:
+            n[i] += 1
+
+
+# ----------------------------------------------------------------------------- progress
+
+class _Progress:
+    """A text bar on stderr, shown once the whole comparison has taken > 2 s."""
+
+    def __init__(self, total, stream=sys.stderr, delay=2.0):
+        self.total = max(total, 1)
+        self.stream = stream
+        self.delay = delay
+        self.start = time.perf_counter()
+        self.last = 0.0
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.shown = False
+
+    def update(self, done, label, final_of_run=False):
+        now = time.perf_counter()
+        elapsed = now - self.start
+        if elapsed < self.delay:
+            return
+        if self.tty:
+            if not final_of_run and now - self.last < 0.2:
+                return
+        elif not final_of_run and now - self.last < 10.0:
+            return
+        self.last = now
+        frac = min(max(done / self.total, 0.0), 1.0)
+        width = 30
+        k = int(round(frac * width))
+        text = (f"mjcenic compare [{'#' * k}{'.' * (width - k)}] {100 * frac:5.1f}% "
+                f"{elapsed:6.1f}s  {label}")
+        if self.tty:
+            self.stream.write("\r" + text[:150].ljust(150))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self):
+        if self.shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# ----------------------------------------------------------------------------- probes
+
+class _Probe:
+    """Scratch computations that never touch the stepped MjData."""
+
+    def __init__(self, m):
+        import mujoco
+        import numpy as np
+        self.mujoco, self.np = mujoco, np
+        self.m = m
+        self.cd = mujoco.MjData(m)              # contacts
+        self.em = copy.deepcopy(m)              # energy
+        self.em.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+        self.ed = mujoco.MjData(self.em)
+        self.vtmp = np.zeros(m.nv)
+        trans = np.zeros(m.nv, dtype=bool)
+        for j in range(m.njnt):
+            adr, typ = m.jnt_dofadr[j], m.jnt_type[j]
+            if typ == mujoco.mjtJoint.mjJNT_FREE:
+                trans[adr:adr + 3] = True
+            elif typ == mujoco.mjtJoint.mjJNT_SLIDE:
+                trans[adr] = True
+        self.trans = trans
+
+    def penetration(self, d):
+        mj, cd = self.mujoco, self.cd
+        cd.qpos[:] = d.qpos
+        if self.m.nmocap:
+            cd.mocap_pos[:] = d.mocap_pos
+            cd.mocap_quat[:] = d.mocap_quat
+        mj.mj_kinematics(self.m, cd)
+        if self.m.nflex:
+            mj.mj_flex(self.m, cd)
+        mj.mj_collision(self.m, cd)
+        if cd.ncon == 0:
+            return 0.0
+        dist = cd.contact.dist
+        active = cd.contact.exclude == 0
+        if not active.any():
+            return 0.0
+        return max(0.0, float(-dist[active].min()))
+
+    def energy(self, d):
+        mj, ed = self.mujoco, self.ed
+        ed.qpos[:] = d.qpos
+        ed.qvel[:] = d.qvel
+        if self.m.na:
+            ed.act[:] = d.act
+        if self.m.nmocap:
+            ed.mocap_pos[:] = d.mocap_pos
+            ed.mocap_quat[:] = d.mocap_quat
+        ed.time = d.time
+        mj.mj_fwdPosition(self.em, ed)
+        mj.mj_energyPos(self.em, ed)
+        mj.mj_energyVel(self.em, ed)
+        return float(ed.energy[0] + ed.energy[1])
+
+    def tangent_error(self, q, qref, length_scale):
+        v = self.vtmp
+        self.mujoco.mj_differentiatePos(self.m, v, 1.0, qref, q)
+        w = self.np.abs(v)
+        w[self.trans] /= length_scale
+        return float(w.max()) if w.size else 0.0
+
+
+def _reset(m, d):
+    import mujoco
+    if m.nkey > 0:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    else:
+        mujoco.mj_resetData(m, d)
+    mujoco.mj_forward(m, d)
+
+
+def _initial_state_name(m):
+    import mujoco
+    if m.nkey == 0:
+        return "default pose"
+    name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, 0)
+    return f"keyframe 0 '{name}'" if name else "keyframe 0"
+
+
+def _unstable(d):
+    import mujoco
+    bad = []
+    for w in ("mjWARN_BADQACC", "mjWARN_BADQPOS", "mjWARN_BADQVEL"):
+        if d.warning[int(getattr(mujoco.mjtWarning, w))].number > 0:
+            bad.append(w)
+    return bad
+
+
+def _finite_state(d):
+    import numpy as np
+    return bool(np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()
+                and np.isfinite(d.act).all())
+
+
+# ----------------------------------------------------------------------------- runs
+
+class _Result:
+    def __init__(self, method, family, timestep=None, accuracy=None, is_reference=False):
+        self.method, self.family = method, family
+        self.timestep, self.accuracy, self.is_reference = timestep, accuracy, is_reference
+        self.error = None
+        self.finite = True
+        self.completed = False
+        self.wall = 0.0
+        self.setup = 0.0
+        self.sim_time = 0.0
+        self.steps = 0
+        self.rejected = 0
+        self.max_pen = 0.0
+        self.stepper_pen = None
+        self.e_final = None
+        self.samples = []      # qpos at the sample times reached
+        self.warnings = []
+
+
+def _run_mjstep(m, probe, dt, times, result, time_limit, tick):
+    import mujoco
+    import numpy as np
+    mm = copy.deepcopy(m)
+    mm.opt.timestep = dt
+    d = mujoco.MjData(mm)
+    _reset(mm, d)
+    result.samples.append(d.qpos.copy())
+    result.max_pen = probe.penetration(d)
+    step = 0
+    q_prev = d.qpos.copy()
+    v = np.zeros(m.nv)
+    T = times[-1]
+    perf = time.perf_counter
+    for t in times[1:]:
+        n_k = max(step, int(math.ceil(t / dt - 1e-6)))
+        while step < n_k:
+            q_prev[:] = d.qpos
+            t0 = perf()
+            mujoco.mj_step(mm, d)
+            result.wall += perf() - t0
+            step += 1
+            result.max_pen = max(result.max_pen, probe.penetration(d))
+        result.steps = step
+        result.sim_time = min(step * dt, max(T, step * dt))
+        bad = _unstable(d)
+        if bad or not _finite_state(d):
+            result.finite = False
+            result.error = (f"simulation became unstable near t = {step * dt:.6g} s"
+                            + (f" (MuJoCo {', '.join(bad)})" if bad else " (non-finite state)"))
+            return
+        t_cur = step * dt
+        if abs(t_cur - t) <= 1e-9 * max(1.0, t):
+            result.samples.append(d.qpos.copy())
+        else:  # t lies in ((step-1) dt, step dt): interpolate on the manifold
+            alpha = (t - (step - 1) * dt) / dt
+            mujoco.mj_differentiatePos(mm, v, 1.0, q_prev, d.qpos)
+            q = q_prev.copy()
+            mujoco.mj_integratePos(mm, q, v, alpha)
+            result.samples.append(q)
+        tick(t / T)
+        if result.wall > time_limit:
+            result.error = (f"time limit of {time_limit:g} s wall time exceeded at "
+                            f"t = {t_cur:.6g} s")
+            return
+    result.sim_time = step * dt
+    result.e_final = probe.energy(d)
+    result.completed = True
+
+
+def _run_mjcenic(m, probe, accuracy, times, result, time_limit, tick, fine=False):
+    """mjcenic cenic at `accuracy`, advance_to(sample time) per 10 ms chunk.
+
+    fine=True (the reference): inside a chunk, steps are taken with step_once
+    while the controller's next step ends before the sample time, then
+    advance_to lands on it; this lets the time limit be checked after every
+    step instead of every chunk."""
+    import mujoco
+    import mjcenic
+    d = mujoco.MjData(m)
+    _reset(m, d)
+    result.samples.append(d.qpos.copy())
+    result.max_pen = probe.penetration(d)
+    t0 = time.perf_counter()
+    try:
+        sim = mjcenic.Stepper(m, mode="cenic", accuracy=accuracy)
+    except Exception as e:  # noqa: BLE001 - reported in the row
+        result.error = f"{type(e).__name__}: {e}"
+        result.finite = _finite_state(d)
+        return
+    result.setup = time.perf_counter() - t0
+    result.warnings = list(sim.warnings)
+    T = times[-1]
+    perf = time.perf_counter
+    try:
+        for t in times[1:]:
+            t0 = perf()
+            timed_out = False
+            try:
+                if fine:
+                    # before the first step next_step is 0; the first step is then at most
+                    # min(0.1 * max_step, timestep) with the default options
+                    if sim.next_step <= 0 and d.time + 2.0 * m.opt.timestep < t:
+                        sim.step_once(d)
+                    while sim.next_step > 0 and d.time + 1.001 * sim.next_step < t:
+                        if result.wall + perf() - t0 > time_limit:
+                            timed_out = True
+                            break
+                        sim.step_once(d)
+                if not timed_out:
+                    sim.advance_to(t, d)
+            finally:
+                result.wall += perf() - t0
+                st = sim.stats
+                result.steps, result.rejected = int(st["steps"]), int(st["rejected_steps"])
+                result.stepper_pen = float(st["max_penetration"])
+                result.sim_time = float(d.time)
+            if timed_out:
+                result.error = (f"time limit of {time_limit:g} s wall time exceeded at "
+                                f"t = {d.time:.6g} s")
+                return
+            if not _finite_state(d):
+                result.finite = False
+                result.error = f"simulation became non-finite near t = {t:.6g} s"
+                return
+            result.max_pen = max(result.max_pen, probe.penetration(d))
+            result.samples.append(d.qpos.copy())
+            tick(t / T)
+            if result.wall > time_limit:
+                result.error = (f"time limit of {time_limit:g} s wall time exceeded at "
+                                f"t = {t:.6g} s")
+                return
+    except Exception as e:  # noqa: BLE001 - mjcenic's own error text
+        result.error = f"{type(e).__name__}: {e}"
+        result.finite = _finite_state(d) and "non-finite" not in str(e)
+        return
+    result.e_final = probe.energy(d)
+    result.completed = True
+
+
+# ----------------------------------------------------------------------------- output
+
+def _clean(x):
+    """JSON-safe: NaN/inf become None (callers set `finite` accordingly)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def _fmt(x, spec, scale=1.0):
+    if x is None:
+        return "—"
+    return format(x * scale, spec)
+
+
+def _md_cell(s):
+    return str(s).replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+
+
+def markdown(report):
+    meta = report["metadata"]
+    out = ["# mjcenic compare", "",
+           f"MuJoCo {meta['mujoco_version']}, simulated duration {meta['duration']:g} s per run, "
+           f"samples every {1000 * meta['sample_interval']:g} ms, mjcenic mode 'cenic' at "
+           f"accuracies {', '.join(format(a, 'g') for a in meta['accuracies'])}.", ""]
+    refs = [f"`{mi['model']}`: {mi['reference_method'] or '—'}"
+            + (f" ({mi['reference_note']})" if mi.get("reference_note") else "")
+            for mi in meta["models"] if mi["load_ok"]]
+    if refs:
+        out += ["Reference trajectories: " + "; ".join(refs) + ".", ""]
+    out += ["| Model | Method | Wall time [s] | Real-time rate [×] | Steps | Rejected | "
+            "Max penetration [mm] | Energy drift [J] | Trajectory error [–] | Finite | Notes |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|---|"]
+    for r in report["rows"]:
+        if not r["load_ok"]:
+            out.append(f"| {_md_cell(r['model'])} | — | — | — | — | — | — | — | — | — | "
+                       f"load failed: {_md_cell(r['error'])} |")
+            continue
+        notes = []
+        if r["is_reference"]:
+            notes.append("reference")
+        if r["error"]:
+            notes.append(r["error"])
+        if r["warnings"]:
+            notes.append(f"{len(r['warnings'])} warning(s): " + "; ".join(r["warnings"][:3])
+                         + (" …" if len(r["warnings"]) > 3 else ""))
+        out.append("| " + " | ".join(_md_cell(c) for c in [
+            r["model"], r["method"], _fmt(r["wall_time"], ".3g"),
+            _fmt(r["real_time_rate"], ".3g"), r["steps"] if r["steps"] is not None else "—",
+            r["rejected_steps"] if r["rejected_steps"] is not None else "—",
+            _fmt(r["max_penetration"], ".3f", 1000.0), _fmt(r["energy_drift"], ".3g"),
+            _fmt(r["trajectory_error"], ".2e"), "yes" if r["finite"] else "**no**",
+            "; ".join(notes)]) + " |")
+    out += ["",
+            "Wall time: time inside mj_step / advance_to (and step_once for the mjcenic reference) only. Real-time rate: simulated / wall "
+            "time. Max penetration: max(0, −dist) over active MuJoCo contacts, sampled after "
+            "every mj_step call and after every 10 ms advance_to chunk. Energy drift: "
+            "|E(T) − E(0)|, potential + kinetic. Trajectory error: max over the 10 ms samples "
+            "of the ∞-norm of the tangent-space qpos difference to the reference, rotations in "
+            "rad, translations divided by the mjcenic length scale L.", ""]
+    return "\n".join(out)
+
+
+def _role(row, model_dt):
+    """The series a row belongs to across models (model timesteps differ)."""
+    if row["is_reference"]:
+        return "reference"
+    if row["family"] == "mj_step":
+        if model_dt is not None and abs(row["timestep"] - model_dt) <= 1e-12:
+            return "mj_step, model dt"
+        return row["method"]
+    return row["method"]
+
+
+def plots(report, directory):
+    """Writes wall_time_vs_error.png and max_penetration.png; returns their paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in report["rows"] if r["load_ok"]]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    model_dt = {mi["model"]: mi.get("timestep") for mi in report["metadata"]["models"]}
+    cmap = plt.get_cmap("tab10" if len(models) <= 10 else "tab20")
+    color = {mo: cmap(i % cmap.N) for i, mo in enumerate(models)}
+    markers = {"mj_step": "s", "mjcenic": "o"}
+    files = []
+
+    # (a) wall time vs trajectory error, one color per model, one marker per family
+    fig, ax = plt.subplots(figsize=(10, 6))
+    plotted = 0
+    for mo in models:
+        for fam, mk in markers.items():
+            pts = [r for r in rows
+                   if r["model"] == mo and r["family"] == fam and not r["is_reference"]
+                   and r["trajectory_error"] and r["trajectory_error"] > 0
+                   and r["wall_time"] and r["wall_time"] > 0]
+            # connect a family's points in sweep order: coarse to fine
+            pts.sort(key=lambda r: -(r["timestep"] or r["accuracy"] or 0))
+            if not pts:
+                continue
+            xs = [r["trajectory_error"] for r in pts]
+            ys = [r["wall_time"] for r in pts]
+            ax.plot(xs, ys, ls="-" if fam == "mjcenic" else ":", lw=0.8, color=color[mo],
+                    marker=mk, ms=7, mfc="none" if fam == "mj_step" else color[mo])
+            for x, y, r in zip(xs, ys, pts):
+                ax.annotate(r["method"].split(" ", 1)[-1], (x, y), textcoords="offset points",
+                            xytext=(4, 3), fontsize=6.5, color=color[mo])
+            plotted += len(pts)
+    if plotted:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    else:
+        ax.text(0.5, 0.5, "no run with a positive trajectory error", ha="center",
+                transform=ax.transAxes)
+    ax.set_xlabel("trajectory error vs reference [–]  (∞-norm; rad, or m / L)")
+    ax.set_ylabel("wall time [s]")
+    ax.set_title(f"Wall time vs trajectory error, {report['metadata']['duration']:g} s simulated")
+    ax.grid(True, which="both", alpha=0.3)
+    h1 = [Line2D([], [], color=color[mo], lw=2, label=mo) for mo in models]
+    h2 = [Line2D([], [], color="k", ls="none", marker=mk, mfc="none" if f == "mj_step" else "k",
+                 label=f) for f, mk in markers.items()]
+    leg = ax.legend(handles=h2, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+                    title="method family")
+    ax.add_artist(leg)
+    if h1:
+        ax.legend(handles=h1, loc="upper left", bbox_to_anchor=(1.01, 0.8), fontsize=7,
+                  title="model")
+    fig.tight_layout()
+    f = directory / "wall_time_vs_error.png"
+    fig.savefig(f, dpi=110)
+    plt.close(fig)
+    files.append(str(f))
+
+    # (b) max penetration: one group per model, one bar per method
+    roles = list(dict.fromkeys(_role(r, model_dt.get(r["model"])) for r in rows))
+    fig, ax = plt.subplots(figsize=(max(8.0, min(20.0, 3.0 + 1.1 * len(models))), 5.0))
+    width = 0.8 / max(len(roles), 1)
+    rcmap = plt.get_cmap("tab10" if len(roles) <= 10 else "tab20")
+    top = 0.0
+    for j, role in enumerate(roles):
+        xs, hs = [], []
+        for i, mo in enumerate(models):
+            val = next((r["max_penetration"] for r in rows if r["model"] == mo
+                        and _role(r, model_dt.get(mo)) == role), None)
+            if val is not None:
+                xs.append(i - 0.4 + (j + 0.5) * width)
+                hs.append(1000.0 * val)
+        top = max([top] + hs)
+        ax.bar(xs, hs, width=width, label=role, color=rcmap(j % rcmap.N))
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels(models, rotation=20 if len(models) > 2 else 0,
+                       ha="right" if len(models) > 2 else "center", fontsize=8)
+    ax.set_ylabel("max penetration [mm]")
+    ax.set_title("Max penetration per model and method\n(sampled after every mj_step call / "
+                 "every 10 ms advance_to chunk)", fontsize=10)
+    if top <= 0:
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, "no penetration in any run", ha="center", transform=ax.transAxes)
+    if roles:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    f = directory / "max_penetration.png"
+    fig.savefig(f, dpi=110)
+    plt.close(fig)
+    files.append(str(f))
+    return files
+
+
+# ----------------------------------------------------------------------------- main
+
+def _floats(text):
+    try:
+        vals = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got '{text}'")
+    if not vals or any(not (v > 0 and math.isfinite(v)) for v in vals):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got '{text}'")
+    return vals
+
+
+def _positive(text):
+    v = float(text)
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+    return v
+
+
+def _nonneg(text):
+    v = float(text)
+    if not (v >= 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got '{text}'")
+    return v
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="mjcenic compare",
+        description="Compare mj_step and mjcenic (cenic) on MJCF models: wall time, "
+                    "penetration, energy drift and trajectory error vs a tight reference.",
+        epilog="Directories are searched recursively; files that another XML includes are "
+               "skipped; per folder the scene*.xml files are taken, or, if there are none, "
+               "the *.xml files with a <mujoco> root. See `pydoc mjcenic.compare` for the exact measurement rules.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="MJCF files or directories")
+    p.add_argument("--json", dest="json_out", metavar="OUT", help="write the JSON report here")
+    p.add_argument("--markdown", metavar="OUT", help="write the Markdown table here")
+    p.add_argument("--plots", metavar="DIR", help="write PNG plots into this directory")
+    p.add_argument("--duration", type=_nonneg, default=1.0, help="simulated time [s] (1.0)")
+    p.add_argument("--accuracies", type=_floats, default=[1e-1, 1e-2, 1e-3],
+                   help="comma-separated mjcenic accuracies (1e-1,1e-2,1e-3)")
+    p.add_argument("--reference-accuracy", type=_positive, default=1e-5,
+                   help="accuracy of the mjcenic reference run (1e-5)")
+    p.add_argument("--reference-time-limit", type=_positive, default=120.0,
+                   help="wall time [s] after which the mjcenic reference counts as too slow "
+                        "and mj_step dt=1e-4 is used instead (120)")
+    p.add_argument("--time-limit", type=_positive, default=600.0,
+                   help="wall time [s] after which any other run is stopped (600)")
+    return p
+
+
+def _collect(paths):
+    """[(path string, label, error or None)] in order, deduplicated.
+
+    Labels: for a file given directly, its last two path components
+    (kuka_iiwa_14/scene.xml); for a file found in a directory D, its path
+    relative to D's parent (models/humanoid/humanoid.xml); made longer where
+    two labels would clash."""
+    out, seen = [], set()
+    for raw in paths:
+        p = pathlib.Path(raw)
+        if p.is_dir():
+            found = discover(p)
+            if not found:
+                print(f"mjcenic compare: no model files found in {raw}", file=sys.stderr)
+            base = p.resolve().parent
+            files = [(str(f), pathlib.Path(f).resolve().relative_to(base).as_posix(), None)
+                     for f in found]
+        else:
+            err = None if p.exists() else f"no such file or directory: {raw}"
+            files = [(str(p), "/".join(p.parts[-2:]), err)]
+        for f, label, err in files:
+            key = os.path.realpath(f)
+            if key not in seen:
+                seen.add(key)
+                out.append((f, label, err))
+    labels = [c[1] for c in out]
+    if len(set(labels)) != len(labels):
+        longer = _labels([os.path.abspath(c[0]) for c in out])
+        out = [(f, longer[i] if labels.count(label) > 1 else label, err)
+               for i, (f, label, err) in enumerate(out)]
+    return out
+
+
+def _row(label, path, res, length_scale, ref_method, e0, ref_samples, probe):
+    traj = None
+    if res.is_reference and res.completed and res.finite:
+        traj = 0.0
+    elif (ref_samples is not None and res.completed and res.finite
+            and len(res.samples) == len(ref_samples)):
+        traj = 0.0
+        for q, qr in zip(res.samples, ref_samples):
+            traj = max(traj, probe.tangent_error(q, qr, length_scale))
+    drift = None
+    if res.completed and res.finite and res.e_final is not None and e0 is not None:
+        drift = abs(res.e_final - e0)
+    row = {
+        "model": label, "path": path, "method": res.method, "family": res.family,
+        "timestep": res.timestep, "accuracy": res.accuracy, "is_reference": res.is_reference,
+        "load_ok": True, "error": res.error, "sim_time": res.sim_time,
+        "wall_time": res.wall, "setup_time": res.setup,
+        "real_time_rate": (res.sim_time / res.wall) if res.wall > 0 else None,
+        "steps": res.steps, "rejected_steps": res.rejected,
+        "max_penetration": res.max_pen, "stepper_max_penetration": res.stepper_pen,
+        "energy_drift": drift, "trajectory_error": traj, "length_scale": length_scale,
+        "reference_method": ref_method, "warnings": list(res.warnings), "finite": res.finite,
+    }
+    for k in ("max_penetration", "energy_drift", "trajectory_error", "real_time_rate"):
+        v = row[k]
+        if v is not None and not math.isfinite(v):
+            row[k] = None
+            row["finite"] = False
+    return row
+
+
+def _error_row(label, path, error):
+    row = {k: None for k in ROW_FIELDS}
+    row.update(model=label, path=path, load_ok=False, error=error, is_reference=False,
+               warnings=[], finite=False)
+    return row
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    import mujoco
+    import numpy as np  # noqa: F401 - fail early if missing
+
+    import mjcenic
+
+    T = args.duration
+    n = int(math.floor(T / SAMPLE_INTERVAL + 1e-9))
+    times = [k * SAMPLE_INTERVAL for k in range(n + 1)]
+    if T - times[-1] > 1e-9:
+        times.append(T)
+
+    candidates = _collect(args.paths)
+
+    # Load everything first, so that the progress bar knows the amount of work.
+    loaded = []
+    for path, label, err in candidates:
+        model = None
+        if err is None:
+            try:
+                model = mjcenic.load_model(path)
+            except Exception as e:  # noqa: BLE001 - MuJoCo's / mjcenic's message
+                err = str(e).strip() or type(e).__name__
+        loaded.append((label, path, model, err))
+
+    runs_per_model = 2 + len(args.accuracies) + 1
+    prog = _Progress(runs_per_model * sum(1 for x in loaded if x[2] is not None))
+    done = [0]
+
+    def ticker(label):
+        return lambda frac: prog.update(done[0] + frac, label)
+
+    def finished(label):
+        done[0] += 1
+        prog.update(done[0], label + " done", final_of_run=True)
+
+    rows, models_meta = [], []
+    any_ran = False
+    for label, path, m, err in loaded:
+        if m is None:
+            rows.append(_error_row(label, path, err))
+            models_meta.append({"model": label, "path": path, "load_ok": False, "error": err,
+                                "reference_method": None})
+            continue
+        probe = _Probe(m)
+        d0 = mujoco.MjData(m)
+        _reset(m, d0)
+        e0 = probe.energy(d0)
+        if not math.isfinite(e0):
+            e0 = None
+        try:
+            length_scale = float(mjcenic.Stepper(m, mode="cenic").length_scale)
+        except Exception:  # noqa: BLE001 - the mjcenic rows will carry the error
+            length_scale = None
+        L = length_scale if length_scale and length_scale > 0 else 1.0
+        meta = {"model": label, "path": path, "load_ok": True, "error": None,
+                "nq": int(m.nq), "nv": int(m.nv), "nu": int(m.nu),
+                "timestep": float(m.opt.timestep),
+                "initial_state": _initial_state_name(m),
+                "length_scale": length_scale, "length_scale_used": L,
+                "initial_energy": e0, "reference_method": None, "reference_note": None}
+
+        results = []
+        # The reference first: every other run is compared with it.
+        ref = _Result(f"mjcenic acc={args.reference_accuracy:g}", "mjcenic",
+                      accuracy=args.reference_accuracy, is_reference=True)
+        _run_mjcenic(m, probe, args.reference_accuracy, times, ref,
+                     args.reference_time_limit, ticker(f"{label}: reference"), fine=True)
+        results.append(ref)
+        ref_ok = ref.completed and ref.finite
+        if not ref_ok:
+            ref.is_reference = False
+            meta["reference_note"] = (f"fallback: the mjcenic reference at accuracy "
+                                      f"{args.reference_accuracy:g} failed ({ref.error})")
+            ref.error = f"reference attempt failed: {ref.error}"
+            fb = _Result(f"mj_step dt={REFERENCE_FALLBACK_DT:g}", "mj_step",
+                         timestep=REFERENCE_FALLBACK_DT, is_reference=True)
+            _run_mjstep(m, probe, REFERENCE_FALLBACK_DT, times, fb, args.time_limit,
+                        ticker(f"{label}: reference fallback"))
+            results.append(fb)
+            ref = fb
+            ref_ok = fb.completed and fb.finite
+            if not ref_ok:
+                meta["reference_note"] += f"; the fallback failed too ({fb.error})"
+        ref_method = ref.method if ref_ok else None
+        meta["reference_method"] = ref_method
+        finished(f"{label}: reference")
+
+        dts = [float(m.opt.timestep)]
+        if abs(MJSTEP_FINE_DT - m.opt.timestep) > 1e-12:
+            dts.append(MJSTEP_FINE_DT)
+        else:
+            meta["note"] = "the model's timestep is 1 ms: mj_step dt=0.001 run once"
+            finished(f"{label}: mj_step")
+        for dt in dts:
+            res = _Result(f"mj_step dt={dt:g}", "mj_step", timestep=dt)
+            _run_mjstep(m, probe, dt, times, res, args.time_limit,
+                        ticker(f"{label}: {res.method}"))
+            results.append(res)
+            finished(f"{label}: {res.method}")
+        for acc in args.accuracies:
+            res = _Result(f"mjcenic acc={acc:g}", "mjcenic", accuracy=acc)
+            _run_mjcenic(m, probe, acc, times, res, args.time_limit,
+                         ticker(f"{label}: {res.method}"))
+            results.append(res)
+            finished(f"{label}: {res.method}")
+
+        order = {"mj_step": 0, "mjcenic": 1}
+        results.sort(key=lambda r: (r.is_reference, order[r.family],
+                                    -(r.timestep or 0), -(r.accuracy or 0)))
+        for res in results:
+            rows.append(_row(label, path, res, L, ref_method, e0,
+                             ref.samples if ref_ok else None, probe))
+            any_ran = any_ran or (res.error is None and res.completed)
+        models_meta.append(meta)
+    prog.finish()
+
+    report = {
+        "metadata": {
+            "tool": "mjcenic compare",
+            "mujoco_version": mujoco.__version__,
+            "mjcenic_built_for_mujoco": mjcenic.BUILT_FOR_MUJOCO,
+            "duration": T, "sample_interval": SAMPLE_INTERVAL,
+            "sample_times": len(times),
+            "accuracies": list(args.accuracies),
+            "reference_accuracy": args.reference_accuracy,
+            "reference_fallback": f"mj_step dt={REFERENCE_FALLBACK_DT:g}",
+            "reference_methods": {mi["model"]: mi["reference_method"] for mi in models_meta},
+            "models": models_meta,
+            "units": {"wall_time": "s", "setup_time": "s", "sim_time": "s",
+                      "real_time_rate": "simulated s per wall s", "max_penetration": "m",
+                      "stepper_max_penetration": "m", "energy_drift": "J",
+                      "trajectory_error": "rad, or m / length_scale (infinity norm)",
+                      "length_scale": "m", "timestep": "s"},
+            "fields": ROW_FIELDS,
+        },
+        "rows": rows,
+    }
+    report = _clean(report)
+    text = markdown(report)
+    if args.json_out:
+        pathlib.Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json_out, "w") as f:
+            json.dump(report, f, indent=1, allow_nan=False)
+    if args.markdown:
+        pathlib.Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.markdown).write_text(text)
+    if args.plots:
+        plots(report, args.plots)
+    print(text)
+    if not any_ran:
+        print("mjcenic compare: no model ran", file=sys.stderr)
+    return 0 if any_ran else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
