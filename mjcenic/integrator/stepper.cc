@@ -349,10 +349,10 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     h_ideal_ = options_.initial_step > 0 ? options_.initial_step
                                          : std::min(0.1 * h_max, timestep);
   }
-  const double tol =
-      fixed ? options_.solver.tolerance
-            : (options_.adaptive_tolerance ? options_.kappa * options_.accuracy
-                                           : options_.solver.tolerance);
+  // Adaptive Newton tolerance ε = κ ε_acc only when the accuracy means something.
+  const double tol = (controlled && options_.adaptive_tolerance)
+                         ? options_.kappa * options_.accuracy
+                         : options_.solver.tolerance;
   double h = std::min(h_ideal_, h_max);
   at_minimum_ = false;
   for (;;) {
