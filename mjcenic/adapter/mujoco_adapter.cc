@@ -33,6 +33,22 @@ void Warn(std::vector<std::string>* out, const std::string& feature,
 
 bool Disabled(const mjModel* m, int flag) { return m->opt.disableflags & flag; }
 
+// Time scale over which MuJoCo's soft constraint with this solref pulls a
+// violation back: the time constant (refsafe ≥ 2·timestep), or 2/B for a
+// direct solref. Large violations of near-rigid rows recover over it.
+double RecoveryTime(const mjModel* m, const double* solref) {
+  double tau;
+  if (solref[0] > 0) {
+    tau = solref[0];
+  } else if (solref[1] < 0) {
+    tau = 2.0 / -solref[1];
+  } else {
+    tau = 0.02;
+  }
+  if (!(m->opt.disableflags & mjDSBL_REFSAFE)) tau = std::max(tau, 2 * m->opt.timestep);
+  return tau;
+}
+
 }  // namespace
 
 MujocoAdapter::MujocoAdapter(const mjModel* m, const ContactOptions& contact)
@@ -282,9 +298,10 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
     const double q = d->qpos[m->jnt_qposadr[j]], margin = m->jnt_margin[j];
     const double w = 1.0 / model->M_diag[dof];
     const int dofs[1] = {dof};
-    int c = model->limits.Add(dofs, q - m->jnt_range[2 * j] - margin, w);
+    const double tau_r = RecoveryTime(m, m->jnt_solref + 2 * j);
+    int c = model->limits.Add(dofs, q - m->jnt_range[2 * j] - margin, w, tau_r);
     model->limits.rows.J(c)[0] = 1.0;
-    c = model->limits.Add(dofs, m->jnt_range[2 * j + 1] - q - margin, w);
+    c = model->limits.Add(dofs, m->jnt_range[2 * j + 1] - q - margin, w, tau_r);
     model->limits.rows.J(c)[0] = -1.0;
   }
   // Tendon limits from ten_length and the tendon Jacobian.
@@ -298,7 +315,7 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
     for (int side = 0; side < 2; ++side) {
       const double g0 = side == 0 ? L - m->tendon_range[2 * t] - margin
                                   : m->tendon_range[2 * t + 1] - L - margin;
-      const int c = model->limits.Add(dofs_, g0, w);
+      const int c = model->limits.Add(dofs_, g0, w, RecoveryTime(m, m->tendon_solref_lim + 2 * t));
       double* J = model->limits.rows.J(c);
       for (int k = 0; k < nnz; ++k) J[k] = (side == 0 ? 1 : -1) * d->ten_J[adr + k];
     }
@@ -338,11 +355,13 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
     int c;
     double* J;
     if (type == mjCNSTR_EQUALITY) {
-      c = model->couplings.Add(dofs_, d->efc_pos[row], std::max(d->efc_diagA[row], 1e-12));
+      c = model->couplings.Add(dofs_, d->efc_pos[row], std::max(d->efc_diagA[row], 1e-12),
+                               RecoveryTime(m, m->eq_solref + 2 * d->efc_id[row]));
       J = model->couplings.rows.J(c);
     } else if (ball_limit) {
       c = model->limits.Add(dofs_, d->efc_pos[row] - d->efc_margin[row],
-                            std::max(d->efc_diagA[row], 1e-12));
+                            std::max(d->efc_diagA[row], 1e-12),
+                            RecoveryTime(m, m->jnt_solref + 2 * d->efc_id[row]));
       J = model->limits.rows.J(c);
     } else {
       c = model->dry_friction.Add(dofs_, d->efc_frictionloss[row]);

@@ -101,13 +101,24 @@ void NearRigid(double h, double w, const IcfParameters& p, double* R, double* ta
   *R = p.beta * p.beta * hbar * hbar * w / (4 * pi * pi * h * (h + *tau_d));
 }
 
+double NearRigidBias(double g0, double h, double tau_d, double tau_r, const IcfParameters& p) {
+  // v̂ = −g0 / T with the recovery time T blending from h + τ_d (small
+  // violations: the near-rigid law of §3.5, unchanged to O(|g0|/δ)) to τ_r
+  // (violations ≫ δ): |v̂| stays ≲ |g0|/τ_r + δ/τ_r instead of |g0|/(h + τ_d).
+  const double t = h + tau_d;
+  const double T = t + std::max(0.0, tau_r - t) * Sigmoid(std::abs(g0) / p.violation_tolerance);
+  return -g0 / T;
+}
+
 // ------------------------------------------------------------------ limits --
 
-void LimitPool::Clear() { rows.Clear(); g0.clear(); w.clear(); R.clear(); vhat.clear(); }
+void LimitPool::Clear() {
+  rows.Clear(); g0.clear(); w.clear(); tau_r.clear(); R.clear(); vhat.clear();
+}
 
-int LimitPool::Add(std::span<const int> dofs, double g0_, double w_) {
+int LimitPool::Add(std::span<const int> dofs, double g0_, double w_, double tau_r_) {
   const int c = rows.Add(dofs);
-  g0.push_back(g0_); w.push_back(w_); R.push_back(0); vhat.push_back(0);
+  g0.push_back(g0_); w.push_back(w_); tau_r.push_back(tau_r_); R.push_back(0); vhat.push_back(0);
   return c;
 }
 
@@ -115,7 +126,8 @@ void LimitPool::SetTimeStep(double h, const IcfParameters& p) {
   for (int c = 0; c < size(); ++c) {
     double tau_d;
     NearRigid(h, w[c], p, &R[c], &tau_d);
-    vhat[c] = -g0[c] / (h + tau_d);  // §5
+    // §5; only the violated side (g0 < 0) recovers slowly.
+    vhat[c] = g0[c] < 0 ? NearRigidBias(g0[c], h, tau_d, tau_r[c], p) : -g0[c] / (h + tau_d);
   }
 }
 
@@ -132,11 +144,13 @@ void LimitPool::Eval(int c, const double* vc, double* cost, double* gamma, doubl
 
 // --------------------------------------------------------------- couplings --
 
-void CouplingPool::Clear() { rows.Clear(); g0.clear(); w.clear(); R.clear(); vhat.clear(); }
+void CouplingPool::Clear() {
+  rows.Clear(); g0.clear(); w.clear(); tau_r.clear(); R.clear(); vhat.clear();
+}
 
-int CouplingPool::Add(std::span<const int> dofs, double g0_, double w_) {
+int CouplingPool::Add(std::span<const int> dofs, double g0_, double w_, double tau_r_) {
   const int c = rows.Add(dofs);
-  g0.push_back(g0_); w.push_back(w_); R.push_back(0); vhat.push_back(0);
+  g0.push_back(g0_); w.push_back(w_); tau_r.push_back(tau_r_); R.push_back(0); vhat.push_back(0);
   return c;
 }
 
@@ -144,7 +158,7 @@ void CouplingPool::SetTimeStep(double h, const IcfParameters& p) {
   for (int c = 0; c < size(); ++c) {
     double tau_d;
     NearRigid(h, w[c], p, &R[c], &tau_d);
-    vhat[c] = -g0[c] / (h + tau_d);  // §7.1
+    vhat[c] = NearRigidBias(g0[c], h, tau_d, tau_r[c], p);  // §7.1
   }
 }
 

@@ -54,13 +54,18 @@ struct ContactPool {
 // the damping time scale τ_d for Delassus estimate w.
 void NearRigid(double h, double w, const IcfParameters& p, double* R, double* tau_d);
 
+// Velocity bias v̂ = −g0/T of a near-rigid row: T = h + τ_d (§3.5) for
+// violations ≪ p.violation_tolerance, blending to tau_r for larger ones.
+double NearRigidBias(double g0, double h, double tau_d, double tau_r, const IcfParameters& p);
+
 // One-sided limits (§5): g(q) ≥ 0 with ġ = v_c. Also used for tendon limits.
 struct LimitPool {
   RowStore<1> rows;
   std::vector<double> g0, w;  // gap at q0 (may be < 0), Delassus estimate
+  std::vector<double> tau_r;  // recovery time scale of large violations [s]
   std::vector<double> R, vhat;
   void Clear();
-  int Add(std::span<const int> dofs, double g0, double w);
+  int Add(std::span<const int> dofs, double g0, double w, double tau_r = 0);
   int size() const { return rows.size(); }
   void SetTimeStep(double h, const IcfParameters& p);
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
@@ -71,9 +76,10 @@ struct LimitPool {
 struct CouplingPool {
   RowStore<1> rows;
   std::vector<double> g0, w;
+  std::vector<double> tau_r;
   std::vector<double> R, vhat;
   void Clear();
-  int Add(std::span<const int> dofs, double g0, double w);
+  int Add(std::span<const int> dofs, double g0, double w, double tau_r = 0);
   int size() const { return rows.size(); }
   void SetTimeStep(double h, const IcfParameters& p);
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
