@@ -234,6 +234,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
   }
   info->ncontact = 0;
   info->max_penetration = 0;
+  AddTendonSprings(m, d, model);
   if (!Disabled(m, mjDSBL_ACTUATION)) AddActuators(m, d, model);
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
     if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model);
@@ -241,6 +242,30 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
     AddContacts(m, d, model, info);
   }
   model->Finalize(h);
+}
+
+void MujocoAdapter::AddTendonSprings(const mjModel* m, const mjData* d, icf::IcfModel* model) {
+  // Tendon springs and dampers as implicit gain rows along the tendon
+  // Jacobian: f(v) = −k (x0 + h J v) − b J v (mapping §3.6). MuJoCo put their
+  // linear parts at (q0, v0) into qfrc_passive; remove those from f.
+  const bool spring = !Disabled(m, mjDSBL_SPRING), damper = !Disabled(m, mjDSBL_DAMPER);
+  for (int t = 0; t < m->ntendon; ++t) {
+    const double k = spring ? m->tendon_stiffness[t] : 0.0;
+    const double b = damper ? m->tendon_damping[t] : 0.0;
+    if (!(k > 0) && !(b > 0)) continue;
+    const int nnz = m->ten_J_rownnz[t], adr = m->ten_J_rowadr[t];
+    if (nnz == 0) continue;
+    const double L = d->ten_length[t], lo = m->tendon_lengthspring[2 * t],
+                 hi = m->tendon_lengthspring[2 * t + 1];
+    const double x = L > hi ? L - hi : (L < lo ? L - lo : 0.0);
+    const double f_lin = -k * x - b * d->ten_velocity[t];
+    for (int q = 0; q < nnz; ++q)
+      model->f[m->ten_J_colind[adr + q]] -= d->ten_J[adr + q] * f_lin;
+    dofs_.assign(m->ten_J_colind + adr, m->ten_J_colind + adr + nnz);
+    const double inf = std::numeric_limits<double>::infinity();
+    const int c = model->gains.Add(dofs_, -k * x, x != 0 ? k : 0.0, b, -inf, inf);
+    std::copy(d->ten_J + adr, d->ten_J + adr + nnz, model->gains.rows.J(c));
+  }
 }
 
 void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model) {

@@ -55,6 +55,7 @@ class MujocoAdapter {
   void ScanModel(const mjModel* m);
   void AddContacts(const mjModel* m, const mjData* d, icf::IcfModel* model, BuildInfo* info);
   void AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model);
+  void AddTendonSprings(const mjModel* m, const mjData* d, icf::IcfModel* model);
   void AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model);
   void AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model);
   // Translational Jacobian columns of the point p on body b: dofs ascending.
