@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 PIN=$(tr -d '[:space:]' < MUJOCO_VERSION)
 
-debs=(cmake g++ make libeigen3-dev libsuitesparse-dev libabsl-dev libgtest-dev)
+# libosmesa6 + xvfb: offscreen rendering and the passive-viewer test.
+debs=(cmake g++ make libeigen3-dev libsuitesparse-dev libabsl-dev libgtest-dev libosmesa6 xvfb)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,6 +39,8 @@ pips=()
 $PY -c "import numpy" 2>/dev/null || pips+=(numpy)
 $PY -c "import matplotlib" 2>/dev/null || pips+=(matplotlib)
 $PY -c "import pytest" 2>/dev/null || pips+=(pytest)
+$PY -c "import pybind11" 2>/dev/null || pips+=(pybind11)
+$PY -c "import scikit_build_core" 2>/dev/null || pips+=(scikit-build-core)
 if [ ${#pips[@]} -gt 0 ]; then
   echo "mjcenic: pip installing ${pips[*]}"
   $PY -m pip install -q "${pips[@]}"
