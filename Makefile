@@ -34,7 +34,7 @@ test: test-cpp test-python
 
 # ASan + UBSan build of the C++ tests (separate build tree).
 sanitize: deps
-	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMJCENIC_SANITIZE=ON \
+	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMJCENIC_SANITIZE=ON -DMJCENIC_BUILD_PYTHON=OFF \
 	  -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
 	cmake --build $(BUILD)-sanitize -j$(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS)
