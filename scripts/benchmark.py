@@ -28,8 +28,8 @@ import mjcenic  # noqa: E402
 
 SCENES = [
     # name, file, keyframe, end time [s], extra stepper options
-    ("cylinder on table", "models/cylinder_table.xml", "drop", 1.0, {}),
-    ("sphere drop", "models/sphere_plane.xml", "drop", 1.0, {}),
+    ("cylinder on table (0.6 s)", "models/cylinder_table.xml", "drop", 0.6, {}),
+    ("sphere drop (0.5 s)", "models/sphere_plane.xml", "drop", 0.5, {}),
     ("soft clutter (0.3 s)", "models/clutter.xml", "drop", 0.3, {}),
     ("hard clutter (0.3 s)", "models/clutter.xml", "drop", 0.3,
      {"stiffness_scale": 10, "stiction_tolerance": 1e-5}),
@@ -114,6 +114,7 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     fig, axes = plt.subplots(1, len(SCENES), figsize=(4.2 * len(SCENES), 3.8))
     for ax, (name, *_rest) in zip(axes, SCENES):
         for method, style in (("mjcenic", "o-"), ("mj_step", "s--")):
@@ -126,6 +127,8 @@ def main():
                 lab = f"{x['accuracy']:.0e}" if method == "mjcenic" else f"{x['timestep'] * 1e3:g}ms"
                 ax.annotate(lab, (x["wall_time"], max(x["error"], 1e-12)), fontsize=7,
                             textcoords="offset points", xytext=(3, 3))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("wall time [s]")
         ax.grid(True, which="both", alpha=0.3)
