@@ -110,64 +110,48 @@ double NearRigidBias(double g0, double h, double tau_d, double tau_r, const IcfP
   return -g0 / T;
 }
 
-// ------------------------------------------------------------------ limits --
+// ------------------------------------------------- limits and couplings --
 
-void LimitPool::Clear() {
+template <bool kUnilateral>
+void NearRigidPool<kUnilateral>::Clear() {
   rows.Clear(); g0.clear(); w.clear(); tau_r.clear(); R.clear(); vhat.clear();
 }
 
-int LimitPool::Add(std::span<const int> dofs, double g0_, double w_, double tau_r_) {
+template <bool kUnilateral>
+int NearRigidPool<kUnilateral>::Add(std::span<const int> dofs, double g0_, double w_,
+                                    double tau_r_) {
   const int c = rows.Add(dofs);
   g0.push_back(g0_); w.push_back(w_); tau_r.push_back(tau_r_); R.push_back(0); vhat.push_back(0);
   return c;
 }
 
-void LimitPool::SetTimeStep(double h, const IcfParameters& p) {
+template <bool kUnilateral>
+void NearRigidPool<kUnilateral>::SetTimeStep(double h, const IcfParameters& p) {
   for (int c = 0; c < size(); ++c) {
     double tau_d;
     NearRigid(h, w[c], p, &R[c], &tau_d);
-    // §5; only the violated side (g0 < 0) recovers slowly.
-    vhat[c] = g0[c] < 0 ? NearRigidBias(g0[c], h, tau_d, tau_r[c], p) : -g0[c] / (h + tau_d);
+    // §5 / §7.1: v̂ = −g0/(h + τ_d); a limit recovers slowly only when violated.
+    vhat[c] = (kUnilateral && g0[c] >= 0) ? -g0[c] / (h + tau_d)
+                                          : NearRigidBias(g0[c], h, tau_d, tau_r[c], p);
   }
 }
 
-void LimitPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
+template <bool kUnilateral>
+void NearRigidPool<kUnilateral>::Eval(int c, const double* vc, double* cost, double* gamma,
+                                      double* G) const {
+  // ℓ = (v_c − v̂)²/(2R), one-sided for limits (active only while v_c < v̂).
   const double x = vhat[c] - vc[0];
-  if (x > 0) {
-    *cost = 0.5 * x * x / R[c];
-    gamma[0] = x / R[c];
-    G[0] = 1.0 / R[c];
-  } else {
+  if (kUnilateral && x <= 0) {
     *cost = 0; gamma[0] = 0; G[0] = 0;
+    return;
   }
-}
-
-// --------------------------------------------------------------- couplings --
-
-void CouplingPool::Clear() {
-  rows.Clear(); g0.clear(); w.clear(); tau_r.clear(); R.clear(); vhat.clear();
-}
-
-int CouplingPool::Add(std::span<const int> dofs, double g0_, double w_, double tau_r_) {
-  const int c = rows.Add(dofs);
-  g0.push_back(g0_); w.push_back(w_); tau_r.push_back(tau_r_); R.push_back(0); vhat.push_back(0);
-  return c;
-}
-
-void CouplingPool::SetTimeStep(double h, const IcfParameters& p) {
-  for (int c = 0; c < size(); ++c) {
-    double tau_d;
-    NearRigid(h, w[c], p, &R[c], &tau_d);
-    vhat[c] = NearRigidBias(g0[c], h, tau_d, tau_r[c], p);  // §7.1
-  }
-}
-
-void CouplingPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
-  const double x = vhat[c] - vc[0];
   *cost = 0.5 * x * x / R[c];
   gamma[0] = x / R[c];
   G[0] = 1.0 / R[c];
 }
+
+template struct NearRigidPool<true>;
+template struct NearRigidPool<false>;
 
 // ------------------------------------------------------------------- gains --
 

@@ -58,10 +58,13 @@ void NearRigid(double h, double w, const IcfParameters& p, double* R, double* ta
 // violations ≪ p.violation_tolerance, blending to tau_r for larger ones.
 double NearRigidBias(double g0, double h, double tau_d, double tau_r, const IcfParameters& p);
 
-// One-sided limits (§5): g(q) ≥ 0 with ġ = v_c. Also used for tendon limits.
-struct LimitPool {
+// Near-rigid rows (§3.5) with ġ = v_c: one-sided limits (§5, g(q) ≥ 0; joint,
+// tendon and ball limits) or two-sided couplings (§7: couplers, balls, welds,
+// tendon equalities, one row each).
+template <bool kUnilateral>
+struct NearRigidPool {
   RowStore<1> rows;
-  std::vector<double> g0, w;  // gap at q0 (may be < 0), Delassus estimate
+  std::vector<double> g0, w;  // residual at q0 (a limit gap may be < 0), Delassus estimate
   std::vector<double> tau_r;  // recovery time scale of large violations [s]
   std::vector<double> R, vhat;
   void Clear();
@@ -70,20 +73,10 @@ struct LimitPool {
   void SetTimeStep(double h, const IcfParameters& p);
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
 };
-
-// Bilateral holonomic rows g(q) = 0 with ġ = v_c (§7: couplers, balls, welds,
-// tendon equalities, one row each).
-struct CouplingPool {
-  RowStore<1> rows;
-  std::vector<double> g0, w;
-  std::vector<double> tau_r;
-  std::vector<double> R, vhat;
-  void Clear();
-  int Add(std::span<const int> dofs, double g0, double w, double tau_r = 0);
-  int size() const { return rows.size(); }
-  void SetTimeStep(double h, const IcfParameters& p);
-  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
-};
+using LimitPool = NearRigidPool<true>;
+using CouplingPool = NearRigidPool<false>;
+extern template struct NearRigidPool<true>;
+extern template struct NearRigidPool<false>;
 
 // Clamped linear feedback (§6, P19): force = clamp(c - κ v_c, lo, hi) along
 // the row, κ = h·kq + kv (first-order position update, §4.4 of the MuJoCo

@@ -19,7 +19,7 @@ if mujoco.__version__ != BUILT_FOR_MUJOCO:
 
 from . import _mjcenic  # noqa: E402
 
-__all__ = ["Stepper", "load_model", "option_keys", "BUILT_FOR_MUJOCO"]
+__all__ = ["Stepper", "load_model", "make_data", "option_keys", "BUILT_FOR_MUJOCO"]
 
 
 def option_keys():
@@ -35,6 +35,21 @@ def load_model(path):
     model = mujoco.MjModel.from_xml_path(str(path))
     _mjcenic.validate_model_config(model)
     return model
+
+
+def make_data(model, keyframe=None):
+    """A new MjData at the named keyframe (default: the first one, else the
+    default pose), forwarded. Raises ValueError for an unknown keyframe name."""
+    d = mujoco.MjData(model)
+    if keyframe is not None:
+        k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, keyframe)
+        if k < 0:
+            raise ValueError(f"no keyframe named '{keyframe}'")
+        mujoco.mj_resetDataKeyframe(model, d, k)
+    elif model.nkey > 0:
+        mujoco.mj_resetDataKeyframe(model, d, 0)
+    mujoco.mj_forward(model, d)
+    return d
 
 
 class Stepper:

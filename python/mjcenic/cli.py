@@ -57,19 +57,10 @@ def run(argv):
     a = p.parse_args(argv)
     try:
         m = mjcenic.load_model(a.model)
-    except Exception as e:  # MuJoCo's compile errors and bad mjcenic config
+        d = mjcenic.make_data(m, a.keyframe)
+    except Exception as e:  # MuJoCo's compile errors, bad mjcenic config, unknown keyframe
         print(f"mjcenic run: could not load {a.model}: {e}", file=sys.stderr)
         return 1
-    d = mujoco.MjData(m)
-    if a.keyframe is not None:
-        k = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, a.keyframe)
-        if k < 0:
-            print(f"mjcenic run: no keyframe '{a.keyframe}'", file=sys.stderr)
-            return 1
-        mujoco.mj_resetDataKeyframe(m, d, k)
-    elif m.nkey > 0:
-        mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
     sim = mjcenic.Stepper(m, **_stepper_options(a))
     times, qpos, hs = [d.time], [d.qpos.copy()], [0.0]
     n = max(1, int(round(a.duration / a.sample)))

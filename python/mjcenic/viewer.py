@@ -101,19 +101,10 @@ def main(argv=None):
     a = p.parse_args(argv)
     try:
         m = mjcenic.load_model(a.model)
-    except Exception as e:
+        d = mjcenic.make_data(m, a.keyframe)
+    except Exception as e:  # MuJoCo's compile errors, bad mjcenic config, unknown keyframe
         print(f"mjcenic view: could not load {a.model}: {e}", file=sys.stderr)
         return 1
-    d = mujoco.MjData(m)
-    if a.keyframe is not None:
-        k = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, a.keyframe)
-        if k < 0:
-            print(f"mjcenic view: no keyframe '{a.keyframe}'", file=sys.stderr)
-            return 1
-        mujoco.mj_resetDataKeyframe(m, d, k)
-    elif m.nkey:
-        mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
     s = Session(m, d, a.mode, a.accuracy)
     if a.headless:
         render_headless(s, a.seconds, a.headless)

@@ -26,6 +26,7 @@
 #include "mjcenic/integrator/options.h"
 #include "mjcenic/integrator/step_size_controller.h"
 #include "mjcenic/integrator/stepper.h"
+#include "test_util.h"
 
 namespace mjcenic {
 namespace {
@@ -33,16 +34,10 @@ namespace {
 // ---------------------------------------------------------------------------
 // Helpers.
 
-struct ModelDeleter {
-  void operator()(mjModel* m) const { mj_deleteModel(m); }
-};
-struct DataDeleter {
-  void operator()(mjData* d) const { mj_deleteData(d); }
-};
-using ModelPtr = std::unique_ptr<mjModel, ModelDeleter>;
-using DataPtr = std::unique_ptr<mjData, DataDeleter>;
+using test_util::DataPtr;
+using test_util::ModelPtr;
 
-std::string ModelPath(const char* file) { return std::string(MJCENIC_MODELS_DIR) + "/" + file; }
+using test_util::ModelPath;
 
 ModelPtr LoadModel(const std::string& path) {
   char error[1024] = "";

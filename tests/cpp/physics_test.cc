@@ -19,20 +19,15 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/integrator/stepper.h"
+#include "test_util.h"
 
 namespace mjcenic {
 namespace {
 
 constexpr double kPi = std::numbers::pi;
 
-struct ModelDeleter {
-  void operator()(mjModel* m) const { mj_deleteModel(m); }
-};
-struct DataDeleter {
-  void operator()(mjData* d) const { mj_deleteData(d); }
-};
-using ModelPtr = std::unique_ptr<mjModel, ModelDeleter>;
-using DataPtr = std::unique_ptr<mjData, DataDeleter>;
+using test_util::DataPtr;
+using test_util::ModelPtr;
 
 ModelPtr LoadScene(const char* file) {
   const std::string path = std::string(MJCENIC_MODELS_DIR) + "/" + file;
