@@ -172,3 +172,19 @@ def test_pyproject_pins_the_same_mujoco_version():
     text = (ROOT / "pyproject.toml").read_text()
     assert text.count(f"mujoco=={pin}") == 2, "pyproject.toml must pin MUJOCO_VERSION in both places"
     assert mjcenic.BUILT_FOR_MUJOCO == pin == mujoco.__version__
+
+
+def test_plugin_library_found_by_mujoco_plugin_directory_loading(tmp_path):
+    """Without importing mjcenic: MuJoCo's plugin-directory loader registers it."""
+    plugdir = tmp_path / "plugins"
+    plugdir.mkdir()
+    shutil.copy(BUILD / "libmjcenic.so", plugdir / "libmjcenic.so")
+    xml = write(tmp_path, plugin_xml(mode="cenic", accuracy="1e-2"))
+    code = (f"import mujoco; mujoco.mj_loadAllPluginLibraries({str(plugdir)!r}); "
+            f"m = mujoco.MjModel.from_xml_path({str(xml)!r}); d = mujoco.MjData(m); "
+            "print('nplugin', m.nplugin)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "nplugin 1" in proc.stdout
