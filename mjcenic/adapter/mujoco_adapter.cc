@@ -347,6 +347,23 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
   }
 }
 
+double MujocoAdapter::FrictionLossSpeed(const mjModel* m, const mjData* d, int row) const {
+  // MuJoCo's friction-loss row below saturation is linear damping with slope
+  // B d₀/((1 − d₀) A) (mapping §6.2): the matching regularization speed is
+  // v_s = F (1 − d₀) A / (d₀ B).
+  const int id = d->efc_id[row];
+  const bool dof = d->efc_type[row] == mjCNSTR_FRICTION_DOF;
+  const double* solref = dof ? m->dof_solref + mjNREF * id : m->tendon_solref_fri + mjNREF * id;
+  const double* solimp = dof ? m->dof_solimp + mjNIMP * id : m->tendon_solimp_fri + mjNIMP * id;
+  const double d0 = Impedance(solimp, 0.0);
+  double K, B;
+  ReferenceGains(solref, std::clamp(solimp[1], 1e-4, 0.9999), m->opt.timestep,
+                 !Disabled(m, mjDSBL_REFSAFE), &K, &B);
+  const double A = d->efc_diagA[row];
+  if (!(B > 0) || !(A > 0)) return 0.0;
+  return d->efc_frictionloss[row] * (1 - d0) * A / (d0 * B);
+}
+
 void MujocoAdapter::EfcRow(const mjModel* m, const mjData* d, int row) {
   dofs_.clear();
   row_.clear();
@@ -389,7 +406,8 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
                             RecoveryTime(m, m->jnt_solref + 2 * d->efc_id[row]));
       J = model->limits.rows.J(c);
     } else {
-      c = model->dry_friction.Add(dofs_, d->efc_frictionloss[row]);
+      c = model->dry_friction.Add(dofs_, d->efc_frictionloss[row],
+                                  contact_.frictionloss_stiction ? 0.0 : FrictionLossSpeed(m, d, row));
       J = model->dry_friction.rows.J(c);
     }
     std::copy(row_.begin(), row_.end(), J);

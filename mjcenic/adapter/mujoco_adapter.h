@@ -25,6 +25,10 @@ struct ContactOptions {
   // its two geoms, never below μ_d.
   double mu_static_ratio = 1;
   double mu_static = -1;         // ≥ 0: global μ_s floor for every frictional contact
+  // Joint/tendon friction loss regularization: false (default) = MuJoCo's own
+  // (the slope of its soft friction-loss row, v_s = F(1−d₀)A/(d₀B) from
+  // solreffriction/solimpfriction), true = the global stiction tolerance v_s.
+  bool frictionloss_stiction = false;
 };
 
 // What one problem build saw (for statistics).
@@ -62,6 +66,7 @@ class MujocoAdapter {
   void PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
                      std::vector<int>* dofs, std::vector<double>* cols) const;
   void EfcRow(const mjModel* m, const mjData* d, int row);
+  double FrictionLossSpeed(const mjModel* m, const mjData* d, int row) const;
   // k and d of the contact mapping for `key` (solref, solimp, m_c, λ, timestep, ±g_ref).
   void MappedContact(const double key[11], double omega_max, double* k, double* d);
 

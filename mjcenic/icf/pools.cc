@@ -215,26 +215,29 @@ void GainPool::Eval(int i, const double* vc, double* cost, double* gamma, double
 
 // ------------------------------------------------------------ dry friction --
 
-void DryFrictionPool::Clear() { rows.Clear(); F.clear(); }
+void DryFrictionPool::Clear() { rows.Clear(); F.clear(); eps_row.clear(); eps.clear(); }
 
-int DryFrictionPool::Add(std::span<const int> dofs, double F_) {
+int DryFrictionPool::Add(std::span<const int> dofs, double F_, double eps_) {
   const int c = rows.Add(dofs);
   F.push_back(F_);
+  eps_row.push_back(eps_);
+  eps.push_back(0);
   return c;
 }
 
 void DryFrictionPool::SetTimeStep(double h_, const IcfParameters& p) {
   h = h_;
-  eps = p.stiction_tolerance;
+  for (int c = 0; c < size(); ++c) eps[c] = eps_row[c] > 0 ? eps_row[c] : p.stiction_tolerance;
 }
 
 void DryFrictionPool::Eval(int c, const double* vc, double* cost, double* gamma,
                            double* G) const {
-  const double s = std::sqrt(vc[0] * vc[0] + eps * eps);
+  const double e = eps[c];
+  const double s = std::sqrt(vc[0] * vc[0] + e * e);
   const double hF = h * F[c];
-  *cost = hF * (s - eps);
+  *cost = hF * (s - e);
   gamma[0] = -hF * vc[0] / s;
-  G[0] = hF * eps * eps / (s * s * s);
+  G[0] = hF * e * e / (s * s * s);
 }
 
 }  // namespace mjcenic::icf

@@ -95,13 +95,14 @@ struct GainPool {
 };
 
 // Regularized dry friction |F| along a row (joint/tendon friction loss):
-// ℓ = h F (sqrt(v_c² + ε²) − ε), ε = v_s. Convex; |γ| < h F.
+// ℓ = h F (sqrt(v_c² + ε²) − ε). Convex; |γ| < h F. ε is the row's own
+// regularization velocity, or v_s where none is given (ε ≤ 0).
 struct DryFrictionPool {
   RowStore<1> rows;
-  std::vector<double> F;
-  double h = 0, eps = 1e-4;
+  std::vector<double> F, eps_row, eps;
+  double h = 0;
   void Clear();
-  int Add(std::span<const int> dofs, double F);
+  int Add(std::span<const int> dofs, double F, double eps = 0);
   int size() const { return rows.size(); }
   void SetTimeStep(double h, const IcfParameters& p);
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;

@@ -97,6 +97,13 @@ const std::map<std::string, Setter>& Setters() {
       {"mu_static_ratio",
        Number([](StepperOptions* o) { return &o->contact.mu_static_ratio; }, 1, false,
               ">= 1")},
+      {"frictionloss_regularization",
+       [](StepperOptions* o, const std::string& v) -> absl::Status {
+         if (v == "mujoco") o->contact.frictionloss_stiction = false;
+         else if (v == "stiction") o->contact.frictionloss_stiction = true;
+         else return Bad("", v, "mujoco or stiction");
+         return absl::OkStatus();
+       }},
       {"hessian_reuse", Flag([](StepperOptions* o) { return &o->solver.hessian_reuse; })},
       {"line_search_guess",
        [](StepperOptions* o, const std::string& v) -> absl::Status {
