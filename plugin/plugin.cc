@@ -94,6 +94,11 @@ absl::Status OptionsFromModel(const mjModel* m, StepperOptions* options) {
 Stepper* StepperOf(const mjModel* m, const mjData* d) {
   const int instance = FindInstance(m);
   if (instance < 0) return nullptr;
+  // The plugin may have been registered by another copy of this code (the
+  // Python extension and libmjcenic.so both carry it); only a stepper made by
+  // this copy's Init may be used here.
+  const mjpPlugin* p = mjp_getPluginAtSlot(m->plugin[instance]);
+  if (!p || p->init != &Init) return nullptr;
   return reinterpret_cast<Stepper*>(d->plugin_data[instance]);
 }
 

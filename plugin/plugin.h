@@ -22,7 +22,8 @@ void Register();
 int FindInstance(const mjModel* m);
 // Stepper options from the instance's <config> (defaults where absent).
 absl::Status OptionsFromModel(const mjModel* m, StepperOptions* options);
-// The stepper the plugin owns for d, or nullptr (no instance / not initialized).
+// The stepper the plugin owns for d, or nullptr (no instance, not initialized,
+// or registered by another copy of the plugin code, e.g. the Python extension).
 Stepper* StepperOf(const mjModel* m, const mjData* d);
 
 }  // namespace mjcenic::plugin

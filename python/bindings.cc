@@ -43,7 +43,8 @@ std::string ToText(const py::handle& v) {
 
 class PyStepper {
  public:
-  PyStepper(py::object model, py::dict options) : model_(std::move(model)) {
+  PyStepper(py::object model, py::dict options, py::object controller)
+      : model_(std::move(model)), controller_(std::move(controller)) {
     m_ = AsModel(model_);
     mjcenic::StepperOptions o;
     Check(mjcenic::plugin::OptionsFromModel(m_, &o));
@@ -51,6 +52,37 @@ class PyStepper {
     auto s = mjcenic::Stepper::Create(m_, o);
     Check(s.status());
     stepper_ = std::move(*s);
+    if (!controller_.is_none()) {
+      if (!PyCallable_Check(controller_.ptr()))
+        throw py::type_error("mjcenic: controller must be callable as controller(model, data)");
+      stepper_->SetController([this](const mjModel*, mjData*) -> bool {
+        py::gil_scoped_acquire gil;
+        try {
+          controller_(model_, data_);
+          return true;
+        } catch (py::error_already_set& e) {
+          controller_error_ = e.what();
+          return false;
+        }
+      });
+    }
+  }
+
+  // Runs fn with the GIL released and `data` visible to the controller;
+  // raises the controller's Python error, if any.
+  template <class Fn>
+  void Run(const py::object& data, Fn&& fn) {
+    data_ = data;
+    controller_error_.clear();
+    absl::Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = fn();
+    }
+    data_ = py::none();
+    if (!controller_error_.empty())
+      throw std::runtime_error("mjcenic: the controller raised: " + controller_error_);
+    Check(s);
   }
 
   mjData* Data(const py::object& data) {
@@ -62,32 +94,21 @@ class PyStepper {
 
   void Step(const py::object& data, int nstep) {
     mjData* d = Data(data);
-    absl::Status s;
-    {
-      py::gil_scoped_release nogil;
+    Run(data, [&] {
+      absl::Status s;
       for (int i = 0; i < nstep && s.ok(); ++i) s = stepper_->Step(d);
-    }
-    Check(s);
+      return s;
+    });
   }
 
   void AdvanceTo(const py::object& data, double t) {
     mjData* d = Data(data);
-    absl::Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = stepper_->AdvanceTo(d, t);
-    }
-    Check(s);
+    Run(data, [&] { return stepper_->AdvanceTo(d, t); });
   }
 
   void StepOnce(const py::object& data) {
     mjData* d = Data(data);
-    absl::Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = stepper_->StepOnce(d);
-    }
-    Check(s);
+    Run(data, [&] { return stepper_->StepOnce(d); });
   }
 
   py::dict Stats() const {
@@ -105,6 +126,7 @@ class PyStepper {
     r["factorizations"] = st.factorizations;
     r["ls_iterations"] = st.ls_iterations;
     r["geometry_queries"] = st.geometry_queries;
+    r["controller_calls"] = st.controller_calls;
     r["max_penetration"] = st.max_penetration;
     r["time_geometry"] = st.time_geometry;
     r["time_assembly"] = st.time_assembly;
@@ -127,6 +149,7 @@ class PyStepper {
     r["mu_static_ratio"] = o.contact.mu_static_ratio;
     r["hessian_reuse"] = o.solver.hessian_reuse;
     r["adaptive_tolerance"] = o.adaptive_tolerance;
+    r["controller_mode"] = mjcenic::ToString(o.controller);
     return r;
   }
 
@@ -135,6 +158,9 @@ class PyStepper {
 
  private:
   py::object model_;
+  py::object controller_;
+  py::object data_ = py::none();
+  std::string controller_error_;
   const mjModel* m_;
   std::unique_ptr<mjcenic::Stepper> stepper_;
 };
@@ -158,7 +184,8 @@ PYBIND11_MODULE(_mjcenic, mod) {
       },
       "Raises ValueError naming the key if the model's mjcenic plugin config is invalid.");
   py::class_<PyStepper>(mod, "_Stepper")
-      .def(py::init<py::object, py::dict>(), py::arg("model"), py::arg("options"))
+      .def(py::init<py::object, py::dict, py::object>(), py::arg("model"), py::arg("options"),
+           py::arg("controller") = py::none())
       .def("step", &PyStepper::Step, py::arg("data"), py::arg("nstep") = 1)
       .def("advance_to", &PyStepper::AdvanceTo, py::arg("data"), py::arg("time"))
       .def("step_once", &PyStepper::StepOnce, py::arg("data"))

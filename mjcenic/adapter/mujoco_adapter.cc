@@ -198,7 +198,7 @@ double MujocoAdapter::MaxPenetration(const mjData* d) {
 }
 
 void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model,
-                          BuildInfo* info) {
+                          BuildInfo* info, const DofFeedback* feedback) {
   const int nv = static_cast<int>(m->nv);
   const bool pools_only = model->nv == nv && !model->M_colind.empty();
   if (!pools_only) {
@@ -226,7 +226,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
 
   // Explicit forces f = passive − bias + applied + Σ Jᵀ xfrc (+ explicit actuators).
   for (int i = 0; i < nv; ++i)
-    model->f[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + d->qfrc_applied[i];
+    model->f[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + (feedback ? 0.0 : d->qfrc_applied[i]);
   for (int b = 1; b < m->nbody; ++b) {
     const double* x = d->xfrc_applied + 6 * b;
     if (x[0] || x[1] || x[2] || x[3] || x[4] || x[5])
@@ -235,7 +235,18 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
   info->ncontact = 0;
   info->max_penetration = 0;
   AddTendonSprings(m, d, model);
-  if (!Disabled(m, mjDSBL_ACTUATION)) AddActuators(m, d, model);
+  if (feedback) {
+    // A linearized user controller stands in for actuators and qfrc_applied.
+    const double inf = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < m->nv; ++i) {
+      const int dof[1] = {i};
+      const int c = model->gains.Add(dof, feedback->tau[i] + feedback->kv[i] * d->qvel[i],
+                                     feedback->kq[i], feedback->kv[i], -inf, inf);
+      model->gains.rows.J(c)[0] = 1.0;
+    }
+  } else if (!Disabled(m, mjDSBL_ACTUATION)) {
+    AddActuators(m, d, model);
+  }
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
     if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model);
     AddEfcRows(m, d, model);

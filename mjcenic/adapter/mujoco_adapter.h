@@ -31,6 +31,15 @@ struct ContactOptions {
   bool frictionloss_stiction = false;
 };
 
+// Generalized force of a user controller linearized per dof (cenic-math §9):
+// along the step, τ_i(v) = tau_i − kq_i·(h v_i) − kv_i·(v_i − v0_i), i.e. a gain
+// row with κ = h kq + kv (made explicit where κ < 0). When given to Build it
+// replaces the actuators and qfrc_applied.
+struct DofFeedback {
+  std::vector<double> tau;     // τ at the build state
+  std::vector<double> kq, kv;  // −∂τ_i/∂q_i, −∂τ_i/∂v_i (diagonal only)
+};
+
 // What one problem build saw (for statistics).
 struct BuildInfo {
   int ncontact = 0;
@@ -50,7 +59,8 @@ class MujocoAdapter {
 
   // Builds the ICF problem at the state held in d (stages computed, actuation
   // computed with the step's ctrl) for time step h.
-  void Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model, BuildInfo* info);
+  void Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model, BuildInfo* info,
+             const DofFeedback* feedback = nullptr);
 
   // Penetration max(−dist) over d's active contacts.
   static double MaxPenetration(const mjData* d);

@@ -104,6 +104,12 @@ const std::map<std::string, Setter>& Setters() {
          else return Bad("", v, "mujoco or stiction");
          return absl::OkStatus();
        }},
+      {"controller_mode",
+       [](StepperOptions* o, const std::string& v) -> absl::Status {
+         return ParseControllerTreatment(v.c_str(), &o->controller)
+                    ? absl::OkStatus()
+                    : Bad("", v, "zero_order_hold, explicit or implicit");
+       }},
       {"hessian_reuse", Flag([](StepperOptions* o) { return &o->solver.hessian_reuse; })},
       {"line_search_guess",
        [](StepperOptions* o, const std::string& v) -> absl::Status {
@@ -135,6 +141,25 @@ const std::map<std::string, Setter>& Setters() {
 }
 
 }  // namespace
+
+const char* ToString(ControllerTreatment t) {
+  switch (t) {
+    case ControllerTreatment::kZeroOrderHold: return "zero_order_hold";
+    case ControllerTreatment::kExplicit: return "explicit";
+    case ControllerTreatment::kImplicit: return "implicit";
+  }
+  return "unknown";
+}
+
+bool ParseControllerTreatment(const char* s, ControllerTreatment* t) {
+  for (ControllerTreatment x : {ControllerTreatment::kZeroOrderHold, ControllerTreatment::kExplicit,
+                                ControllerTreatment::kImplicit})
+    if (std::string(s) == ToString(x)) {
+      *t = x;
+      return true;
+    }
+  return false;
+}
 
 absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value) {
   const auto& setters = Setters();

@@ -25,6 +25,16 @@ enum class Mode {
 bool ParseMode(const char* s, Mode* mode);
 const char* ToString(Mode mode);
 
+// How a user controller (Stepper::SetController) enters the step.
+enum class ControllerTreatment {
+  kZeroOrderHold,  // called once per Step()/AdvanceTo() call, like mjcb_control
+  kExplicit,       // called at the start of every convex solve; its output held during it
+  kImplicit,       // linearized per dof by finite differences at each attempt and embedded
+                   // as implicit clamped feedback (cenic-math §9, paper §V-C)
+};
+bool ParseControllerTreatment(const char* s, ControllerTreatment* t);
+const char* ToString(ControllerTreatment t);
+
 struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
@@ -38,6 +48,7 @@ struct StepperOptions {
   double length_scale = 0;           // L [m] of the weighted norm; 0: from the model
   StepSizeControl control;           // ρ, growth/shrink limits, dead band, order
   bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)
+  ControllerTreatment controller = ControllerTreatment::kImplicit;  // see SetController
   double kappa = 1e-3;               // κ
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping
   icf::IcfParameters icf;            // v_s, Δ, σ_R, β, h^nr_min
@@ -54,6 +65,7 @@ struct StepperStats {
   long factorizations = 0;
   long ls_iterations = 0;
   long geometry_queries = 0;  // MuJoCo position stages run (collision + kinematics)
+  long controller_calls = 0;  // user controller evaluations (incl. finite differences)
   double max_penetration = 0; // max(−dist) over active contacts seen [m]
   // Wall time per phase [s].
   double time_geometry = 0;   // kinematics, collision, M, bias forces

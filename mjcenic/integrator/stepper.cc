@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include <absl/strings/str_cat.h>
@@ -106,6 +107,11 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
   for (auto* v : {&v0_, &vf_, &va_, &v1_, &vguess_, &v_outer_, &dq_, &f_start_, &tmp_})
     v->resize(nv);
   for (auto* v : {&act0_, &act_dot0_, &actf_, &acta_, &act_dota_, &act1_}) v->resize(na);
+  for (auto* v : {&feedback_.tau, &feedback_.kq, &feedback_.kv, &qfrc_user_, &tau_a_,
+                  &tau_b_, &v_pert_, &unit_})
+    v->resize(nv);
+  ctrl_user_.resize(m->nu);
+  q_pert_.resize(nq);
 }
 
 const StepperStats& Stepper::stats() const {
@@ -191,13 +197,86 @@ void Stepper::EnsureStages(mjData* d) {
 }
 
 void Stepper::Actuation(mjData* d) {
-  if (!Disabled(m_, mjDSBL_ACTUATION)) mj_fwdActuation(m_, d);
+  mj_fwdActuation(m_, d);  // honours mjDSBL_ACTUATION itself (zero actuator forces)
+}
+
+bool Stepper::CallController(mjData* d) {
+  ++stats_.controller_calls;
+  if (!controller_(m_, d)) controller_failed_ = true;
+  return !controller_failed_;
+}
+
+bool Stepper::PrepareController(mjData* d) {
+  if (controller_ && options_.controller == ControllerTreatment::kExplicit)
+    return CallController(d);
+  return true;
+}
+
+bool Stepper::ControllerForce(mjData* d, const double* q, const double* v, double* tau) {
+  LoadState(d, q, v, act0_.data());
+  // Smooth stages only (no collision): kinematics, inertia, transmission, velocities.
+  mj_fwdKinematics(m_, d);
+  mj_makeM(m_, d);
+  mj_factorM(m_, d);
+  mj_transmission(m_, d);
+  mj_fwdVelocity(m_, d);
+  if (!CallController(d)) return false;
+  Actuation(d);
+  for (int i = 0; i < m_->nv; ++i) tau[i] = d->qfrc_actuator[i] + d->qfrc_applied[i];
+  return true;
+}
+
+bool Stepper::LinearizeController(mjData* d) {
+  // cenic-math §9 with separate position and velocity sensitivities: per dof
+  // i, kq_i = −∂τ_i/∂q_i and kv_i = −∂τ_i/∂v_i by forward differences at x0
+  // (the whole q restored after each dof; quaternion-safe perturbations). The
+  // solves then use τ_i(v) = τ_i(x_s) − kq_i h v_i − kv_i (v_i − v_s,i) from
+  // their own start state x_s, so the gains follow each solve's step.
+  const int nv = static_cast<int>(m_->nv);
+  std::copy(d->ctrl, d->ctrl + m_->nu, ctrl_user_.begin());
+  std::copy(d->qfrc_applied, d->qfrc_applied + nv, qfrc_user_.begin());
+  bool ok = ControllerForce(d, q0_.data(), v0_.data(), tau_a_.data());
+  const double sqrt_eps = std::sqrt(std::numeric_limits<double>::epsilon());
+  for (int i = 0; ok && i < nv; ++i) {
+    double dv = sqrt_eps * std::max(1.0, std::abs(v0_[i]));
+    dv = (v0_[i] + dv) - v0_[i];  // exactly representable
+    std::copy(v0_.begin(), v0_.end(), v_pert_.begin());
+    v_pert_[i] += dv;
+    ok = ControllerForce(d, q0_.data(), v_pert_.data(), tau_b_.data());
+    feedback_.kv[i] = -(tau_b_[i] - tau_a_[i]) / dv;
+    std::fill(unit_.begin(), unit_.end(), 0.0);
+    unit_[i] = 1.0;
+    std::copy(q0_.begin(), q0_.end(), q_pert_.begin());
+    mj_integratePos(m_, q_pert_.data(), unit_.data(), sqrt_eps);
+    ok = ok && ControllerForce(d, q_pert_.data(), v0_.data(), tau_b_.data());
+    feedback_.kq[i] = -(tau_b_[i] - tau_a_[i]) / sqrt_eps;
+  }
+  std::copy(tau_a_.begin(), tau_a_.end(), feedback_.tau.begin());
+  LoadState(d, q0_.data(), v0_.data(), act0_.data());
+  RestoreInputs(d);
+  return ok;
+}
+
+bool Stepper::ControllerAt(mjData* d, const double* q, const double* v) {
+  // τ at a solve's start state (the sensitivities are reused).
+  std::copy(d->ctrl, d->ctrl + m_->nu, ctrl_user_.begin());
+  std::copy(d->qfrc_applied, d->qfrc_applied + m_->nv, qfrc_user_.begin());
+  const bool ok = ControllerForce(d, q, v, feedback_.tau.data());
+  RestoreInputs(d);
+  return ok;
+}
+
+void Stepper::RestoreInputs(mjData* d) {
+  std::copy(ctrl_user_.begin(), ctrl_user_.end(), d->ctrl);
+  std::copy(qfrc_user_.begin(), qfrc_user_.end(), d->qfrc_applied);
+  stages_hash_ = 0;  // d's stages belong to an evaluation state now
 }
 
 void Stepper::BuildModel(mjData* d, double h, icf::IcfModel* model) {
   const auto t0 = Clock::now();
   adapter::BuildInfo info;
-  adapter_.Build(m_, d, h, model, &info);
+  const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
+  adapter_.Build(m_, d, h, model, &info, implicit_ctrl ? &feedback_ : nullptr);
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
   stats_.time_assembly += Seconds(t0, Clock::now());
   last_problem_ = model;
@@ -249,16 +328,18 @@ bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol
   *error = 0;
   *worst = -1;
   // Model at x_t: built once, reused after a rejection (only h changes).
-  const unsigned long long hash0 = StateHash(d, true);
-  if (hash0 == model0_hash_) {
+  const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
+  if (StateHash(d, true) == model0_hash_) {
     model0_.SetTimeStep(h);
     last_problem_ = &model0_;
   } else {
+    if (implicit_ctrl && !LinearizeController(d)) return false;
     EnsureStages(d);
+    if (!PrepareController(d)) return false;
     Actuation(d);
     std::copy(d->act_dot, d->act_dot + na, act_dot0_.begin());
     BuildModel(d, h, &model0_);
-    model0_hash_ = hash0;
+    model0_hash_ = StateHash(d, true);
   }
   // Full step (P24).
   if (!Solve(model0_, v0_.data(), vf_.data(), tol)) return false;
@@ -280,8 +361,10 @@ bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol
     std::copy(q0_.begin(), q0_.end(), qa_.begin());
     mj_integratePos(m_, qa_.data(), va_.data(), 0.5 * h);
     IntegrateActivations(act0_.data(), act_dot0_.data(), 0.5 * h, acta_.data());
+    if (implicit_ctrl && !ControllerAt(d, qa_.data(), va_.data())) return false;
     LoadState(d, qa_.data(), va_.data(), acta_.data());
     EnsureStages(d);  // geometry query 2, at the midpoint
+    if (!PrepareController(d)) return false;
     Actuation(d);
     std::copy(d->act_dot, d->act_dot + na, act_dota_.begin());
     BuildModel(d, 0.5 * h, &model_mid_);
@@ -306,8 +389,10 @@ bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol
     model0_.MultiplyM(v0_.data(), tmp_.data());
     for (int i = 0; i < nv; ++i) f_start_[i] = (f_start_[i] - tmp_[i]) / h;
   }
+  if (implicit_ctrl && !ControllerAt(d, qf_.data(), vf_.data())) return false;
   LoadState(d, qf_.data(), vf_.data(), actf_.data());
   EnsureStages(d);  // geometry query 2, at t + h
+  if (!PrepareController(d)) return false;
   Actuation(d);
   std::copy(d->act_dot, d->act_dot + na, act_dota_.begin());
   BuildModel(d, 0.5 * h, &model_mid_);
@@ -368,7 +453,12 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     }
     double error;
     int worst;
+    controller_failed_ = false;
     const bool ok = Attempt(d, h, &error, &worst, tol);
+    if (controller_failed_) {
+      LoadState(d, q0_.data(), v0_.data(), act0_.data());
+      return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", t0));
+    }
     if (!controlled) {
       if (!ok)
         return absl::InternalError(absl::StrCat("mjcenic: convex solve failed at time ", t0,
@@ -453,6 +543,9 @@ absl::Status Stepper::AdvanceTo(mjData* d, double t) {
   std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
   EnsureStages(d);
   if (mjcb_control && !Disabled(m_, mjDSBL_ACTUATION)) mjcb_control(m_, d);
+  if (controller_ && options_.controller == ControllerTreatment::kZeroOrderHold &&
+      !CallController(d))
+    return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
   absl::Status status;
   while (d->time < t) {
     status = InternalStep(d, t);
@@ -475,6 +568,9 @@ absl::Status Stepper::StepOnce(mjData* d) {
   std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
   EnsureStages(d);
   if (mjcb_control && !Disabled(m_, mjDSBL_ACTUATION)) mjcb_control(m_, d);
+  if (controller_ && options_.controller == ControllerTreatment::kZeroOrderHold &&
+      !CallController(d))
+    return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
   const absl::Status status = InternalStep(d, std::numeric_limits<double>::infinity());
   PostStep(d, d->time - t_start, v_outer_.data());
   stats_.time_total += Seconds(start, Clock::now());

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@
 
 namespace mjcenic {
 
+// A user controller: reads the state in d (qpos, qvel, time; kinematics,
+// mass matrix and bias forces are evaluated) and writes d->ctrl and/or
+// d->qfrc_applied. Returns false to abort the step with an error.
+using Controller = std::function<bool(const mjModel* m, mjData* d)>;
+
 class Stepper {
  public:
   // Fails on a MuJoCo library/header version mismatch or invalid options.
@@ -44,6 +50,11 @@ class Stepper {
   absl::Status AdvanceTo(mjData* d, double t);
   // Takes exactly one accepted internal step (size chosen by the controller).
   absl::Status StepOnce(mjData* d);
+
+  // Installs (or, with an empty function, removes) a user controller, treated
+  // as options().controller says: zero-order hold, explicit per solve, or
+  // implicit (finite-difference linearization per attempt, cenic-math §9.2).
+  void SetController(Controller controller) { controller_ = std::move(controller); }
 
   const StepperOptions& options() const { return options_; }
   const StepperStats& stats() const;
@@ -65,6 +76,7 @@ class Stepper {
   void Actuation(mjData* d);
   // Builds `model` at the state in d for step h (stages must be current).
   void BuildModel(mjData* d, double h, icf::IcfModel* model);
+  bool PrepareController(mjData* d);  // explicit treatment: controller at d's state
   // Solves model from guess into v; false (status filled) on failure.
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance);
   // One internal step from the state in d, limited to end at t_limit.
@@ -72,6 +84,15 @@ class Stepper {
   // Attempts one step of size h from x0 (stored in q0_, v0_, act0_); on
   // success the result is in q1_, v1_, act1_ and *error the error estimate.
   bool Attempt(mjData* d, double h, double* error, int* worst, double tolerance);
+  // Linearizes the controller's generalized force per dof at x0 into
+  // feedback_ (cenic-math §9.2); false if the controller failed.
+  bool LinearizeController(mjData* d);
+  // Controller force at (q, v) into feedback_.tau (sensitivities kept).
+  bool ControllerAt(mjData* d, const double* q, const double* v);
+  void RestoreInputs(mjData* d);
+  // Controller force qfrc_actuator + qfrc_applied at (q, v) (act0_), into tau.
+  bool ControllerForce(mjData* d, const double* q, const double* v, double* tau);
+  bool CallController(mjData* d);
   void IntegrateActivations(const double* act, const double* act_dot, double h,
                             double* out) const;
   void LoadState(mjData* d, const double* q, const double* v, const double* act) const;
@@ -97,6 +118,10 @@ class Stepper {
   std::vector<double> q0_, v0_, act0_, act_dot0_;
   std::vector<double> qf_, vf_, actf_, qa_, va_, acta_, act_dota_;
   std::vector<double> q1_, v1_, act1_, vguess_, v_outer_, dq_, f_start_, tmp_;
+  Controller controller_;
+  bool controller_failed_ = false;
+  adapter::DofFeedback feedback_;
+  std::vector<double> ctrl_user_, qfrc_user_, tau_a_, tau_b_, q_pert_, v_pert_, unit_;
   // Step-size histogram (log-spaced) for the median without storing steps.
   static constexpr int kBins = 2400;       // 1e-10 s .. 1e2 s, 200 bins per decade
   std::vector<long> h_hist_;

@@ -58,14 +58,21 @@ class Stepper:
     Options (keyword arguments, see option_keys()) override the model's
     mjcenic plugin <config>, which overrides the defaults. `data` optionally
     binds an MjData used when step()/advance_to() are called without one.
+
+    `controller(model, data)`, if given, writes data.ctrl and/or
+    data.qfrc_applied from the state; option controller_mode chooses how it
+    enters the step: "implicit" (default: linearized per dof by finite
+    differences at each attempt and integrated implicitly, paper §V-C),
+    "explicit" (evaluated at the start of every convex solve) or
+    "zero_order_hold" (once per step() call, like mjcb_control).
     """
 
-    def __init__(self, model, data=None, **options):
+    def __init__(self, model, data=None, controller=None, **options):
         if not isinstance(model, mujoco.MjModel):
             raise TypeError("mjcenic.Stepper: model must be a mujoco.MjModel")
         if data is not None and not isinstance(data, mujoco.MjData):
             raise TypeError("mjcenic.Stepper: data must be a mujoco.MjData")
-        self._impl = _mjcenic._Stepper(model, options)
+        self._impl = _mjcenic._Stepper(model, options, controller)
         self.model = model
         self.data = data
 

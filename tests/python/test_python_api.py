@@ -188,3 +188,43 @@ def test_plugin_library_found_by_mujoco_plugin_directory_loading(tmp_path):
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "nplugin 1" in proc.stdout
+
+
+def test_python_controller_implicit_vs_explicit():
+    """A stiff Python inverse-dynamics controller: implicit needs far fewer steps."""
+    m = mujoco.MjModel.from_xml_path(str(SHARED_MODELS / "menagerie/franka_emika_panda/scene.xml"))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION
+    kp, kd = 1e6, 2e3
+    result = {}
+    for mode in ("implicit", "explicit"):
+        d = mjcenic.make_data(m)
+        qd = d.qpos.copy()
+        d.qpos[:7] += 0.1
+
+        def controller(model, data):
+            a = kp * (qd - data.qpos) - kd * data.qvel
+            tau = np.zeros(model.nv)
+            mujoco.mj_mulM(model, data, tau, a)
+            data.qfrc_applied[:] = tau + data.qfrc_bias
+
+        sim = mjcenic.Stepper(m, controller=controller, controller_mode=mode, accuracy=1e-3)
+        sim.advance_to(0.3, d)
+        result[mode] = (sim.stats["steps"], np.abs(d.qpos - qd).max(), sim.stats["controller_calls"])
+    print(result)
+    assert result["implicit"][1] < 1e-3 and result["explicit"][1] < 1e-3
+    assert result["explicit"][0] >= 5 * result["implicit"][0]
+    assert result["implicit"][2] > result["implicit"][0]  # finite differences happened
+
+
+def test_python_controller_exception_is_raised():
+    m = mujoco.MjModel.from_xml_string(SPHERE.format(ext=""))
+    d = mujoco.MjData(m)
+
+    def broken(model, data):
+        raise KeyError("boom")
+
+    sim = mjcenic.Stepper(m, controller=broken)
+    t0 = d.time
+    with pytest.raises(RuntimeError, match="boom"):
+        sim.step(d)
+    assert d.time == t0
