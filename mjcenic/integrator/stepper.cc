@@ -533,10 +533,14 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   stats_.time_geometry += Seconds(t0, Clock::now());
 }
 
-absl::Status Stepper::AdvanceTo(mjData* d, double t) {
+absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
+  // One outer call: checks, control inputs once (zero-order hold), internal
+  // steps until t (or one step), then the post-step contract.
   const auto start = Clock::now();
   if (absl::Status s = CheckInputs(d); !s.ok()) return s;
-  if (!std::isfinite(t) || t < d->time)
+  if (!std::isfinite(t) && !single_step)
+    return absl::InvalidArgumentError("mjcenic: target time is not finite");
+  if (t < d->time)
     return absl::InvalidArgumentError(absl::StrCat("mjcenic: cannot advance from time ",
                                                    d->time, " to ", t));
   const double t_start = d->time;
@@ -547,10 +551,9 @@ absl::Status Stepper::AdvanceTo(mjData* d, double t) {
       !CallController(d))
     return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
   absl::Status status;
-  while (d->time < t) {
+  do {
     status = InternalStep(d, t);
-    if (!status.ok()) break;
-  }
+  } while (status.ok() && !single_step && d->time < t);
   PostStep(d, d->time - t_start, v_outer_.data());
   stats_.time_total += Seconds(start, Clock::now());
   if (!status.ok()) return status;
@@ -559,22 +562,15 @@ absl::Status Stepper::AdvanceTo(mjData* d, double t) {
   return absl::OkStatus();
 }
 
+absl::Status Stepper::AdvanceTo(mjData* d, double t) {
+  if (t == d->time) return CheckInputs(d);  // nothing to do
+  return Advance(d, t, false);
+}
+
 absl::Status Stepper::Step(mjData* d) { return AdvanceTo(d, d->time + m_->opt.timestep); }
 
 absl::Status Stepper::StepOnce(mjData* d) {
-  const auto start = Clock::now();
-  if (absl::Status s = CheckInputs(d); !s.ok()) return s;
-  const double t_start = d->time;
-  std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
-  EnsureStages(d);
-  if (mjcb_control && !Disabled(m_, mjDSBL_ACTUATION)) mjcb_control(m_, d);
-  if (controller_ && options_.controller == ControllerTreatment::kZeroOrderHold &&
-      !CallController(d))
-    return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
-  const absl::Status status = InternalStep(d, std::numeric_limits<double>::infinity());
-  PostStep(d, d->time - t_start, v_outer_.data());
-  stats_.time_total += Seconds(start, Clock::now());
-  return status;
+  return Advance(d, std::numeric_limits<double>::infinity(), true);
 }
 
 }  // namespace mjcenic

@@ -71,6 +71,8 @@ class Stepper {
  private:
   Stepper(const mjModel* m, const StepperOptions& options);
   absl::Status CheckInputs(const mjData* d) const;
+  // The outer loop behind AdvanceTo (to t) and StepOnce (single_step).
+  absl::Status Advance(mjData* d, double t, bool single_step);
   // Runs the position/velocity stages at d's state unless d still holds them.
   void EnsureStages(mjData* d);
   void Actuation(mjData* d);
