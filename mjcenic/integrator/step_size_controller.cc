@@ -26,8 +26,12 @@ StepDecision AdjustStepSize(const StepSizeControl& c, double e, double accuracy,
   }
   if (hn < h) hn = (e <= accuracy) ? h : std::min(hn, c.shrink_factor * h);
   hn = std::clamp(hn, c.min_shrink * h, c.max_growth * h);
+  // Accept iff the error is within the accuracy (the dead band keeps h, growth
+  // raises it). Decided before the h_max clamp: a step stretched by ≤ 0.1 % to
+  // land on a target may exceed h_max and must still be accepted.
+  const bool accept = hn >= h;
   hn = std::min(hn, h_max);
-  if (hn < h_min && hn < h) {
+  if (hn < h_min && !accept) {
     out.underflow = true;
     out.h_next = h_min;
     return out;
@@ -35,12 +39,12 @@ StepDecision AdjustStepSize(const StepSizeControl& c, double e, double accuracy,
   hn = std::max(hn, h_min);
   if (hn == h_min) {
     *at_minimum = true;
-    if (hn < h) {
+    if (!accept) {
       out.h_next = hn;
       return out;  // reject
     }
   }
-  out.accept = hn >= h;
+  out.accept = accept;
   out.h_next = hn;
   return out;
 }
