@@ -76,6 +76,8 @@ const std::map<std::string, Setter>& Setters() {
       {"stiction_tolerance",
        Number([](StepperOptions* o) { return &o->icf.stiction_tolerance; }, 0, true,
               "> 0")},
+      {"speculative_margin",
+       Number([](StepperOptions* o) { return &o->speculative_margin; }, 0, false, ">= 0 [m]")},
       {"sigma_r",
        Number([](StepperOptions* o) { return &o->icf.sigma_R; }, 0, false,
               ">= 0 (ICF friction regularization factor)")},

@@ -49,6 +49,12 @@ struct StepperOptions {
   StepSizeControl control;           // ρ, growth/shrink limits, dead band, order
   bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)
   ControllerTreatment controller = ControllerTreatment::kImplicit;  // see SetController
+  // > 0: MuJoCo's collision detection also reports pairs up to this distance
+  // [m] apart (added to every geom's gap on a private model copy), so ICF's
+  // speculative contacts can catch objects that would cross into contact
+  // within one large step. Costs more contacts. Not compatible with a
+  // Python-defined mjcb_contactfilter (it would see the private model).
+  double speculative_margin = 0;
   double kappa = 1e-3;               // κ
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping
   icf::IcfParameters icf;            // v_s, Δ, σ_R, β, h^nr_min

@@ -107,11 +107,27 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
   for (auto* v : {&v0_, &vf_, &va_, &v1_, &vguess_, &v_outer_, &dq_, &f_start_, &tmp_})
     v->resize(nv);
   for (auto* v : {&act0_, &act_dot0_, &actf_, &acta_, &act_dota_, &act1_}) v->resize(na);
+  if (o.speculative_margin > 0) {
+    m_stage_ = mj_copyModel(nullptr, m);
+    for (int g = 0; g < m->ngeom; ++g) m_stage_->geom_gap[g] += 0.5 * o.speculative_margin;
+    for (int p = 0; p < m->npair; ++p) m_stage_->pair_gap[p] += o.speculative_margin;
+    for (int b = 0; b < m->nbody; ++b) m_stage_->body_margin[b] += 0.5 * o.speculative_margin;
+  }
   for (auto* v : {&feedback_.tau, &feedback_.kq, &feedback_.kv, &qfrc_user_, &tau_a_,
                   &tau_b_, &v_pert_, &unit_})
     v->resize(nv);
   ctrl_user_.resize(m->nu);
   q_pert_.resize(nq);
+}
+
+Stepper::~Stepper() {
+  if (m_stage_) mj_deleteModel(m_stage_);
+}
+
+const mjModel* Stepper::StageModel() {
+  if (!m_stage_) return m_;
+  m_stage_->opt = m_->opt;  // the user (or the viewer) may change options at any time
+  return m_stage_;
 }
 
 const StepperStats& Stepper::stats() const {
@@ -188,7 +204,7 @@ void Stepper::EnsureStages(mjData* d) {
   const unsigned long long h = StateHash(d, false);
   if (h == stages_hash_) return;
   const auto t0 = Clock::now();
-  adapter::MujocoAdapter::PositionVelocityStages(m_, d);
+  adapter::MujocoAdapter::PositionVelocityStages(StageModel(), d);
   ++stats_.geometry_queries;
   stats_.max_penetration =
       std::max(stats_.max_penetration, adapter::MujocoAdapter::MaxPenetration(d));
@@ -503,8 +519,9 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   const auto t0 = Clock::now();
   const bool energy = m_->opt.enableflags & mjENBL_ENERGY;
   if (StateHash(d, false) != stages_hash_) {
-    mj_fwdPosition(m_, d);
-    mj_fwdVelocity(m_, d);
+    const mjModel* ms = StageModel();
+    mj_fwdPosition(ms, d);
+    mj_fwdVelocity(ms, d);
     ++stats_.geometry_queries;
     stats_.max_penetration =
         std::max(stats_.max_penetration, adapter::MujocoAdapter::MaxPenetration(d));

@@ -42,6 +42,9 @@ class Stepper {
   // Fails on a MuJoCo library/header version mismatch or invalid options.
   static absl::StatusOr<std::unique_ptr<Stepper>> Create(const mjModel* m,
                                                          const StepperOptions& options = {});
+  ~Stepper();
+  Stepper(const Stepper&) = delete;
+  Stepper& operator=(const Stepper&) = delete;
 
   // Advances d by m->opt.timestep (the mj_step contract), with as many
   // internal steps as the mode and accuracy need; ends exactly on the target.
@@ -102,7 +105,12 @@ class Stepper {
   unsigned long long StateHash(const mjData* d, bool with_inputs) const;
   void RecordStep(double h);
 
+  // Model for MuJoCo's stages: m_, or a private copy with widened gaps
+  // (speculative_margin); its opt is refreshed from m_ before every use.
+  const mjModel* StageModel();
+
   const mjModel* m_;
+  mjModel* m_stage_ = nullptr;
   StepperOptions options_;
   mutable StepperStats stats_;
   adapter::MujocoAdapter adapter_;
