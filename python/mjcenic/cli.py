@@ -33,6 +33,17 @@ def _stepper_options(args):
     return opts
 
 
+def load_or_report(path, keyframe, prog):
+    """(model, data) at the keyframe, or None after printing why to stderr."""
+    import mjcenic
+    try:
+        m = mjcenic.load_model(path)
+        return m, mjcenic.make_data(m, keyframe)
+    except Exception as e:  # MuJoCo's compile errors, bad mjcenic config, unknown keyframe
+        print(f"{prog}: could not load {path}: {e}", file=sys.stderr)
+        return None
+
+
 def _add_stepper_args(p):
     p.add_argument("--mode", default="cenic", choices=["fixed", "cenic", "trapezoid"])
     p.add_argument("--accuracy", type=float, default=1e-3)
@@ -55,12 +66,10 @@ def run(argv):
     p.add_argument("--out", default=None, help="trajectory file: .npz or .csv")
     _add_stepper_args(p)
     a = p.parse_args(argv)
-    try:
-        m = mjcenic.load_model(a.model)
-        d = mjcenic.make_data(m, a.keyframe)
-    except Exception as e:  # MuJoCo's compile errors, bad mjcenic config, unknown keyframe
-        print(f"mjcenic run: could not load {a.model}: {e}", file=sys.stderr)
+    loaded = load_or_report(a.model, a.keyframe, "mjcenic run")
+    if loaded is None:
         return 1
+    m, d = loaded
     sim = mjcenic.Stepper(m, **_stepper_options(a))
     times, qpos, hs = [d.time], [d.qpos.copy()], [0.0]
     n = max(1, int(round(a.duration / a.sample)))

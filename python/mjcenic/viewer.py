@@ -99,12 +99,11 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=0.0,
                    help="close the viewer after this much simulated time (0: run until closed)")
     a = p.parse_args(argv)
-    try:
-        m = mjcenic.load_model(a.model)
-        d = mjcenic.make_data(m, a.keyframe)
-    except Exception as e:  # MuJoCo's compile errors, bad mjcenic config, unknown keyframe
-        print(f"mjcenic view: could not load {a.model}: {e}", file=sys.stderr)
+    from .cli import load_or_report
+    loaded = load_or_report(a.model, a.keyframe, "mjcenic view")
+    if loaded is None:
         return 1
+    m, d = loaded
     s = Session(m, d, a.mode, a.accuracy)
     if a.headless:
         render_headless(s, a.seconds, a.headless)
