@@ -1,0 +1,67 @@
+// Loud, clear failures: step-size underflow, invalid options, version pin.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/integrator/options.h"
+#include "mjcenic/integrator/stepper.h"
+#include "test_util.h"
+
+namespace mjcenic {
+namespace {
+
+using test_util::DataPtr;
+using test_util::ModelPath;
+using test_util::ModelPtr;
+
+TEST(Errors, StepSizeUnderflowNamesTimeAndCoordinate) {
+  char err[1000] = "";
+  ModelPtr m(mj_loadXML(ModelPath("sphere_plane.xml").c_str(), nullptr, err, sizeof(err)));
+  ASSERT_NE(m, nullptr) << err;
+  DataPtr d(mj_makeData(m.get()));
+  mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "drop"));
+  StepperOptions o;
+  o.mode = Mode::kCenic;
+  o.accuracy = 1e-9;   // free fall needs h ≈ 2 sqrt(ε/g) ≈ 2e-5 s ...
+  o.min_step = 1e-3;   // ... far below the allowed minimum
+  auto s = Stepper::Create(m.get(), o).value();
+  const double z0 = d->qpos[2];
+  const absl::Status st = s->AdvanceTo(d.get(), 0.1);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  const std::string msg(st.message());
+  EXPECT_NE(msg.find("underflow at time 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("worst coordinate: dof 2"), std::string::npos) << msg;  // vertical
+  EXPECT_NE(msg.find("'ball'"), std::string::npos) << msg;                   // joint name
+  // Nothing was accepted: the state is exactly the start state.
+  EXPECT_EQ(d->time, 0.0);
+  EXPECT_EQ(d->qpos[2], z0);
+}
+
+TEST(Errors, InvalidOptionsAreRejectedWithTheirName) {
+  StepperOptions o;
+  EXPECT_FALSE(SetOption(&o, "accuracy", "-1").ok());
+  EXPECT_FALSE(SetOption(&o, "accuracy", "nan").ok());
+  const absl::Status s = SetOption(&o, "mode", "rk4");
+  EXPECT_NE(std::string(s.message()).find("'mode'"), std::string::npos);
+  const absl::Status u = SetOption(&o, "acuracy", "1e-3");
+  EXPECT_NE(std::string(u.message()).find("unknown option 'acuracy'"), std::string::npos);
+  EXPECT_TRUE(SetOption(&o, "accuracy", "1e-4").ok());
+  EXPECT_EQ(o.accuracy, 1e-4);
+  char err[1000] = "";
+  ModelPtr m(mj_loadXML(ModelPath("pendulum.xml").c_str(), nullptr, err, sizeof(err)));
+  ASSERT_NE(m, nullptr) << err;
+  StepperOptions bad;
+  bad.accuracy = 0;
+  EXPECT_EQ(Stepper::Create(m.get(), bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Errors, LibraryMatchesHeaders) {
+  // Create() refuses a libmujoco other than the headers it was built with;
+  // in this build they agree (the pin in MUJOCO_VERSION).
+  EXPECT_EQ(mj_version(), mjVERSION_HEADER);
+}
+
+}  // namespace
+}  // namespace mjcenic
