@@ -83,4 +83,14 @@ PointContactParameters MapContact(const double solref[2], const double solimp[5]
   return out;
 }
 
+double SecantStiffnessPerMass(const double solref[2], const double solimp[5], double lambda,
+                              double timestep, bool refsafe, double omega_max, double x) {
+  const double dw = std::clamp(solimp[1], kMinImp, kMaxImp);
+  double K, B;
+  ReferenceGains(solref, dw, timestep, refsafe, &K, &B);
+  const double d = Impedance(solimp, x);
+  const double k = lambda * K * d * d / (1 - d);
+  return omega_max > 0 ? std::min(k, omega_max * omega_max) : k;
+}
+
 }  // namespace mjcenic::adapter

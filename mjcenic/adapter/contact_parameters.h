@@ -27,4 +27,9 @@ PointContactParameters MapContact(const double solref[2], const double solimp[5]
                                   double lambda, double timestep, bool refsafe, double g_ref,
                                   double omega_max);
 
+// MuJoCo's static (secant) contact stiffness per unit effective mass at
+// penetration x: λ K d(x)² / (1 − d(x)) [1/s²], capped at omega_max² (≤ 0: no cap).
+double SecantStiffnessPerMass(const double solref[2], const double solimp[5], double lambda,
+                              double timestep, bool refsafe, double omega_max, double x);
+
 }  // namespace mjcenic::adapter

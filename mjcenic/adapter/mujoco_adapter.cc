@@ -519,6 +519,13 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
                             refsafe ? g_ref : -g_ref};
     double k_map, d_map;
     MappedContact(key, omega_max, &k_map, &d_map);
+    if (contact_.stiffening && con.dist - con.includemargin < 0) {
+      // Deeper than nominal: MuJoCo's secant stiffness at the current depth.
+      const double x = con.includemargin - con.dist;
+      if (x * k_map > m_c * g_ref)
+        k_map = std::max(k_map, m_c * SecantStiffnessPerMass(con.solref, con.solimp, lambda,
+                                                              timestep, refsafe, omega_max, x));
+    }
     const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
     const double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
     const double phi = con.dist - con.includemargin;

@@ -25,6 +25,11 @@ struct ContactOptions {
   // its two geoms, never below μ_d.
   double mu_static_ratio = 1;
   double mu_static = -1;         // ≥ 0: global μ_s floor for every frictional contact
+  // Follow MuJoCo's nonlinear force–penetration curve: a contact deeper than
+  // the nominal penetration x* uses MuJoCo's secant stiffness at its current
+  // depth (lagged, re-evaluated at every geometry query), so solimp profiles
+  // that stiffen with depth (e.g. Newton's cradle) are honoured.
+  bool stiffening = true;
   // Joint/tendon friction loss regularization: false (default) = MuJoCo's own
   // (the slope of its soft friction-loss row, v_s = F(1−d₀)A/(d₀B) from
   // solreffriction/solimpfriction), true = the global stiction tolerance v_s.

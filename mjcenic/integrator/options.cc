@@ -94,6 +94,7 @@ const std::map<std::string, Setter>& Setters() {
          o->contact.dissipation = x;
          return absl::OkStatus();
        }},
+      {"contact_stiffening", Flag([](StepperOptions* o) { return &o->contact.stiffening; })},
       {"stiffness_scale",
        Number([](StepperOptions* o) { return &o->contact.stiffness_scale; }, 0, true,
               "> 0")},

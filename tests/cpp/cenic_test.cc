@@ -658,11 +658,42 @@ TEST(CenicAblations, CylinderDrop) {
   EXPECT_LT(v[4].r.stats.factorizations, 0.8 * quad.factorizations);
   // Without reuse every Newton iteration factorizes.
   EXPECT_EQ(base.factorizations, base.newton_iterations);
-  // Adaptive tolerance κ·ε_acc = 1e-6 vs fixed 1e-8: fewer Newton iterations,
-  // in total and per solve.
-  EXPECT_LT(base.newton_iterations, fixed_tol.newton_iterations);
-  EXPECT_LT(static_cast<double>(base.newton_iterations) / base.solves,
-            static_cast<double>(fixed_tol.newton_iterations) / fixed_tol.solves);
+  // Adaptive tolerance κ·ε_acc = 1e-6 vs fixed 1e-8. The two runs take
+  // different step sequences (different problems), so their totals are only
+  // printed; on identical problems the looser tolerance never needs more
+  // Newton iterations and needs fewer in total (paper Table II).
+  std::printf("  newton iterations per solve: adaptive %.3f, fixed tolerance %.3f\n",
+              static_cast<double>(base.newton_iterations) / base.solves,
+              static_cast<double>(fixed_tol.newton_iterations) / fixed_tol.solves);
+  {
+    ModelPtr m = LoadModel(ModelPath("cylinder_table.xml"));
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    StepperOptions o;
+    o.mode = Mode::kFixed;
+    auto st = Stepper::Create(m.get(), o).value();
+    icf::IcfSolver solver;
+    long loose = 0, tight = 0;
+    std::vector<double> v_out;
+    for (int i = 0; i < 600; ++i) {
+      ASSERT_TRUE(st->Step(d.get()).ok());
+      if (i % 10 != 0) continue;
+      const icf::IcfModel& p = st->last_problem();
+      v_out.resize(p.nv);
+      for (double tol : {1e-6, 1e-8}) {
+        icf::SolverOptions so;
+        so.tolerance = tol;
+        icf::SolveStats ss;
+        ASSERT_EQ(solver.Solve(p, p.v0.data(), so, v_out.data(), &ss), icf::SolveStatus::kConverged);
+        (tol == 1e-6 ? loose : tight) += ss.iterations;
+        if (tol == 1e-8) {
+          EXPECT_LE(loose, tight);
+        }
+      }
+    }
+    std::printf("  same problems: %ld Newton iterations at 1e-6, %ld at 1e-8\n", loose, tight);
+    EXPECT_LT(loose, tight);
+  }
   EXPECT_LT(reuse.newton_iterations, v[5].r.stats.newton_iterations);
   Report("ls_iterations_per_newton(cubic)",
          static_cast<double>(base.ls_iterations) / base.newton_iterations);
