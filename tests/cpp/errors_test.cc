@@ -11,16 +11,13 @@
 namespace mjcenic {
 namespace {
 
-using test_util::DataPtr;
 using test_util::ModelPath;
 using test_util::ModelPtr;
 
 TEST(Errors, StepSizeUnderflowNamesTimeAndCoordinate) {
-  char err[1000] = "";
-  ModelPtr m(mj_loadXML(ModelPath("sphere_plane.xml").c_str(), nullptr, err, sizeof(err)));
+  std::string err;
+  auto [m, d] = test_util::LoadSceneAtKey("sphere_plane.xml", "drop", &err);
   ASSERT_NE(m, nullptr) << err;
-  DataPtr d(mj_makeData(m.get()));
-  mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "drop"));
   StepperOptions o;
   o.mode = Mode::kCenic;
   o.accuracy = 1e-9;   // free fall needs h ≈ 2 sqrt(ε/g) ≈ 2e-5 s ...

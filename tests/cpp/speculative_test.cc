@@ -3,6 +3,7 @@
 // linearized gap φ0 + h v_n closes, so a large step cannot carry a falling
 // body deep into the floor before the contact is seen.
 #include <cmath>
+#include <string>
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -14,9 +15,6 @@
 namespace mjcenic {
 namespace {
 
-using test_util::DataPtr;
-using test_util::ModelPath;
-using test_util::ModelPtr;
 
 struct DropResult {
   double min_z = 1e9;   // lowest ball centre over the run [m]
@@ -25,11 +23,9 @@ struct DropResult {
 };
 
 DropResult Drop(double margin) {
-  char err[1000] = "";
-  ModelPtr m(mj_loadXML(ModelPath("sphere_plane.xml").c_str(), nullptr, err, sizeof(err)));
+  std::string err;
+  auto [m, d] = test_util::LoadSceneAtKey("sphere_plane.xml", "drop", &err);
   EXPECT_NE(m, nullptr) << err;
-  DataPtr d(mj_makeData(m.get()));
-  mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "drop"));
   StepperOptions o;
   o.mode = Mode::kCenic;
   o.accuracy = 1e-2;
@@ -63,11 +59,9 @@ TEST(Speculative, LargeStepsDoNotSinkIntoTheFloor) {
 TEST(Speculative, RestingStateUnchanged) {
   // Speculative pairs carry no force while apart: the resting penetration
   // stays m g / k.
-  char err[1000] = "";
-  ModelPtr m(mj_loadXML(ModelPath("sphere_plane.xml").c_str(), nullptr, err, sizeof(err)));
+  std::string err;
+  auto [m, d] = test_util::LoadSceneAtKey("sphere_plane.xml", "rest", &err);
   ASSERT_NE(m, nullptr) << err;
-  DataPtr d(mj_makeData(m.get()));
-  mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "rest"));
   StepperOptions o;
   o.mode = Mode::kFixed;
   o.contact.stiffness = 1e5;

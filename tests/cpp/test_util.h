@@ -21,4 +21,21 @@ inline std::string ModelPath(const char* file) {
   return std::string(MJCENIC_MODELS_DIR) + "/" + file;
 }
 
+// A scene of models/ and an mjData at its named keyframe; model is null (and
+// *error says why) if the file does not load.
+struct Scene {
+  ModelPtr model;
+  DataPtr data;
+};
+inline Scene LoadSceneAtKey(const char* file, const char* key, std::string* error) {
+  char err[1000] = "";
+  Scene s;
+  s.model.reset(mj_loadXML(ModelPath(file).c_str(), nullptr, err, sizeof(err)));
+  *error = err;
+  if (!s.model) return s;
+  s.data.reset(mj_makeData(s.model.get()));
+  mj_resetDataKeyframe(s.model.get(), s.data.get(), mj_name2id(s.model.get(), mjOBJ_KEY, key));
+  return s;
+}
+
 }  // namespace mjcenic::test_util
