@@ -23,6 +23,8 @@ namespace {
 struct Args {
   std::string model, json, keyframe;
   double duration = 1.0;
+  double chunk = 0.05;        // error-controlled modes: advance_to interval [s]
+  bool chunk_is_step = false; // --chunk step: one mj_step-signature call per timestep
   bool no_keyframe = false, compare = false;
   mjcenic::StepperOptions options;
 };
@@ -31,7 +33,9 @@ void Usage() {
   std::fprintf(stderr,
                "usage: mjcenic-run MODEL.xml [--duration T] [--keyframe NAME | --no-keyframe]\n"
                "                   [--json OUT] [--compare-mjstep] [--mode fixed|cenic|trapezoid]\n"
-               "                   [--accuracy A] [--max-step H]\n");
+               "                   [--accuracy A] [--max-step H] [--chunk DT|step]\n"
+               "--chunk: error-controlled modes advance to multiples of DT (default 0.05 s);\n"
+               "'step' calls the mj_step-signature Step() once per model timestep instead.\n");
 }
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -70,6 +74,19 @@ bool Parse(int argc, char** argv, Args* a) {
         return false;
       }
       (s == "--accuracy" ? a->options.accuracy : a->options.max_step) = x;
+    } else if (s == "--chunk") {
+      const char* v = value("--chunk");
+      if (!v) return false;
+      if (std::strcmp(v, "step") == 0) {
+        a->chunk_is_step = true;
+      } else {
+        char* end;
+        a->chunk = std::strtod(v, &end);
+        if (*end || !(a->chunk > 0) || !std::isfinite(a->chunk)) {
+          std::fprintf(stderr, "mjcenic-run: bad --chunk '%s' (seconds > 0, or 'step')\n", v);
+          return false;
+        }
+      }
     } else if (s == "--keyframe") {
       const char* v = value("--keyframe");
       if (!v) return false;
@@ -186,14 +203,17 @@ int main(int argc, char** argv) {
   double drift = 0;
   bool ok = true;
   const auto t0 = std::chrono::steady_clock::now();
-  // Fixed mode steps like mj_step; error-controlled modes advance in 50 ms
-  // chunks so that the controller can choose steps longer than opt.timestep.
+  // Fixed mode steps like mj_step; error-controlled modes advance in --chunk
+  // intervals so that the controller can choose steps longer than
+  // opt.timestep, or call Step() per timestep like an mj_step loop.
   const bool fixed = options.mode == mjcenic::Mode::kFixed;
-  const double t_end = fixed ? nsteps * m->opt.timestep : args.duration;
-  const long nchunks = fixed ? nsteps : static_cast<long>(std::ceil(args.duration / 0.05 - 1e-9));
+  const bool per_step = fixed || args.chunk_is_step;
+  const double t_end = per_step ? nsteps * m->opt.timestep : args.duration;
+  const long nchunks =
+      per_step ? nsteps : static_cast<long>(std::ceil(args.duration / args.chunk - 1e-9));
   for (long i = 0; i < nchunks; ++i) {
     const absl::Status s =
-        fixed ? stepper.Step(d) : stepper.AdvanceTo(d, std::min(t_end, (i + 1) * 0.05));
+        per_step ? stepper.Step(d) : stepper.AdvanceTo(d, std::min(t_end, (i + 1) * args.chunk));
     if (!s.ok()) {
       warnings.push_back(std::string(s.message()));
       ok = false;

@@ -3,6 +3,7 @@
 // gradient; plus the per-direction line-search quantities (§3.4).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "mjcenic/icf/icf_model.h"
@@ -16,7 +17,9 @@ struct PoolData {
   std::vector<double> G;      // G                (kRows² per constraint)
   std::vector<double> cost;   // ℓ_i
   std::vector<double> vc_base, u;  // line search: v_c at α=0 and J w
+  std::vector<int> island;         // line search: island of each constraint
   void Resize(int n) {
+    island.resize(n);
     vc.resize(kRows * n);
     gamma.resize(kRows * n);
     G.resize(kRows * kRows * n);
@@ -33,9 +36,9 @@ struct IcfData {
   double cost = 0;             // ℓ(v)
   PoolData<3> contacts;
   PoolData<1> limits, couplings, gains, dry_friction;
-  // Line search (§3.4).
+  // Line search (§3.4), per island i: ℓ_i(α) = ½ a_i α² + b_i α + c_i + Σ ℓ_c.
   std::vector<double> w, Aw;
-  double ls_a = 0, ls_b = 0, ls_c = 0;
+  std::vector<double> ls_a, ls_b, ls_c;
 
   void Resize(const IcfModel& model) {
     const int nv = model.nv;
@@ -44,6 +47,10 @@ struct IcfData {
     grad.resize(nv);
     w.resize(nv);
     Aw.resize(nv);
+    const int ni = std::max(model.num_islands, 1);
+    ls_a.resize(ni);
+    ls_b.resize(ni);
+    ls_c.resize(ni);
     contacts.Resize(model.contacts.size());
     limits.Resize(model.limits.size());
     couplings.Resize(model.couplings.size());

@@ -1,5 +1,7 @@
 #include "mjcenic/icf/icf_model.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 namespace mjcenic::icf {
@@ -26,7 +28,42 @@ void IcfModel::Reset(int n) {
   h = 0;
 }
 
+void IcfModel::ComputeIslands() {
+  const int ncl = static_cast<int>(clique_start.size()) - 1;
+  island_parent_.resize(std::max(ncl, 0));
+  for (int c = 0; c < ncl; ++c) island_parent_[c] = c;
+  auto find = [&](int c) {
+    while (island_parent_[c] != c) c = island_parent_[c] = island_parent_[island_parent_[c]];
+    return c;
+  };
+  auto join = [&](const auto& pool) {
+    for (int k = 0; k < pool.size(); ++k) {
+      const std::span<const int> dofs = pool.rows.dofs(k);
+      if (dofs.empty()) continue;
+      const int root = find(clique_of_dof[dofs[0]]);
+      for (int dof : dofs.subspan(1)) {
+        const int other = find(clique_of_dof[dof]);
+        if (other != root) island_parent_[other] = root;
+      }
+    }
+  };
+  join(contacts);
+  join(limits);
+  join(couplings);
+  join(gains);
+  join(dry_friction);
+  // Number the roots 0, 1, ... in clique order.
+  island_of_clique.assign(std::max(ncl, 0), -1);
+  num_islands = 0;
+  for (int c = 0; c < ncl; ++c) {
+    const int root = find(c);
+    if (island_of_clique[root] < 0) island_of_clique[root] = num_islands++;
+    island_of_clique[c] = island_of_clique[root];
+  }
+}
+
 void IcfModel::Finalize(double h_) {
+  ComputeIslands();
   contacts.Lag(v0.data(), params);
   gains.Lag(v0.data());
   SetTimeStep(h_);

@@ -9,6 +9,7 @@
 // h (the full step and the first half step of step doubling share a model).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "mjcenic/icf/parameters.h"
@@ -22,6 +23,12 @@ struct IcfModel {
   // clique_start[c+1]). M is block diagonal over cliques.
   std::vector<int> clique_start;
   std::vector<int> clique_of_dof;
+  // Islands: cliques joined by constraints (computed by Finalize). A is block
+  // diagonal over cliques and every constraint lives inside one island, so ℓ
+  // is a sum of independent island costs (the line search takes one step
+  // length per island).
+  std::vector<int> island_of_clique;
+  int num_islands = 0;
   // M: symmetric, lower triangle in CSR (columns ascending, diagonal last).
   std::vector<int> M_rowadr, M_rownnz, M_colind;
   std::vector<double> M;
@@ -43,6 +50,13 @@ struct IcfModel {
   // Evaluates the lagged quantities at v0 (call once v0 and all constraints
   // are set), then SetTimeStep(h).
   void Finalize(double h);
+  // Fills island_of_clique / num_islands from the constraints' dofs (Finalize
+  // calls it; call again after adding constraints to a finalized model).
+  void ComputeIslands();
+  // Island of a constraint over `dofs` (0 for a constraint without dofs).
+  int IslandOf(std::span<const int> dofs) const {
+    return dofs.empty() || num_islands == 0 ? 0 : island_of_clique[clique_of_dof[dofs[0]]];
+  }
   void SetTimeStep(double h);
   // Moves the configuration at which position-dependent terms are linearized
   // by dq (velocity coordinates): contact gaps, limit and coupling residuals,
@@ -58,6 +72,9 @@ struct IcfModel {
   // Checks sizes, symmetry layout and finiteness; returns an empty string or
   // a description of the first problem found.
   const char* Validate() const;
+
+ private:
+  std::vector<int> island_parent_;  // union–find workspace of ComputeIslands
 };
 
 }  // namespace mjcenic::icf

@@ -65,114 +65,190 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v) {
 }
 
 void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
-  // §3.4: momentum part ½aα² + bα + c; u_i = J_i w per constraint. Requires
-  // Evaluate() at the base point v.
+  // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
+  // constraint. Requires Evaluate() at the base point v.
   const int nv = m.nv;
+  const int ni = NumIslands(m);
   std::copy(w, w + nv, data_.w.begin());
   m.MultiplyA(w, data_.Aw.data());
-  data_.ls_a = Dot(data_.Aw, w, nv);
-  data_.ls_b = Dot(data_.Av, w, nv) - Dot(m.r, w, nv);
-  double c = 0;
-  for (int i = 0; i < nv; ++i) c += data_.v[i] * (0.5 * data_.Av[i] - m.r[i]);
-  data_.ls_c = c;
+  std::fill(data_.ls_a.begin(), data_.ls_a.begin() + ni, 0.0);
+  std::fill(data_.ls_b.begin(), data_.ls_b.begin() + ni, 0.0);
+  std::fill(data_.ls_c.begin(), data_.ls_c.begin() + ni, 0.0);
+  for (int i = 0; i < nv; ++i) {
+    const int isl = DofIsland(m, i);
+    data_.ls_a[isl] += data_.Aw[i] * w[i];
+    data_.ls_b[isl] += (data_.Av[i] - m.r[i]) * w[i];
+    data_.ls_c[isl] += data_.v[i] * (0.5 * data_.Av[i] - m.r[i]);
+  }
   auto prep = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     std::copy(pd.vc.begin(), pd.vc.begin() + R * pool.size(), pd.vc_base.begin());
-    for (int k = 0; k < pool.size(); ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+    for (int k = 0; k < pool.size(); ++k) {
+      pool.rows.Multiply(k, w, pd.u.data() + R * k);
+      pd.island[k] = islands_on_ ? m.IslandOf(pool.rows.dofs(k)) : 0;
+    }
   };
   ForEachPool(m, data_, prep);
 }
 
-void IcfSolver::EvalAlongLine(const IcfModel& m, double alpha, double* cost, double* d1,
-                              double* d2) {
-  double l = 0.5 * data_.ls_a * alpha * alpha + data_.ls_b * alpha + data_.ls_c;
-  double dl = data_.ls_a * alpha + data_.ls_b;
-  double ddl = data_.ls_a;
+void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, const char* active,
+                                     double* cost, double* d1, double* d2) {
+  const int ni = NumIslands(m);
+  for (int i = 0; i < ni; ++i) {
+    if (!active[i]) continue;
+    const double a = alpha[i];
+    cost[i] = 0.5 * data_.ls_a[i] * a * a + data_.ls_b[i] * a + data_.ls_c[i];
+    d1[i] = data_.ls_a[i] * a + data_.ls_b[i];
+    d2[i] = data_.ls_a[i];
+  }
   auto along = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     double vc[R], gamma[R], G[R * R], ci;
     for (int k = 0; k < pool.size(); ++k) {
+      const int isl = pd.island[k];
+      if (!active[isl]) continue;
+      const double a = alpha[isl];
       const double* u = pd.u.data() + R * k;
-      for (int q = 0; q < R; ++q) vc[q] = pd.vc_base[R * k + q] + alpha * u[q];
+      for (int q = 0; q < R; ++q) vc[q] = pd.vc_base[R * k + q] + a * u[q];
       pool.Eval(k, vc, &ci, gamma, G);
-      l += ci;
+      cost[isl] += ci;
+      double dl = 0, ddl = 0;
       for (int q = 0; q < R; ++q) {
         dl -= u[q] * gamma[q];
         double Gu = 0;
         for (int p = 0; p < R; ++p) Gu += G[q * R + p] * u[p];
         ddl += u[q] * Gu;
       }
+      d1[isl] += dl;
+      d2[isl] += ddl;
     }
   };
   ForEachPool(m, data_, along);
-  *cost = l;
-  *d1 = dl;
-  *d2 = ddl;
 }
 
-double IcfSolver::LineSearch(const IcfModel& m, double d0, const SolverOptions& o, int* evals,
-                             bool* ok) {
-  // §8.3: exact minimization of ℓ(v + α w) on [0, α_max]; d0 = ℓ'(0) < 0.
-  *ok = true;
+void IcfSolver::EvalAlongLine(const IcfModel& m, double alpha, double* cost, double* d1,
+                              double* d2) {
+  const int ni = NumIslands(m);
+  ResizeIslandWork(ni);
+  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, alpha);
+  std::fill(ls_.active.begin(), ls_.active.begin() + ni, 1);
+  EvalAlongLineIslands(m, ls_.alpha.data(), ls_.active.data(), ls_.l.data(), ls_.f.data(),
+                       ls_.df.data());
+  *cost = *d1 = *d2 = 0;
+  for (int i = 0; i < ni; ++i) {
+    *cost += ls_.l[i];
+    *d1 += ls_.f[i];
+    *d2 += ls_.df[i];
+  }
+}
+
+void IcfSolver::ResizeIslandWork(int ni) {
+  for (auto* x : {&ls_.alpha, &ls_.l, &ls_.f, &ls_.df, &ls_.d0, &ls_.l0, &ls_.xl, &ls_.xh,
+                  &ls_.dx, &ls_.dxold})
+    x->resize(ni);
+  ls_.active.resize(ni);
+}
+
+bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals) {
+  // §8.3, island by island: α_i minimizes ℓ_i(v + α w) on [0, α_max]
+  // (ℓ_i'(0) < 0). All islands iterate in lockstep, one pass over the
+  // constraints per evaluation; an island that has its α drops out. The
+  // result is left in ls_.alpha.
+  const int nv = m.nv;
+  const int ni = NumIslands(m);
+  ResizeIslandWork(ni);
+  LineSearchWork& s = ls_;
   const double amax = o.alpha_max;
-  const double l0 = data_.cost;
-  double l1, d1, dd1;
-  EvalAlongLine(m, amax, &l1, &d1, &dd1);
-  if (d1 <= kEpsMachine) return amax;
-  // Root of f(α) = ℓ'(α)/(−ℓ'(0)), f(0) = −1 < 0 < f(α_max).
-  const double scale = -d0;
-  double guess;
-  if (o.line_search_guess == LineSearchGuess::kCubic) {
-    // Hermite cubic on t ∈ [0,1] matching ℓ, ℓ' at both ends.
-    const double a = 2 * (l0 - l1) + amax * (d0 + d1);
-    const double b = -3 * (l0 - l1) - amax * (2 * d0 + d1);
-    const double c = amax * d0;
-    const double A = 3 * a, B = 2 * b, C = c;
-    double t;
-    if (std::abs(A) < kEpsMachine) {
-      t = (B != 0) ? -C / B : 0.5;
-    } else {
-      const double disc = std::max(B * B - 4 * A * C, 0.0);
-      const double sgn = (B >= 0) ? 1.0 : -1.0;
-      t = (-B - sgn * std::sqrt(disc)) / (2 * A);
-      if (!(t >= 0 && t <= 1) && t != 0) t = C / (A * t);
-    }
-    if (!(t >= -1e-8 && t <= 1 + 1e-8)) t = 0.5;  // robust fallback
-    guess = amax * std::clamp(t, 0.0, 1.0);
-  } else {
-    guess = (dd1 > 0) ? std::min(-d0 / dd1, amax) : 0.5 * amax;
+  // ℓ_i(0) and ℓ_i'(0) from the base-point evaluation.
+  std::fill(s.d0.begin(), s.d0.begin() + ni, 0.0);
+  for (int i = 0; i < nv; ++i)
+    s.d0[DofIsland(m, i)] +=
+        data_.grad[i] * data_.w[i];
+  for (int i = 0; i < ni; ++i) s.l0[i] = data_.ls_c[i];
+  auto base_cost = [&](const auto& pool, auto& pd) {
+    for (int k = 0; k < pool.size(); ++k) s.l0[pd.island[k]] += pd.cost[k];
+  };
+  ForEachPool(m, data_, base_cost);
+
+  for (int i = 0; i < ni; ++i) {
+    s.alpha[i] = amax;
+    s.active[i] = s.d0[i] < 0;  // otherwise w_i = 0 up to round-off: stay
+    if (!s.active[i]) s.alpha[i] = 0;
   }
+  EvalAlongLineIslands(m, s.alpha.data(), s.active.data(), s.l.data(), s.f.data(), s.df.data());
   const double xtol = 1e-8, ftol = 1e-8;
-  if (std::abs(d1 / scale) < ftol) return amax;
-  double xl = 0, xh = amax;
-  double x = std::clamp(guess, 0.0, amax);
-  double dxold = xh - xl, dx = dxold;
-  double l, f, df;
-  EvalAlongLine(m, x, &l, &f, &df);
-  ++*evals;
-  f /= scale;
-  df /= scale;
-  for (int it = 0; it < 100; ++it) {
-    if (std::abs(f) < ftol) return x;
-    if (f < 0) xl = x; else xh = x;
-    const bool out = ((x - xh) * df - f) * ((x - xl) * df - f) > 0;
-    if (out || std::abs(2 * f) > std::abs(dxold * df)) {
-      dxold = dx;
-      dx = 0.5 * (xh - xl);
-      x = xl + dx;
-    } else {
-      dxold = dx;
-      dx = f / df;
-      x -= dx;
+  int remaining = 0;
+  for (int i = 0; i < ni; ++i) {
+    if (!s.active[i]) continue;
+    const double d0 = s.d0[i], l0 = s.l0[i], l1 = s.l[i], d1 = s.f[i], dd1 = s.df[i];
+    const double scale = -d0;
+    if (d1 <= kEpsMachine || std::abs(d1 / scale) < ftol) {  // minimum at α_max
+      s.active[i] = 0;
+      continue;
     }
-    if (std::abs(dx) < xtol) return x;
-    EvalAlongLine(m, x, &l, &f, &df);
-    ++*evals;
-    f /= scale;
-    df /= scale;
+    // Root of f(α) = ℓ_i'(α)/(−ℓ_i'(0)), f(0) = −1 < 0 < f(α_max).
+    double guess;
+    if (o.line_search_guess == LineSearchGuess::kCubic) {
+      // Hermite cubic on t ∈ [0,1] matching ℓ, ℓ' at both ends.
+      const double a = 2 * (l0 - l1) + amax * (d0 + d1);
+      const double b = -3 * (l0 - l1) - amax * (2 * d0 + d1);
+      const double c = amax * d0;
+      const double A = 3 * a, B = 2 * b, C = c;
+      double t;
+      if (std::abs(A) < kEpsMachine) {
+        t = (B != 0) ? -C / B : 0.5;
+      } else {
+        const double disc = std::max(B * B - 4 * A * C, 0.0);
+        const double sgn = (B >= 0) ? 1.0 : -1.0;
+        t = (-B - sgn * std::sqrt(disc)) / (2 * A);
+        if (!(t >= 0 && t <= 1) && t != 0) t = C / (A * t);
+      }
+      if (!(t >= -1e-8 && t <= 1 + 1e-8)) t = 0.5;  // robust fallback
+      guess = amax * std::clamp(t, 0.0, 1.0);
+    } else {
+      guess = (dd1 > 0) ? std::min(-d0 / dd1, amax) : 0.5 * amax;
+    }
+    s.xl[i] = 0;
+    s.xh[i] = amax;
+    s.alpha[i] = std::clamp(guess, 0.0, amax);
+    s.dxold[i] = s.dx[i] = amax;
+    ++remaining;
   }
-  *ok = false;
-  return x;
+  // Safeguarded Newton–bisection (rtsafe) on f, per island.
+  for (int it = 0; remaining > 0; ++it) {
+    if (it == 100) return false;
+    EvalAlongLineIslands(m, s.alpha.data(), s.active.data(), s.l.data(), s.f.data(),
+                         s.df.data());
+    ++*evals;
+    for (int i = 0; i < ni; ++i) {
+      if (!s.active[i]) continue;
+      const double scale = -s.d0[i];
+      const double f = s.f[i] / scale, df = s.df[i] / scale;
+      double& x = s.alpha[i];
+      if (std::abs(f) < ftol) {
+        s.active[i] = 0;
+        --remaining;
+        continue;
+      }
+      if (f < 0) s.xl[i] = x; else s.xh[i] = x;
+      const double xl = s.xl[i], xh = s.xh[i];
+      const bool out = ((x - xh) * df - f) * ((x - xl) * df - f) > 0;
+      if (out || std::abs(2 * f) > std::abs(s.dxold[i] * df)) {
+        s.dxold[i] = s.dx[i];
+        s.dx[i] = 0.5 * (xh - xl);
+        x = xl + s.dx[i];
+      } else {
+        s.dxold[i] = s.dx[i];
+        s.dx[i] = f / df;
+        x -= s.dx[i];
+      }
+      if (std::abs(s.dx[i]) < xtol) {
+        s.active[i] = 0;
+        --remaining;
+      }
+    }
+  }
+  return true;
 }
 
 SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const SolverOptions& o,
@@ -198,6 +274,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   const double tol = std::max(o.tolerance, o.min_tolerance) * std::max(1.0, std::sqrt(Dr));
   if (!std::isfinite(tol)) return finish(SolveStatus::kNonFinite);
 
+  islands_on_ = o.island_line_search;
   const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
   HessianFactor* H = Factor(kind);
   const bool pattern_changed = H->Prepare(m);
@@ -245,11 +322,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       return finish(std::isfinite(d0) ? SolveStatus::kNotDescent : SolveStatus::kNonFinite);
     }
     PrepareLineSearch(m, w);
-    bool ok;
-    const double alpha = LineSearch(m, d0, o, &st.ls_iterations, &ok);
-    if (!ok) return finish(SolveStatus::kLineSearchFailed);
+    if (!LineSearch(m, o, &st.ls_iterations)) return finish(SolveStatus::kLineSearchFailed);
     double step = 0;
     for (int i = 0; i < nv; ++i) {
+      const double alpha = ls_.alpha[DofIsland(m, i)];
       const double dvi = alpha * w[i];
       vtmp_[i] += dvi;
       step += (dvi / scale_[i]) * (dvi / scale_[i]);

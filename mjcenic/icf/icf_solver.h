@@ -4,6 +4,7 @@
 // so that no allocation happens once sizes stop growing.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct SolverOptions {
   bool hessian_reuse = false;    // §8.5
   int reuse_target_iterations = 10;  // k_max of (P35)
   LineSearchGuess line_search_guess = LineSearchGuess::kCubic;
+  // One exact line search per island (independent groups of trees, see
+  // IcfModel) instead of one step length for the whole system.
+  bool island_line_search = true;
   double alpha_max = 1.0;
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
 };
@@ -65,14 +69,32 @@ class IcfSolver {
   // the last PrepareLineSearch (tests and the line search itself).
   void PrepareLineSearch(const IcfModel& model, const double* w);
   void EvalAlongLine(const IcfModel& model, double alpha, double* cost, double* d1, double* d2);
+  // The same per island i (only where active[i]): ℓ_i(v + α_i w) and its
+  // derivatives; the total is their sum.
+  void EvalAlongLineIslands(const IcfModel& model, const double* alpha, const char* active,
+                            double* cost, double* d1, double* d2);
 
   // Forgets a factorization kept for Hessian reuse.
   void ResetReuse() { fresh_ = false; }
 
  private:
   HessianFactor* Factor(LinearSolverKind kind);
-  double LineSearch(const IcfModel& model, double d0, const SolverOptions& o, int* evals,
-                    bool* ok);
+  // Exact line search per island; the step lengths are left in ls_.alpha.
+  // False if some island's search did not converge.
+  bool LineSearch(const IcfModel& model, const SolverOptions& o, int* evals);
+  void ResizeIslandWork(int num_islands);
+  int NumIslands(const IcfModel& m) const { return islands_on_ ? std::max(m.num_islands, 1) : 1; }
+  int DofIsland(const IcfModel& m, int i) const {
+    return islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;
+  }
+
+  // Per-island line-search state (sized to the island count, grows only).
+  struct LineSearchWork {
+    std::vector<double> alpha, l, f, df, d0, l0, xl, xh, dx, dxold;
+    std::vector<char> active;
+  };
+  LineSearchWork ls_;
+  bool islands_on_ = true;
 
   IcfData data_;
   std::unique_ptr<HessianFactor> dense_, sparse_;

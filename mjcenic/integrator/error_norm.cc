@@ -1,6 +1,9 @@
 #include "mjcenic/integrator/error_norm.h"
 
 #include <cmath>
+#include <string>
+
+#include <absl/strings/str_cat.h>
 
 namespace mjcenic {
 
@@ -40,12 +43,58 @@ ErrorNorm::ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale) 
   weight_.assign(nv, 1.0);
   for (int i = 0; i < nv; ++i) weight_[i] = rotational[i] ? 1.0 : 1.0 / L_;
   dq_.resize(nv);
+  act_weight_.assign(m->na, 1.0);
+  for (int a = 0; a < m->nu; ++a) {
+    double range = 0;
+    if (m->actuator_actlimited[a])
+      range = m->actuator_actrange[2 * a + 1] - m->actuator_actrange[2 * a];
+    else if (m->actuator_dyntype[a] == mjDYN_MUSCLE)
+      range = 1;  // muscle activation lives in [0, 1]
+    else if (m->actuator_ctrllimited[a])
+      range = m->actuator_ctrlrange[2 * a + 1] - m->actuator_ctrlrange[2 * a];
+    const double w = range > 0 && std::isfinite(range) ? 1.0 / range : 1.0;
+    const int adr = m->actuator_actadr[a];
+    for (int j = 0; adr >= 0 && j < m->actuator_actnum[a]; ++j) act_weight_[adr + j] = w;
+  }
+}
+
+namespace {
+std::string Named(const mjModel* m, int type, int id, const char* what) {
+  const char* n = mj_id2name(m, type, id);
+  return absl::StrCat(" (", what, " ", n && n[0] ? absl::StrCat("'", n, "'") : absl::StrCat("#", id),
+                      ")");
+}
+}  // namespace
+
+std::string ErrorNorm::WorstName(const mjModel* m, int worst) const {
+  if (worst <= -2) {
+    const int j = -2 - worst;
+    for (int a = 0; a < m->nu; ++a)
+      if (m->actuator_actadr[a] >= 0 && j >= m->actuator_actadr[a] &&
+          j < m->actuator_actadr[a] + m->actuator_actnum[a])
+        return absl::StrCat("act ", j, Named(m, mjOBJ_ACTUATOR, a, "actuator"));
+    return absl::StrCat("act ", j);
+  }
+  if (kind_ == ErrorNormKind::kDrake) {
+    if (worst < 0 || worst >= m->nq) return "none";
+    int jnt = 0;
+    for (int j = 0; j < m->njnt; ++j)
+      if (m->jnt_qposadr[j] <= worst) jnt = j;
+    return absl::StrCat("qpos ", worst, Named(m, mjOBJ_JOINT, jnt, "joint"));
+  }
+  if (worst < 0 || worst >= m->nv) return "none";
+  return absl::StrCat("dof ", worst, Named(m, mjOBJ_JOINT, m->dof_jntid[worst], "joint"));
 }
 
 double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
-                          const double* qb, const double* vb, int* worst) {
+                          const double* acta, const double* qb, const double* vb,
+                          const double* actb, int* worst) {
   double e = 0;
   *worst = -1;
+  for (int j = 0; j < m->na; ++j) {
+    const double x = std::abs(acta[j] - actb[j]) * act_weight_[j];
+    if (!(x <= e)) { e = x; *worst = -2 - j; }
+  }
   if (kind_ == ErrorNormKind::kDrake) {
     for (int i = 0; i < m->nq; ++i) {
       const double x = std::abs(qa[i] - qb[i]);

@@ -34,15 +34,6 @@ int FirstNonFinite(const double* x, long n) {
 
 bool Disabled(const mjModel* m, int flag) { return m->opt.disableflags & flag; }
 
-// Name of the joint owning dof i, for messages.
-std::string DofName(const mjModel* m, int dof) {
-  if (dof < 0 || dof >= m->nv) return "none";
-  const int j = m->dof_jntid[dof];
-  const char* n = mj_id2name(m, mjOBJ_JOINT, j);
-  return absl::StrCat("dof ", dof, " (joint ", n && n[0] ? absl::StrCat("'", n, "'")
-                                                          : absl::StrCat("#", j), ")");
-}
-
 }  // namespace
 
 const char* ToString(Mode mode) {
@@ -390,7 +381,8 @@ bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol
     std::copy(qa_.begin(), qa_.end(), q1_.begin());
     mj_integratePos(m_, q1_.data(), v1_.data(), 0.5 * h);
     IntegrateActivations(acta_.data(), act_dota_.data(), 0.5 * h, act1_.data());
-    *error = norm_.Compute(m_, qf_.data(), vf_.data(), q1_.data(), v1_.data(), worst);
+    *error = norm_.Compute(m_, qf_.data(), vf_.data(), actf_.data(), q1_.data(), v1_.data(),
+                          act1_.data(), worst);
     return true;
   }
 
@@ -429,7 +421,8 @@ bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol
   mj_integratePos(m_, q1_.data(), v1_.data(), 0.5 * h);
   for (int j = 0; j < na; ++j) act_dota_[j] = 0.5 * (act_dot0_[j] + act_dota_[j]);
   IntegrateActivations(act0_.data(), act_dota_.data(), h, act1_.data());
-  *error = norm_.Compute(m_, qf_.data(), vf_.data(), q1_.data(), v1_.data(), worst);
+  *error = norm_.Compute(m_, qf_.data(), vf_.data(), actf_.data(), q1_.data(), v1_.data(),
+                          act1_.data(), worst);
   return true;
 }
 
@@ -493,7 +486,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "mjcenic: step size underflow at time ", t0, ": the error ", error,
           " exceeds the accuracy ", options_.accuracy, " even at h = ", h,
-          " (minimum ", h_min, "); worst coordinate: ", DofName(m_, worst),
+          " (minimum ", h_min, "); worst coordinate: ", norm_.WorstName(m_, worst),
           ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
     if (dec.accept) {
       if (!limited) h_ideal_ = dec.h_next;

@@ -122,9 +122,10 @@ RunResult Advance(const mjModel* m, const char* key, const StepperOptions& o, do
 double PositionError(const mjModel* m, double L, const std::vector<double>& qa,
                      const std::vector<double>& qb) {
   ErrorNorm norm(m, ErrorNormKind::kWeighted, L);
-  const std::vector<double> zero(m->nv, 0.0);
+  const std::vector<double> zero(m->nv, 0.0), act(m->na, 0.0);
   int worst;
-  return norm.Compute(m, qa.data(), zero.data(), qb.data(), zero.data(), &worst);
+  return norm.Compute(m, qa.data(), zero.data(), act.data(), qb.data(), zero.data(), act.data(),
+                      &worst);
 }
 
 // Least-squares slope of log(y) against log(x).
