@@ -148,6 +148,7 @@ class PyStepper {
     r["mu_static"] = o.contact.mu_static;
     r["mu_static_ratio"] = o.contact.mu_static_ratio;
     r["hessian_reuse"] = o.solver.hessian_reuse;
+    r["island_line_search"] = o.solver.island_line_search;
     r["adaptive_tolerance"] = o.adaptive_tolerance;
     r["controller_mode"] = mjcenic::ToString(o.controller);
     return r;

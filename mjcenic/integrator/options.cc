@@ -116,7 +116,10 @@ const std::map<std::string, Setter>& Setters() {
                     ? absl::OkStatus()
                     : Bad("", v, "zero_order_hold, explicit or implicit");
        }},
+      {"extrapolate", Flag([](StepperOptions* o) { return &o->extrapolate; })},
       {"hessian_reuse", Flag([](StepperOptions* o) { return &o->solver.hessian_reuse; })},
+      {"island_line_search",
+       Flag([](StepperOptions* o) { return &o->solver.island_line_search; })},
       {"line_search_guess",
        [](StepperOptions* o, const std::string& v) -> absl::Status {
          if (v == "cubic") o->solver.line_search_guess = icf::LineSearchGuess::kCubic;

@@ -38,6 +38,8 @@ const char* ToString(ControllerTreatment t);
 struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
+  bool extrapolate = false;          // cenic: propagate 2·x_half − x_full (local
+                                     // Richardson extrapolation) instead of x_half
   bool error_control = true;         // false: cenic/trapezoid take every step at max_step
                                      // (fixed-step convergence studies of those schemes)
   double max_step = 0;               // [s]; fixed: the step (0: m->opt.timestep);

@@ -88,6 +88,7 @@ class Stepper {
   absl::Status InternalStep(mjData* d, double t_limit);
   // Attempts one step of size h from x0 (stored in q0_, v0_, act0_); on
   // success the result is in q1_, v1_, act1_ and *error the error estimate.
+  void Extrapolate();  // options_.extrapolate: x ← 2x − x̂
   bool Attempt(mjData* d, double h, double* error, int* worst, double tolerance);
   // Linearizes the controller's generalized force per dof at x0 into
   // feedback_ (cenic-math §9.2); false if the controller failed.

@@ -185,12 +185,15 @@ struct ConvergenceRow {
 
 std::vector<ConvergenceRow> ConvergenceStudy(const char* file, const mjModel* m, const char* key,
                                              double T, const RunResult& ref,
-                                             const std::vector<double>& accuracies) {
+                                             const std::vector<double>& accuracies,
+                                             bool extrapolate = false) {
   std::vector<ConvergenceRow> rows;
   std::printf("  %-9s %-11s %-9s %6s %5s %9s %9s %9s %7s\n", "accuracy", "error", "err/acc",
               "steps", "rej", "h_min", "h_median", "h_max", "wall[s]");
   for (double acc : accuracies) {
-    RunResult r = Advance(m, key, Cenic(acc), T);
+    StepperOptions o = Cenic(acc);
+    o.extrapolate = extrapolate;
+    RunResult r = Advance(m, key, o, T);
     EXPECT_TRUE(r.status.ok()) << file << " accuracy " << acc << ": " << r.status;
     const double e = PositionError(m, ref.length_scale, r.qpos, ref.qpos);
     const StepperStats& s = r.stats;
@@ -240,6 +243,58 @@ TEST(CenicConvergence, CylinderDrop) {
       std::printf("  NOTE: error %.3e is %.0fx the accuracy %.0e (global error ~ sqrt(acc))\n",
                   rows[i].error, rows[i].error / rows[i].accuracy, rows[i].accuracy);
   }
+}
+
+// Option `extrapolate` (local Richardson extrapolation, beyond the paper):
+// the propagated state is 2·x_half − x_full. Implicit Euler's leading local
+// error cancels, so in free fall (constant acceleration) every step is exact
+// and the global error no longer grows like √accuracy.
+TEST(CenicExtrapolation, FreeFallIsExactWhereThePlainSchemeIsHalfOrder) {
+  ModelPtr m = LoadModel(ModelPath("sphere_plane.xml"));
+  ASSERT_TRUE(m);
+  const double T = 0.4;  // impact at ≈0.428 s
+  const double z_exact = 1.0 + 0.5 * m->opt.gravity[2] * T * T;
+  for (double acc : {1e-2, 1e-3, 1e-4}) {
+    StepperOptions plain = Cenic(acc), extrapolated = Cenic(acc);
+    extrapolated.extrapolate = true;
+    const RunResult p = Advance(m.get(), "drop", plain, T);
+    const RunResult e = Advance(m.get(), "drop", extrapolated, T);
+    ASSERT_TRUE(p.status.ok() && e.status.ok());
+    const double err_p = std::abs(p.qpos[2] - z_exact), err_e = std::abs(e.qpos[2] - z_exact);
+    std::printf("  accuracy %.0e: |z - z_exact| plain %.3e (%ld steps), extrapolated %.3e "
+                "(%ld steps)\n", acc, err_p, p.stats.steps, err_e, e.stats.steps);
+    EXPECT_LT(err_e, 1e-10);
+    EXPECT_GT(err_p, 10 * acc * p.length_scale);  // the plain scheme: half order
+    EXPECT_EQ(e.stats.steps, p.stats.steps);      // same estimate, same steps
+  }
+}
+
+TEST(CenicExtrapolation, SphereDropWithinTheAccuracyAndHardClutterStable) {
+  // Through the impact and the settling (T = 0.8 s), against the plain
+  // scheme's tight reference: the error stays within 10× the accuracy.
+  ModelPtr m = LoadModel(ModelPath("sphere_plane.xml"));
+  ASSERT_TRUE(m);
+  const RunResult& ref = Reference("sphere_plane.xml", m.get(), "drop", 0.8, 1e-7);
+  ASSERT_TRUE(ref.status.ok());
+  auto rows = ConvergenceStudy("sphere_plane.xml", m.get(), "drop", 0.8, ref,
+                               {1e-2, 1e-3, 1e-4}, /*extrapolate=*/true);
+  for (const ConvergenceRow& r : rows) EXPECT_LE(r.error, 10 * r.accuracy);
+  // Stiff contact: the hard clutter of CenicHardClutter at 1e-2, 0.5 s.
+  ModelPtr c = LoadModel(ModelPath("clutter.xml"));
+  ASSERT_TRUE(c);
+  StepperOptions o = Cenic(1e-2);
+  o.contact.stiffness_scale = 10;
+  o.icf.stiction_tolerance = 1e-5;
+  const RunResult plain = Advance(c.get(), "drop", o, 0.5);
+  o.extrapolate = true;
+  const RunResult r = Advance(c.get(), "drop", o, 0.5);
+  ASSERT_TRUE(r.status.ok() && plain.status.ok()) << r.status;
+  std::printf("  hard clutter: extrapolated %ld steps (%ld rejected), max penetration %.3g mm; "
+              "plain %ld (%ld), %.3g mm\n", r.stats.steps, r.stats.rejected_steps,
+              1e3 * r.stats.max_penetration, plain.stats.steps, plain.stats.rejected_steps,
+              1e3 * plain.stats.max_penetration);
+  EXPECT_LT(r.stats.max_penetration, 1.5 * plain.stats.max_penetration);
+  for (double x : r.qvel) EXPECT_TRUE(std::isfinite(x));
 }
 
 TEST(CenicConvergence, FreeFallGlobalErrorIsHalfOrder) {
