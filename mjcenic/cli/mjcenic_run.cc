@@ -34,6 +34,7 @@ void Usage() {
                "usage: mjcenic-run MODEL.xml [--duration T] [--keyframe NAME | --no-keyframe]\n"
                "                   [--json OUT] [--compare-mjstep] [--mode fixed|cenic|trapezoid]\n"
                "                   [--accuracy A] [--max-step H] [--chunk DT|step]\n"
+               "                   [--option KEY=VALUE]...\n"
                "--chunk: error-controlled modes advance to multiples of DT (default 0.05 s);\n"
                "'step' calls the mj_step-signature Step() once per model timestep instead.\n");
 }
@@ -86,6 +87,20 @@ bool Parse(int argc, char** argv, Args* a) {
           std::fprintf(stderr, "mjcenic-run: bad --chunk '%s' (seconds > 0, or 'step')\n", v);
           return false;
         }
+      }
+    } else if (s == "--option") {
+      const char* v = value("--option");
+      if (!v) return false;
+      const std::string kv = v;
+      const size_t eq = kv.find('=');
+      const absl::Status st =
+          eq == std::string::npos
+              ? absl::InvalidArgumentError("expected KEY=VALUE")
+              : mjcenic::SetOption(&a->options, kv.substr(0, eq), kv.substr(eq + 1));
+      if (!st.ok()) {
+        std::fprintf(stderr, "mjcenic-run: --option '%s': %s\n", v,
+                     std::string(st.message()).c_str());
+        return false;
       }
     } else if (s == "--keyframe") {
       const char* v = value("--keyframe");

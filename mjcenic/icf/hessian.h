@@ -1,6 +1,7 @@
 // Storage and Cholesky factorization of the ICF Hessian
-// H = A + Σ_i J_iᵀ G_i J_i  (cenic-math.md §3.3, §8.4), dense (Eigen) or
-// sparse (SuiteSparse CHOLMOD). The sparse pattern is block-structured over
+// H = A + Σ_i J_iᵀ G_i J_i  (cenic-math.md §3.3, §8.4), dense (Eigen), dense
+// per island (H is block diagonal over islands, see IcfModel) or sparse
+// (SuiteSparse CHOLMOD). The sparse pattern is block-structured over
 // cliques: a dense lower block per clique plus a dense block for every pair of
 // cliques coupled by a constraint. Symbolic analysis is redone only when that
 // pattern changes; the pattern keeps couplings that disappeared as long as the
@@ -19,9 +20,12 @@
 
 namespace mjcenic::icf {
 
-enum class LinearSolverKind { kAuto, kDense, kSparse };
+enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands };
 
-// Decides kAuto: sparse when nv is large and the clique structure is sparse.
+// Decides kAuto: one dense block per island when there are several islands
+// and none has more than kMaxIslandDofs dofs; else sparse when nv is large and
+// the clique structure is sparse; else dense.
+inline constexpr int kMaxIslandDofs = 128;
 LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requested);
 
 class HessianFactor {

@@ -60,6 +60,14 @@ void IcfModel::ComputeIslands() {
     if (island_of_clique[root] < 0) island_of_clique[root] = num_islands++;
     island_of_clique[c] = island_of_clique[root];
   }
+  // Dofs per island (reusing the union–find workspace).
+  island_parent_.assign(num_islands, 0);
+  largest_island = 0;
+  for (int c = 0; c < ncl; ++c) {
+    int& n = island_parent_[island_of_clique[c]];
+    n += clique_start[c + 1] - clique_start[c];
+    largest_island = std::max(largest_island, n);
+  }
 }
 
 void IcfModel::Finalize(double h_) {

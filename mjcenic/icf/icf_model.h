@@ -29,6 +29,7 @@ struct IcfModel {
   // length per island).
   std::vector<int> island_of_clique;
   int num_islands = 0;
+  int largest_island = 0;  // dofs of the largest island
   // M: symmetric, lower triangle in CSR (columns ascending, diagonal last).
   std::vector<int> M_rowadr, M_rownnz, M_colind;
   std::vector<double> M;

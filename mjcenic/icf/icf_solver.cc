@@ -32,7 +32,9 @@ IcfSolver::IcfSolver() = default;
 IcfSolver::~IcfSolver() = default;
 
 HessianFactor* IcfSolver::Factor(LinearSolverKind kind) {
-  auto& f = (kind == LinearSolverKind::kSparse) ? sparse_ : dense_;
+  auto& f = kind == LinearSolverKind::kSparse    ? sparse_
+            : kind == LinearSolverKind::kIslands ? islands_
+                                                 : dense_;
   if (!f) f = MakeHessianFactor(kind);
   return f.get();
 }

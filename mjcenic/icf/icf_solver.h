@@ -97,7 +97,7 @@ class IcfSolver {
   bool islands_on_ = true;
 
   IcfData data_;
-  std::unique_ptr<HessianFactor> dense_, sparse_;
+  std::unique_ptr<HessianFactor> dense_, sparse_, islands_;
   std::vector<double> scale_, dv_, vtmp_;
   bool fresh_ = false;                 // reuse state machine (§8.5)
   HessianFactor* fresh_factor_ = nullptr;

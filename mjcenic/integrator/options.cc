@@ -132,7 +132,8 @@ const std::map<std::string, Setter>& Setters() {
          if (v == "auto") o->solver.linear_solver = icf::LinearSolverKind::kAuto;
          else if (v == "dense") o->solver.linear_solver = icf::LinearSolverKind::kDense;
          else if (v == "sparse") o->solver.linear_solver = icf::LinearSolverKind::kSparse;
-         else return Bad("", v, "auto, dense or sparse");
+         else if (v == "islands") o->solver.linear_solver = icf::LinearSolverKind::kIslands;
+         else return Bad("", v, "auto, dense, sparse or islands");
          return absl::OkStatus();
        }},
       {"solver_tolerance",

@@ -103,8 +103,10 @@ Eigen::VectorXd Perturbed(const IcfModel& m, unsigned seed, double scale) {
 // Newton directions at v with both factorizations: |w1 − w2| / |w1|.
 double DirectionDifference(const IcfModel& m, const Eigen::VectorXd& v) {
   IcfSolver solver;
-  Eigen::VectorXd w1(m.nv), w2(m.nv);
+  Eigen::VectorXd w1(m.nv), w2(m.nv), w3(m.nv);
   EXPECT_TRUE(solver.SearchDirection(m, v.data(), LinearSolverKind::kDense, w1.data()));
+  EXPECT_TRUE(solver.SearchDirection(m, v.data(), LinearSolverKind::kIslands, w3.data()));
+  EXPECT_LT(RelDiff(w1, w3), 1e-10);  // per-island dense blocks: same direction
   EXPECT_TRUE(solver.SearchDirection(m, v.data(), LinearSolverKind::kSparse, w2.data()));
   // Both solve H w = −∇ℓ.
   const Eigen::VectorXd g = Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
@@ -163,7 +165,10 @@ TEST(LinearSolver, ClutterReachesAContactRichState) {
   ContactCliques(m, &touched, &coupling);
   EXPECT_GE(static_cast<int>(touched.size()), 10);
   EXPECT_GE(coupling, 3);  // object–object contacts couple cliques
-  EXPECT_EQ(icf::ChooseLinearSolver(m, LinearSolverKind::kAuto), LinearSolverKind::kSparse);
+  // Several islands, none larger than kMaxIslandDofs: one dense block each.
+  EXPECT_GT(m.num_islands, 1);
+  EXPECT_LE(m.largest_island, icf::kMaxIslandDofs);
+  EXPECT_EQ(icf::ChooseLinearSolver(m, LinearSolverKind::kAuto), LinearSolverKind::kIslands);
   std::printf("[ ls ] clutter at t = %.3f s: %d contacts, %zu cliques touched, %d coupling\n",
               p.t_contact, m.contacts.size(), touched.size(), coupling);
 }
@@ -201,6 +206,17 @@ TEST(LinearSolver, DenseAndSparseAssembleTheSameHessian) {
   sparse->Solve(b.data(), xs.data());
   EXPECT_LT(RelDiff(xd, xs), 1e-10);
   EXPECT_LE((Hd * xs - b).norm(), 1e-10 * b.norm());
+  // One dense block per island: H has no entry across islands, so the
+  // block-diagonal assembly is the whole H and solves the same system
+  // (aliasing x = b allowed).
+  auto islands = icf::MakeHessianFactor(LinearSolverKind::kIslands);
+  EXPECT_TRUE(islands->Prepare(m));
+  EXPECT_FALSE(islands->Prepare(m));  // same partition: no new "analysis"
+  ASSERT_TRUE(islands->AssembleAndFactor(m, solver.data()));
+  EXPECT_LE((Hd - islands->DenseH()).cwiseAbs().maxCoeff(), 1e-14 * Hd.cwiseAbs().maxCoeff());
+  Eigen::VectorXd xi = b;
+  islands->Solve(xi.data(), xi.data());
+  EXPECT_LT(RelDiff(xd, xi), 1e-10);
 }
 
 TEST(LinearSolver, SparsePatternIsAnalysedOnce) {
@@ -309,7 +325,9 @@ TEST(LinearSolver, ManyIndependentTreesBeforeContact) {
   ASSERT_EQ(m.nv, 120);
   EXPECT_EQ(NumCliques(m), 20);
   EXPECT_EQ(m.contacts.size(), 0);
-  EXPECT_EQ(icf::ChooseLinearSolver(m, LinearSolverKind::kAuto), LinearSolverKind::kSparse);
+  EXPECT_EQ(m.num_islands, 20);
+  EXPECT_EQ(m.largest_island, 6);
+  EXPECT_EQ(icf::ChooseLinearSolver(m, LinearSolverKind::kAuto), LinearSolverKind::kIslands);
   double worst = 0;
   for (unsigned seed = 0; seed < 2; ++seed) {
     const Eigen::VectorXd v = Perturbed(m, seed, seed ? 0.1 : 0.0);
