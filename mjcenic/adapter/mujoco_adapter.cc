@@ -494,6 +494,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
   const double omega_max = contact_.omega_cap_steps > 0
                                ? 2 * std::numbers::pi / (contact_.omega_cap_steps * timestep)
                                : 0;
+  contact_records_.clear();
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.exclude != 0 && con.exclude != 1) continue;
@@ -538,6 +539,11 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     }
     mu_s = std::max(mu_s, mu);
     const int c = model->contacts.Add(dofs_, -k * phi, k, dis, mu_s, mu, Rt);
+    ContactRecord& rec = contact_records_.emplace_back();
+    rec.geom[0] = con.geom[0];
+    rec.geom[1] = con.geom[1];
+    std::copy(con.pos, con.pos + 3, rec.pos);
+    std::copy(con.frame, con.frame + 9, rec.frame);
     double* J = model->contacts.rows.J(c);
     const int n = static_cast<int>(dofs_.size());
     size_t ia = 0, ib = 0;

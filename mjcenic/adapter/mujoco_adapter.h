@@ -45,6 +45,15 @@ struct DofFeedback {
   std::vector<double> kq, kv;  // −∂τ_i/∂q_i, −∂τ_i/∂v_i (diagonal only)
 };
 
+// Where ICF contact c of the last Build came from: MuJoCo's geom pair, point
+// and frame (rows: normal, tangent 1, tangent 2), so that its impulse can be
+// reported as a MuJoCo contact force.
+struct ContactRecord {
+  int geom[2];
+  double pos[3];
+  double frame[9];
+};
+
 // What one problem build saw (for statistics).
 struct BuildInfo {
   int ncontact = 0;
@@ -67,6 +76,9 @@ class MujocoAdapter {
   void Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model, BuildInfo* info,
              const DofFeedback* feedback = nullptr);
 
+  // One record per ICF contact of the last Build, in pool order.
+  const std::vector<ContactRecord>& contact_records() const { return contact_records_; }
+
   // Penetration max(−dist) over d's active contacts.
   static double MaxPenetration(const mjData* d);
 
@@ -87,6 +99,7 @@ class MujocoAdapter {
 
   ContactOptions contact_;
   std::vector<std::string> warnings_;
+  std::vector<ContactRecord> contact_records_;
   std::vector<int> clique_start_, clique_of_dof_;
   std::vector<double> damping_, stiffness_;       // implicit D, K per dof
   std::vector<int> limited_joints_;               // hinge/slide joints with limits

@@ -284,6 +284,7 @@ void Stepper::BuildModel(mjData* d, double h, icf::IcfModel* model) {
   adapter::BuildInfo info;
   const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
   adapter_.Build(m_, d, h, model, &info, implicit_ctrl ? &feedback_ : nullptr);
+  (model == &model0_ ? records0_ : records_mid_) = adapter_.contact_records();
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
   stats_.time_assembly += Seconds(t0, Clock::now());
   last_problem_ = model;
@@ -296,6 +297,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   o.tolerance = tolerance;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st);
+  last_solved_ = &model;
   stats_.time_solve += Seconds(t0, Clock::now());
   ++stats_.solves;
   stats_.newton_iterations += st.iterations;
@@ -527,6 +529,90 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   return absl::OkStatus();
 }
 
+void Stepper::FillConstraintForces(mjData* d) {
+  for (int i = 0; i < d->nefc; ++i) {
+    d->efc_force[i] = 0;
+    d->efc_state[i] = 0;
+  }
+  if (!last_solved_ || (last_solved_ != &model0_ && last_solved_ != &model_mid_)) return;
+  const std::vector<adapter::ContactRecord>& rec =
+      last_solved_ == &model0_ ? records0_ : records_mid_;
+  const std::vector<double>& gamma = solver_.data().contacts.gamma;
+  const double h = last_solved_->h;
+  const int nrec = static_cast<int>(rec.size());
+  if (nrec == 0 || !(h > 0) || static_cast<int>(gamma.size()) < 3 * nrec) return;
+  // Records sorted by geom pair, so each contact finds its pair by bisection.
+  auto key = [&](int r) {
+    return std::pair(std::min(rec[r].geom[0], rec[r].geom[1]),
+                     std::max(rec[r].geom[0], rec[r].geom[1]));
+  };
+  record_order_.resize(nrec);
+  for (int r = 0; r < nrec; ++r) record_order_[r] = r;
+  std::sort(record_order_.begin(), record_order_.end(),
+            [&](int a, int b) { return key(a) < key(b); });
+  record_used_.assign(nrec, 0);
+  const bool pyramidal = m_->opt.cone == mjCONE_PYRAMIDAL;
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& con = d->contact[i];
+    if (con.efc_address < 0 || con.exclude != 0) continue;
+    const std::pair<int, int> k(std::min(con.geom[0], con.geom[1]),
+                                std::max(con.geom[0], con.geom[1]));
+    auto it = std::lower_bound(record_order_.begin(), record_order_.end(), k,
+                               [&](int r, const std::pair<int, int>& x) { return key(r) < x; });
+    int best = -1;
+    double best_d2 = 0;
+    for (; it != record_order_.end() && key(*it) == k; ++it) {
+      if (record_used_[*it]) continue;
+      double d2 = 0;
+      for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);
+      if (best < 0 || d2 < best_d2) best = *it, best_d2 = d2;
+    }
+    if (best < 0) continue;
+    record_used_[best] = 1;
+    // Force on geom 2 relative to geom 1 in world coordinates: frameᵀ γ / h
+    // (a swapped pair reverses it), then in this contact's frame.
+    const adapter::ContactRecord& r = rec[best];
+    const double sign = r.geom[0] == con.geom[0] ? 1.0 : -1.0;
+    double F[3] = {0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
+    for (int a = 0; a < 3; ++a)
+      for (int j = 0; j < 3; ++j) F[j] += sign * r.frame[3 * a + j] * gamma[3 * best + a] / h;
+    for (int a = 0; a < 3; ++a)
+      for (int j = 0; j < 3; ++j) f[a] += con.frame[3 * a + j] * F[j];
+    f[0] = std::max(f[0], 0.0);
+    const int dim = con.dim;
+    if (dim == 1) {
+      d->efc_force[con.efc_address] = f[0];
+      continue;
+    }
+    if (pyramidal) {
+      // Inside MuJoCo's pyramid: Σ |f_t,i| / μ_i ≤ f_n (the ICF cone is round).
+      double l1 = 0;
+      for (int j = 1; j < std::min(dim, 3); ++j)
+        l1 += con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
+      if (l1 > f[0] && l1 > 0)
+        for (int j = 1; j < 3; ++j) f[j] *= f[0] / l1;
+      // Edge pairs (2j, 2j+1) carry a_j = |f_t,j|/μ_j plus an equal share of
+      // the slack, so that all edges are ≥ 0 and MuJoCo's decoding returns
+      // f_n = Σ edges and f_t,j = μ_j (e_2j − e_2j+1). Torsional and rolling
+      // components (dim 4, 6) are zero: ICF has none.
+      double used = 0;
+      for (int j = 1; j < dim; ++j) {
+        if (j >= 3 || !(con.friction[j - 1] > 0)) f[j] = 0;
+        else used += std::abs(f[j]) / con.friction[j - 1];
+      }
+      const double share = std::max(f[0] - used, 0.0) / (dim - 1);
+      for (int j = 1; j < dim; ++j) {
+        const double t = f[j] != 0 ? f[j] / con.friction[j - 1] : 0.0;
+        const double a = std::abs(t) + share;
+        d->efc_force[con.efc_address + 2 * (j - 1)] = 0.5 * (a + t);
+        d->efc_force[con.efc_address + 2 * (j - 1) + 1] = 0.5 * (a - t);
+      }
+    } else {
+      for (int j = 0; j < dim; ++j) d->efc_force[con.efc_address + j] = j < 3 ? f[j] : 0;
+    }
+  }
+}
+
 void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   const auto t0 = Clock::now();
   const bool energy = m_->opt.enableflags & mjENBL_ENERGY;
@@ -544,10 +630,7 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   if (energy) mj_energyVel(m_, d);
   Actuation(d);
   mj_fwdAcceleration(m_, d);
-  for (int i = 0; i < d->nefc; ++i) {
-    d->efc_force[i] = 0;
-    d->efc_state[i] = 0;
-  }
+  FillConstraintForces(d);
   for (int i = 0; i < m_->nv; ++i) d->qacc[i] = H > 0 ? (d->qvel[i] - v_start[i]) / H : 0;
   std::copy(d->qacc, d->qacc + m_->nv, d->qacc_warmstart);
   mj_mulM(m_, d, d->qfrc_constraint, d->qacc);

@@ -89,6 +89,9 @@ class Stepper {
   // Attempts one step of size h from x0 (stored in q0_, v0_, act0_); on
   // success the result is in q1_, v1_, act1_ and *error the error estimate.
   void Extrapolate();  // options_.extrapolate: x ← 2x − x̂
+  // efc_force of d's contacts from the impulses of the step's last solve
+  // (matched by geom pair and nearest point), other rows zero.
+  void FillConstraintForces(mjData* d);
   bool Attempt(mjData* d, double h, double* error, int* worst, double tolerance);
   // Linearizes the controller's generalized force per dof at x0 into
   // feedback_ (cenic-math §9.2); false if the controller failed.
@@ -118,6 +121,12 @@ class Stepper {
   ErrorNorm norm_;
   icf::IcfSolver solver_;
   icf::IcfModel model0_, model_mid_;     // built at x_t, at the midpoint / end
+  // Contact records of model0_ / model_mid_, the model of the last solve and
+  // the solver's impulses of that solve (for efc_force after the step).
+  std::vector<adapter::ContactRecord> records0_, records_mid_;
+  const icf::IcfModel* last_solved_ = nullptr;
+  std::vector<int> record_order_;
+  std::vector<char> record_used_;
   const icf::IcfModel* last_problem_ = &model0_;
   icf::SolveStatus last_status_ = icf::SolveStatus::kConverged;
   unsigned long long stages_hash_ = 0;   // state d's stages belong to
