@@ -83,17 +83,27 @@ TEST(Islands, AreTheConnectedComponentsOfTheConstraintGraph) {
   }
 }
 
+// Solves m from v0 with per-island line searches (on) and with one global
+// step length (off).
+struct OnOff {
+  std::vector<double> v_on, v_off;
+  SolveStats st_on, st_off;
+};
+OnOff SolveBothWays(const IcfModel& m, double tolerance) {
+  SolverOptions on, off;
+  on.tolerance = off.tolerance = tolerance;
+  off.island_line_search = false;
+  IcfSolver s_on, s_off;
+  OnOff r{std::vector<double>(m.nv), std::vector<double>(m.nv), {}, {}};
+  EXPECT_EQ(s_on.Solve(m, m.v0.data(), on, r.v_on.data(), &r.st_on), SolveStatus::kConverged);
+  EXPECT_EQ(s_off.Solve(m, m.v0.data(), off, r.v_off.data(), &r.st_off), SolveStatus::kConverged);
+  return r;
+}
+
 TEST(Islands, PerIslandLineSearchConvergesToTheSameVelocities) {
   const IcfModel m = ClutterProblemAt(0.6);
   ASSERT_GT(m.num_islands, 1);
-  SolverOptions on, off;
-  on.tolerance = off.tolerance = 1e-10;
-  off.island_line_search = false;
-  IcfSolver s_on, s_off;
-  SolveStats st_on, st_off;
-  std::vector<double> v_on(m.nv), v_off(m.nv);
-  ASSERT_EQ(s_on.Solve(m, m.v0.data(), on, v_on.data(), &st_on), SolveStatus::kConverged);
-  ASSERT_EQ(s_off.Solve(m, m.v0.data(), off, v_off.data(), &st_off), SolveStatus::kConverged);
+  const auto [v_on, v_off, st_on, st_off] = SolveBothWays(m, 1e-10);
   // Both minimize the same strictly convex ℓ: the minimizers agree in the
   // solver's scaled norm |M^{1/2}Δv| to the tolerance, and the costs agree.
   double dv = 0, Dr = 0;
@@ -132,12 +142,6 @@ TEST(Islands, EvalAlongLineIsTheSumOverIslands) {
   EXPECT_NEAR(direct.data().cost, L, 1e-10 * std::abs(L));
 }
 
-}  // namespace
-}  // namespace mjcenic
-
-namespace mjcenic {
-namespace {
-
 // One humanoid among 100 free objects (shared model humanoid100.xml) after
 // 0.05 s, 0.1 s, ..., 1 s: many islands with different contact states.
 TEST(Islands, ManyIslandsNeedFewerNewtonIterations) {
@@ -153,15 +157,9 @@ TEST(Islands, ManyIslandsNeedFewerNewtonIterations) {
     ASSERT_TRUE(stepper->Step(data.get()).ok());
     if (std::lround(data->time / model->opt.timestep) % 10) continue;
     const icf::IcfModel& m = stepper->last_problem();
-    SolverOptions on, off;
-    off.island_line_search = false;
-    IcfSolver s_on, s_off;
-    SolveStats st_on, st_off;
-    std::vector<double> v_on(m.nv), v_off(m.nv);
-    ASSERT_EQ(s_on.Solve(m, m.v0.data(), on, v_on.data(), &st_on), SolveStatus::kConverged);
-    ASSERT_EQ(s_off.Solve(m, m.v0.data(), off, v_off.data(), &st_off), SolveStatus::kConverged);
-    on_total += st_on.iterations;
-    off_total += st_off.iterations;
+    const OnOff r = SolveBothWays(m, SolverOptions().tolerance);
+    on_total += r.st_on.iterations;
+    off_total += r.st_off.iterations;
     max_islands = std::max(max_islands, m.num_islands);
     ++problems;
   }
