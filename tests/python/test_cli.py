@@ -60,3 +60,30 @@ def test_unknown_keyframe_and_option(cli):
     assert code != 0 and "nope" in err
     code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--frobnicate", check=False)
     assert code != 0 and "frobnicate" in err
+
+
+def test_chunk_step_calls_step_once_per_timestep(cli):
+    # --chunk step: the mj_step-signature Step() per opt.timestep (1 ms), so no
+    # internal step is longer than 1 ms and the run ends on 0.2 s exactly.
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.2", "--keyframe", "drop",
+                     "--chunk", "step")
+    assert r["mode"] == "cenic" and r["h_max"] <= 1e-3 * (1 + 1e-12)
+    assert abs(r["sim_time"] - 0.2) < 1e-12 and r["steps"] >= 200
+    # A numeric chunk: advance_to multiples of it; free flight takes long steps.
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.2", "--keyframe", "drop",
+                     "--chunk", "0.1")
+    assert r["h_max"] > 2e-3 and abs(r["sim_time"] - 0.2) < 1e-12  # > opt.timestep
+    for bad in ("0", "-1", "steps", "nan"):
+        code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--chunk", bad, check=False)
+        assert code != 0 and "--chunk" in err, bad
+
+
+def test_option_flag_sets_stepper_options(cli):
+    # The same keys as the plugin config and Python: fixed mode through --option.
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.1", "--keyframe", "drop",
+                     "--option", "mode=fixed", "--option", "linear_solver=islands")
+    assert r["mode"] == "fixed" and r["steps"] == 100
+    for bad, word in (("accuracy=-1", "accuracy"), ("no_such_key=1", "no_such_key"),
+                      ("mode", "KEY=VALUE"), ("linear_solver=qr", "linear_solver")):
+        code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--option", bad, check=False)
+        assert code != 0 and word in err, (bad, err)
