@@ -78,6 +78,10 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
   if (!(o.control.safety > 0 && o.control.safety <= 1 && o.control.max_growth > 1 &&
         o.control.min_shrink > 0 && o.control.min_shrink < 1 && o.control.order > 0))
     return bad("control (safety in (0,1], max_growth > 1, min_shrink in (0,1), order > 0)");
+  if (o.extrapolate && o.mode != Mode::kCenic)
+    return bad(absl::StrCat("extrapolate (applies to mode cenic only, not ", ToString(o.mode),
+                            ")")
+                   .c_str());
   if (m->nhistory > 0)
     return absl::UnimplementedError(
         "mjcenic: actuator/sensor delay and history buffers are not supported");

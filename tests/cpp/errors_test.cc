@@ -52,6 +52,13 @@ TEST(Errors, InvalidOptionsAreRejectedWithTheirName) {
   StepperOptions bad;
   bad.accuracy = 0;
   EXPECT_EQ(Stepper::Create(m.get(), bad).status().code(), absl::StatusCode::kInvalidArgument);
+  // An option that would silently do nothing in the chosen mode is refused.
+  StepperOptions extrapolated_fixed;
+  extrapolated_fixed.mode = Mode::kFixed;
+  extrapolated_fixed.extrapolate = true;
+  const absl::Status e = Stepper::Create(m.get(), extrapolated_fixed).status();
+  EXPECT_EQ(e.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(e.message()).find("extrapolate"), std::string::npos) << e;
 }
 
 TEST(Errors, LibraryMatchesHeaders) {
