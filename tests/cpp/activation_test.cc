@@ -38,12 +38,9 @@ ModelPtr FilterModel(const char* dyntype) {
              gainprm="1" ctrllimited="true" ctrlrange="0 1"/>
   </actuator>
 </mujoco>)";
-  char err[1000] = "";
-  mjSpec* spec = mj_parseXMLString(xml.c_str(), nullptr, err, sizeof(err));
-  EXPECT_NE(spec, nullptr) << err;
-  ModelPtr m(mj_compile(spec, nullptr));
-  mj_deleteSpec(spec);
-  EXPECT_NE(m, nullptr);
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(xml, &err);
+  EXPECT_NE(m, nullptr) << err;
   return m;
 }
 

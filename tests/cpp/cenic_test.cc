@@ -1187,11 +1187,9 @@ TEST(CenicController, FreeFallRunUsesQuarterGHSquared) {
 TEST(CenicTimeKeeping, ReachesTargetsAfterManyMaximumSteps) {
   const char* xml = R"(<mujoco><option gravity="0 0 0"/><worldbody><body>
       <freejoint/><geom size=".1" contype="0" conaffinity="0"/></body></worldbody></mujoco>)";
-  char err[1000] = "";
-  mjSpec* spec = mj_parseXMLString(xml, nullptr, err, sizeof(err));
-  ASSERT_NE(spec, nullptr) << err;
-  ModelPtr m(mj_compile(spec, nullptr));
-  mj_deleteSpec(spec);
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(xml, &err);
+  ASSERT_NE(m, nullptr) << err;
   DataPtr d(mj_makeData(m.get()));
   d->qvel[0] = 1.0;  // uniform motion: zero error, steps grow to max_step
   StepperOptions o;

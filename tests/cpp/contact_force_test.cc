@@ -42,12 +42,9 @@ ModelPtr BoxOnPlane(double tilt, const char* cone) {
   </sensor>
 </mujoco>)",
                 cone, kG, c, s, 0.1 * std::sin(tilt), 0.1 * std::cos(tilt), c, s, kMass);
-  char err[1000] = "";
-  mjSpec* spec = mj_parseXMLString(xml, nullptr, err, sizeof(err));
-  EXPECT_NE(spec, nullptr) << err;
-  ModelPtr m(mj_compile(spec, nullptr));
-  EXPECT_NE(m, nullptr) << mjs_getError(spec);
-  mj_deleteSpec(spec);
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(xml, &err);
+  EXPECT_NE(m, nullptr) << err;
   return m;
 }
 

@@ -2,6 +2,7 @@
 // row potential ℓ = h F (sqrt(v² + v_s²) − v_s)).
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
@@ -29,12 +30,10 @@ constexpr const char* kXml = R"(
 </mujoco>)";
 
 ModelPtr Load() {
-  char err[1000] = "";
-  mjSpec* spec = mj_parseXMLString(kXml, nullptr, err, sizeof(err));
-  EXPECT_NE(spec, nullptr) << err;
-  mjModel* m = mj_compile(spec, nullptr);
-  mj_deleteSpec(spec);
-  return ModelPtr(m);
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(kXml, &err);
+  EXPECT_NE(m, nullptr) << err;
+  return m;
 }
 
 double Inertia(const mjModel* m) {

@@ -21,6 +21,21 @@ inline std::string ModelPath(const char* file) {
   return std::string(MJCENIC_MODELS_DIR) + "/" + file;
 }
 
+// Compiles an MJCF string; null (and *error says why: the parser's or the
+// compiler's message) if it does not compile.
+inline ModelPtr ModelFromXml(const std::string& xml, std::string* error) {
+  char err[1000] = "";
+  mjSpec* spec = mj_parseXMLString(xml.c_str(), nullptr, err, sizeof(err));
+  if (!spec) {
+    *error = err;
+    return nullptr;
+  }
+  ModelPtr m(mj_compile(spec, nullptr));
+  if (!m) *error = mjs_getError(spec);
+  mj_deleteSpec(spec);
+  return m;
+}
+
 // A scene of models/ and an mjData at its named keyframe; model is null (and
 // *error says why) if the file does not load.
 struct Scene {
