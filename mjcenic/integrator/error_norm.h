@@ -18,7 +18,7 @@ namespace mjcenic {
 enum class ErrorNormKind {
   kWeighted,   // translations / L, rotations in radians (default)
   kDrake,      // raw qpos components, unweighted (Drake's S = I)
-  kFullState,  // kWeighted plus velocities · (1 s / L)  (for comparison only)
+  kFullState,  // kWeighted plus velocities · (1 s / L) (global-accuracy recipe, README)
 };
 const char* ToString(ErrorNormKind k);
 

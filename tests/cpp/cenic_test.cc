@@ -144,14 +144,33 @@ double LogLogSlope(const std::vector<double>& x, const std::vector<double>& y) {
   return sxy / sxx;
 }
 
-// Reference solutions are expensive; several tests share them.
+// The configuration whose *global* error tracks the accuracy (README,
+// "Accuracy: local and global error"): full-state norm (velocity errors
+// bounded too, so impacts are resolved), local extrapolation (second-order
+// propagated solution, no √ε drift in smooth phases) and speculative contacts
+// (a contact that starts inside a step is in that step's problem).
+StepperOptions GlobalAccuracy(double accuracy, double speculative_margin = 0.01) {
+  StepperOptions o = Cenic(accuracy);
+  o.error_norm = ErrorNormKind::kFullState;
+  o.extrapolate = true;
+  o.speculative_margin = speculative_margin;
+  return o;
+}
+
+// Reference solutions are expensive; several tests share them. `options`
+// gives the configuration; its accuracy is replaced by `accuracy`.
 const RunResult& Reference(const char* file, const mjModel* m, const char* key, double T,
-                           double accuracy) {
-  static std::map<std::tuple<std::string, double, double>, RunResult> cache;
-  const auto k = std::make_tuple(std::string(file), T, accuracy);
+                           double accuracy, const StepperOptions& options = StepperOptions()) {
+  static std::map<std::tuple<std::string, double, double, int, bool, double>, RunResult> cache;
+  const auto k = std::make_tuple(std::string(file), T, accuracy,
+                                 static_cast<int>(options.error_norm), options.extrapolate,
+                                 options.speculative_margin);
   auto it = cache.find(k);
   if (it == cache.end()) {
-    it = cache.emplace(k, Advance(m, key, Cenic(accuracy), T)).first;
+    StepperOptions o = options;
+    o.mode = Mode::kCenic;
+    o.accuracy = accuracy;
+    it = cache.emplace(k, Advance(m, key, o, T)).first;
     EXPECT_TRUE(it->second.status.ok()) << it->second.status;
   }
   return it->second;
@@ -160,23 +179,33 @@ const RunResult& Reference(const char* file, const mjModel* m, const char* key, 
 // ---------------------------------------------------------------------------
 // 1. Convergence against a tight reference.
 //
+// Local vs global error. ε_acc bounds the *local* error estimate of each step
+// (‖x̂ − x‖ ≤ ε_acc). With the paper's configuration (position-only norm,
+// half-step solution propagated) that is all it bounds:
+//  * ICF is first order, so in smooth phases the step is h ∝ √ε_acc and the
+//    global error after a time t grows like t·√ε_acc. For free fall
+//    (cenic-math §13.15) the accepted two-half-step solution lags the exact
+//    one by g·(h/2)·t/2, i.e. with h ≈ 0.9·2√(ε L/g): e/L ≈ 0.45·t·√(ε g/L)
+//    (CenicConvergence.FreeFallGlobalErrorIsHalfOrder).
+//  * A position-only local error of ε·L per step admits a velocity error of
+//    ε·L/h per step (by design: impacts do not shrink the step, test 3); over
+//    a contact phase of N steps these add up to N·ε·L in velocity·time.
+// So with the defaults the error at the end time is ≈ √ε_acc, not ≈ ε_acc.
+// GlobalAccuracy() removes both causes (extrapolation: the propagated
+// solution is second order; full-state norm: velocity errors are bounded;
+// speculative contacts: a contact that starts inside a step is in its
+// problem) and its end error stays below ε_acc, which the tests assert; the
+// default configuration is asserted against its half-order bound.
+//
 // Reference validity (measured while writing these tests, Release build):
-//   cylinder 0.6 s: accuracy 1e-7 vs 1e-8: 2.1e-5; fixed h = 1e-6 vs 1e-8: 8.6e-6.
+//   cylinder 0.6 s, GlobalAccuracy: accuracy 1e-6 vs 1e-7: 1.3e-6 (the error
+//                   at 1e-4 is 2.8e-6 against 1e-7, 4.1e-6 against 1e-6).
+//   cylinder 0.6 s, defaults: accuracy 1e-7 vs 1e-8: 1.4e-4.
 //   sphere 0.8 s:   accuracy 1e-7 vs 1e-8: 3.9e-11.
 //   clutter 0.3 s:  accuracy 1e-6 vs fixed h = 5e-6 (11 s of CPU): 2.8e-3, i.e.
 //                   8 % of the error measured at accuracy 1e-4 (3.6e-2).
 // The tests re-check the cheap part of this (two tight references agree far
 // better than the errors they are used to measure).
-//
-// Global vs local error. ε_acc bounds the *local* error estimate of each step
-// (‖x̂ − x‖ ≤ ε_acc). ICF is first order, so in smooth phases the step is
-// h ∝ √ε_acc and the *global* error after a time t grows like t·√ε_acc, not
-// like ε_acc. For free fall (cenic-math §13.15) the accepted two-half-step
-// solution lags the exact one by g·(h/2)·t/2, i.e. with h ≈ 0.9·2√(ε L/g):
-// e_global/L ≈ 0.45·t·√(ε g/L). The expectation "error within 10× the
-// requested accuracy at 1e-4" is therefore not met by a first-order method
-// (cylinder, pre-impact, see CenicConvergence.FreeFallGlobalErrorIsHalfOrder);
-// the tests assert the half-order bound e ≤ 2√ε_acc instead and print e/ε_acc.
 
 struct ConvergenceRow {
   double accuracy, error;
@@ -186,13 +215,14 @@ struct ConvergenceRow {
 std::vector<ConvergenceRow> ConvergenceStudy(const char* file, const mjModel* m, const char* key,
                                              double T, const RunResult& ref,
                                              const std::vector<double>& accuracies,
-                                             bool extrapolate = false) {
+                                             const StepperOptions& options = StepperOptions()) {
   std::vector<ConvergenceRow> rows;
   std::printf("  %-9s %-11s %-9s %6s %5s %9s %9s %9s %7s\n", "accuracy", "error", "err/acc",
               "steps", "rej", "h_min", "h_median", "h_max", "wall[s]");
   for (double acc : accuracies) {
-    StepperOptions o = Cenic(acc);
-    o.extrapolate = extrapolate;
+    StepperOptions o = options;
+    o.mode = Mode::kCenic;
+    o.accuracy = acc;
     RunResult r = Advance(m, key, o, T);
     EXPECT_TRUE(r.status.ok()) << file << " accuracy " << acc << ": " << r.status;
     const double e = PositionError(m, ref.length_scale, r.qpos, ref.qpos);
@@ -211,37 +241,40 @@ TEST(CenicConvergence, CylinderDrop) {
   const char* file = "cylinder_table.xml";
   ModelPtr m = LoadModel(ModelPath(file));
   ASSERT_TRUE(m);
-  const double T = 0.6;  // impact on the rim at ≈0.25 s, tips onto its face, at rest by ≈0.5 s
-  const RunResult& ref = Reference(file, m.get(), "drop", T, 1e-7);
-  ASSERT_TRUE(ref.status.ok());
-  Report("reference_steps(acc 1e-7)", ref.stats.steps);
-  Report("length_scale", ref.length_scale);
-  auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-1, 1e-2, 1e-3, 1e-4, 1e-6});
-  // The second tight reference (accuracy 1e-6) agrees with the first far
-  // better than any error it is used to judge.
-  const double ref_gap = rows[4].error;
-  Report("reference_gap(1e-6 vs 1e-7)", ref_gap);
-  EXPECT_LT(ref_gap, 0.1 * rows[3].error);
-
-  // Monotone decrease. Measured (single AdvanceTo): 0.469, 0.0388, 4.1e-4,
-  // 6.7e-3, 9.9e-5. The step 1e-3 → 1e-4 is NOT monotone: after the impact
-  // the cylinder tips over and slides, and its final rest position depends
-  // sensitively on the impact (accuracy 1e-3 with initial_step 5e-4 / 1e-3 /
-  // 2e-3 / 3e-4 gives 1.1e-2 / 4.1e-4 / 9.0e-4 / 9.5e-5; accuracies 3e-4 …
-  // 3e-5 all give ≈6.8e-3, 1e-5 → 3.7e-3, 3e-6 → 2.0e-4). The 1e-3 value is
-  // a lucky cancellation, so the test asserts the robust part of the trend.
-  EXPECT_GT(rows[0].error, rows[1].error);
-  EXPECT_GT(rows[1].error, rows[3].error);
-  EXPECT_GT(rows[3].error, rows[4].error);
-  if (!(rows[2].error > rows[3].error))
-    std::printf("  NOTE: not monotone between 1e-3 (%.3e) and 1e-4 (%.3e), see comment\n",
-                rows[2].error, rows[3].error);
-  // Half-order global bound (see the comment above ConvergenceStudy).
-  for (int i = 1; i <= 3; ++i) {
-    EXPECT_LE(rows[i].error, 2 * std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
-    if (rows[i].error > 10 * rows[i].accuracy)
-      std::printf("  NOTE: error %.3e is %.0fx the accuracy %.0e (global error ~ sqrt(acc))\n",
-                  rows[i].error, rows[i].error / rows[i].accuracy, rows[i].accuracy);
+  // Impact on the rim at ≈0.25 s, rocks on the rim, slaps onto its face at
+  // ≈0.30 s, bounces and settles; at rest by ≈0.5 s.
+  const double T = 0.6;
+  {
+    std::printf(" GlobalAccuracy configuration (acceptance: monotone, <= 10 x accuracy)\n");
+    const StepperOptions g = GlobalAccuracy(1e-3);
+    const RunResult& ref = Reference(file, m.get(), "drop", T, 1e-6, g);
+    ASSERT_TRUE(ref.status.ok());
+    Report("reference_steps(acc 1e-6)", ref.stats.steps);
+    auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-1, 1e-2, 1e-3, 1e-4, 1e-5}, g);
+    for (int i = 1; i < 4; ++i)
+      EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
+    for (int i = 1; i <= 3; ++i)
+      EXPECT_LE(rows[i].error, 10 * rows[i].accuracy) << "accuracy " << rows[i].accuracy;
+    // Cheap reference check: a run at 1e-5 is already far closer to the
+    // reference than the errors being judged at 1e-2 and 1e-3.
+    EXPECT_LT(rows[4].error, 0.5 * rows[2].error);
+  }
+  {
+    std::printf(" default configuration (paper: position-only local error control)\n");
+    const RunResult& ref = Reference(file, m.get(), "drop", T, 1e-7);
+    ASSERT_TRUE(ref.status.ok());
+    auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-1, 1e-2, 1e-3, 1e-4, 1e-6});
+    Report("reference_gap(1e-6 vs 1e-7)", rows[4].error);
+    EXPECT_LT(rows[4].error, 0.1 * rows[3].error);
+    for (int i = 1; i < 4; ++i)
+      EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
+    // Half-order global bound (see the comment above ConvergenceStudy).
+    for (int i = 1; i <= 3; ++i) {
+      EXPECT_LE(rows[i].error, 2 * std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
+      if (rows[i].error > 10 * rows[i].accuracy)
+        std::printf("  NOTE: error %.3e is %.0fx the accuracy %.0e (global error ~ sqrt(acc))\n",
+                    rows[i].error, rows[i].error / rows[i].accuracy, rows[i].accuracy);
+    }
   }
 }
 
@@ -276,8 +309,10 @@ TEST(CenicExtrapolation, SphereDropWithinTheAccuracyAndHardClutterStable) {
   ASSERT_TRUE(m);
   const RunResult& ref = Reference("sphere_plane.xml", m.get(), "drop", 0.8, 1e-7);
   ASSERT_TRUE(ref.status.ok());
+  StepperOptions extrapolated;
+  extrapolated.extrapolate = true;
   auto rows = ConvergenceStudy("sphere_plane.xml", m.get(), "drop", 0.8, ref,
-                               {1e-2, 1e-3, 1e-4}, /*extrapolate=*/true);
+                               {1e-2, 1e-3, 1e-4}, extrapolated);
   for (const ConvergenceRow& r : rows) EXPECT_LE(r.error, 10 * r.accuracy);
   // Stiff contact: the hard clutter of CenicHardClutter at 1e-2, 0.5 s.
   ModelPtr c = LoadModel(ModelPath("clutter.xml"));
@@ -350,6 +385,17 @@ TEST(CenicConvergence, SphereDrop) {
     EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
   for (int i = 1; i <= 3; ++i)
     EXPECT_LE(rows[i].error, 10 * rows[i].accuracy) << "accuracy " << rows[i].accuracy;
+
+  std::printf(" GlobalAccuracy configuration\n");
+  const StepperOptions g = GlobalAccuracy(1e-3);
+  const RunResult& gref = Reference(file, m.get(), "drop", T, 1e-7, g);
+  ASSERT_TRUE(gref.status.ok());
+  auto grows = ConvergenceStudy(file, m.get(), "drop", T, gref, {1e-1, 1e-2, 1e-3, 1e-4}, g);
+  // Measured: 9.7e-2, 8.2e-8, 4.9e-9, 4.2e-10.
+  for (int i = 1; i < 4; ++i)
+    EXPECT_LT(grows[i].error, grows[i - 1].error) << "accuracy " << grows[i].accuracy;
+  for (int i = 1; i <= 3; ++i)
+    EXPECT_LE(grows[i].error, 10 * grows[i].accuracy) << "accuracy " << grows[i].accuracy;
 }
 
 TEST(CenicConvergence, Clutter) {
@@ -362,7 +408,7 @@ TEST(CenicConvergence, Clutter) {
   Report("reference_steps(acc 1e-6)", ref.stats.steps);
   Report("reference_wall_s", ref.wall);
   auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-1, 1e-2, 1e-3, 1e-4});
-  // Measured: 0.892, 0.157, 0.0713, 0.0358 (global error ∝ ε^0.3 here).
+  // Measured: 0.887, 0.370, 0.118, 0.0321 (global error ∝ ε^0.4 here).
   for (int i = 1; i < 4; ++i)
     EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
   for (int i = 1; i <= 3; ++i)
@@ -656,21 +702,19 @@ TEST(CenicVelocityJump, ImpactShrinksStepOnlyUnderFullStateNorm) {
 // ---------------------------------------------------------------------------
 // 4. Ablations on the cylinder drop at accuracy 1e-3.
 
-TEST(CenicAblations, CylinderDrop) {
-  const char* file = "cylinder_table.xml";
-  ModelPtr m = LoadModel(ModelPath(file));
-  ASSERT_TRUE(m);
-  const double T = 0.6, acc = 1e-3;
-  const RunResult& ref = Reference(file, m.get(), "drop", T, 1e-7);
-  ASSERT_TRUE(ref.status.ok());
-  struct Variant {
-    const char* name;
-    StepperOptions o;
-    RunResult r;
-    double error = 0;
-  };
+// Runs the six ablation variants of one configuration and checks the
+// accuracy assertion of test 1 (`bound`) for each.
+struct Variant {
+  const char* name;
+  StepperOptions o;
+  RunResult r;
+  double error = 0;
+};
+
+std::vector<Variant> RunAblations(const mjModel* m, const StepperOptions& config, double T,
+                                  const RunResult& ref, double bound) {
   std::vector<Variant> v(6);
-  for (auto& x : v) x.o = Cenic(acc);
+  for (auto& x : v) x.o = config;
   v[0].name = "baseline";
   v[1].name = "adaptive_tolerance=off";
   v[1].o.adaptive_tolerance = false;
@@ -684,36 +728,55 @@ TEST(CenicAblations, CylinderDrop) {
   v[5].name = "reuse+adaptive_off";
   v[5].o.solver.hessian_reuse = true;
   v[5].o.adaptive_tolerance = false;
-  std::printf("  %-24s %-10s %5s %4s %6s %7s %7s %7s\n", "variant", "error", "steps", "rej",
+  std::printf("  %-24s %-10s %6s %4s %6s %7s %7s %7s\n", "variant", "error", "steps", "rej",
               "solves", "newton", "factor", "ls_it");
   for (auto& x : v) {
-    x.r = Advance(m.get(), "drop", x.o, T);
+    x.r = Advance(m, "drop", x.o, T);
     EXPECT_TRUE(x.r.status.ok()) << x.name << ": " << x.r.status;
-    x.error = PositionError(m.get(), ref.length_scale, x.r.qpos, ref.qpos);
+    x.error = PositionError(m, ref.length_scale, x.r.qpos, ref.qpos);
     const StepperStats& s = x.r.stats;
-    std::printf("  %-24s %-10.3e %5ld %4ld %6ld %7ld %7ld %7ld\n", x.name, x.error, s.steps,
+    std::printf("  %-24s %-10.3e %6ld %4ld %6ld %7ld %7ld %7ld\n", x.name, x.error, s.steps,
                 s.rejected_steps, s.solves, s.newton_iterations, s.factorizations,
                 s.ls_iterations);
-    ::testing::Test::RecordProperty(std::string(x.name) + ":newton",
-                                    std::to_string(s.newton_iterations));
-    ::testing::Test::RecordProperty(std::string(x.name) + ":factorizations",
-                                    std::to_string(s.factorizations));
-    ::testing::Test::RecordProperty(std::string(x.name) + ":ls_iterations",
-                                    std::to_string(s.ls_iterations));
-    // Convergence assertion of test 1. Caveat (see CylinderDrop): at this
-    // accuracy the end error of the cylinder is sensitive to the step
-    // sequence (1e-4 … 1e-2 for different initial steps), so a future change
-    // of the step sequence can move it past 10·ε without being a bug.
-    EXPECT_LE(x.error, 10 * acc) << x.name;
+    EXPECT_LE(x.error, bound) << x.name;
   }
-  const StepperStats &base = v[0].r.stats, &fixed_tol = v[1].r.stats, &reuse = v[2].r.stats,
-                     &quad = v[3].r.stats;
+  const StepperStats &base = v[0].r.stats, &reuse = v[2].r.stats, &quad = v[3].r.stats;
   // Hessian reuse: fewer factorizations, more Newton iterations (§8.5, §13.26).
   EXPECT_LT(reuse.factorizations, 0.8 * base.factorizations);
   EXPECT_GT(reuse.newton_iterations, base.newton_iterations);
   EXPECT_LT(v[4].r.stats.factorizations, 0.8 * quad.factorizations);
   // Without reuse every Newton iteration factorizes.
   EXPECT_EQ(base.factorizations, base.newton_iterations);
+  EXPECT_LT(reuse.newton_iterations, v[5].r.stats.newton_iterations);
+  return v;
+}
+
+TEST(CenicAblations, CylinderDrop) {
+  const char* file = "cylinder_table.xml";
+  ModelPtr m = LoadModel(ModelPath(file));
+  ASSERT_TRUE(m);
+  const double T = 0.6, acc = 1e-3;
+  // The accuracy assertions of test 1 at ε = 1e-3, with every speed
+  // technique on or off: GlobalAccuracy within 10·ε, the defaults within
+  // their half-order bound 2√ε.
+  std::printf(" GlobalAccuracy configuration, accuracy 1e-3\n");
+  const StepperOptions g = GlobalAccuracy(acc);
+  const RunResult& gref = Reference(file, m.get(), "drop", T, 1e-6, g);
+  ASSERT_TRUE(gref.status.ok());
+  RunAblations(m.get(), g, T, gref, 10 * acc);
+  std::printf(" default configuration, accuracy 1e-3\n");
+  const RunResult& ref = Reference(file, m.get(), "drop", T, 1e-7);
+  ASSERT_TRUE(ref.status.ok());
+  std::vector<Variant> v = RunAblations(m.get(), Cenic(acc), T, ref, 2 * std::sqrt(acc));
+  for (const Variant& x : v) {
+    ::testing::Test::RecordProperty(std::string(x.name) + ":newton",
+                                    std::to_string(x.r.stats.newton_iterations));
+    ::testing::Test::RecordProperty(std::string(x.name) + ":factorizations",
+                                    std::to_string(x.r.stats.factorizations));
+    ::testing::Test::RecordProperty(std::string(x.name) + ":ls_iterations",
+                                    std::to_string(x.r.stats.ls_iterations));
+  }
+  const StepperStats &base = v[0].r.stats, &fixed_tol = v[1].r.stats, &quad = v[3].r.stats;
   // Adaptive tolerance κ·ε_acc = 1e-6 vs fixed 1e-8. The two runs take
   // different step sequences (different problems), so their totals are only
   // printed; on identical problems the looser tolerance never needs more
@@ -750,7 +813,6 @@ TEST(CenicAblations, CylinderDrop) {
     std::printf("  same problems: %ld Newton iterations at 1e-6, %ld at 1e-8\n", loose, tight);
     EXPECT_LT(loose, tight);
   }
-  EXPECT_LT(reuse.newton_iterations, v[5].r.stats.newton_iterations);
   Report("ls_iterations_per_newton(cubic)",
          static_cast<double>(base.ls_iterations) / base.newton_iterations);
   Report("ls_iterations_per_newton(quadratic)",
