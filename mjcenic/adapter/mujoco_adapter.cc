@@ -161,15 +161,8 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     if (m->jnt_actgravcomp[j]) w_gravcomp.push_back(Name(m, mjOBJ_JOINT, j, "joint"));
 
   // Features mjcenic approximates or ignores (one warning each, with names).
-  std::vector<std::string> w_condim, w_flex;
-  for (int g = 0; g < m->ngeom; ++g)
-    if (m->geom_condim[g] > 3 && (m->geom_contype[g] || m->geom_conaffinity[g]))
-      w_condim.push_back(Name(m, mjOBJ_GEOM, g, "geom"));
-  for (int p = 0; p < m->npair; ++p)
-    if (m->pair_dim[p] > 3) w_condim.push_back(Name(m, mjOBJ_PAIR, p, "pair"));
+  std::vector<std::string> w_flex;
   for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
-  Warn(&warnings_, "condim 4/6: torsional and rolling friction are ignored (treated as condim 3)",
-       w_condim);
   Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
   Warn(&warnings_,
        "actuator law is not affine in (length, velocity): its force is applied explicitly at "
@@ -214,6 +207,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
     model->couplings.Clear();
     model->gains.Clear();
     model->dry_friction.Clear();
+    model->contact_torques.Clear();
   }
   model->M.assign(d->M, d->M + m->nC);
   for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
@@ -426,11 +420,13 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
 }
 
 void MujocoAdapter::PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
-                                  std::vector<int>* dofs, std::vector<double>* cols) const {
+                                  std::vector<int>* dofs, std::vector<double>* cols,
+                                  std::vector<double>* rot) const {
   // Columns j of the chain of dofs moving `body`:
   //   cdof_lin(j) + cdof_rot(j) × (p − subtree_com[root])   (mapping §5.6).
   dofs->clear();
   cols->clear();
+  if (rot) rot->clear();
   const int weld = m->body_weldid[body];
   if (weld == 0 || m->body_dofnum[weld] == 0) return;
   const double* com = d->subtree_com + 3 * m->body_rootid[body];
@@ -443,6 +439,7 @@ void MujocoAdapter::PointJacobian(const mjModel* m, const mjData* d, int body, c
     cols->push_back(cd[3] + cd[1] * off[2] - cd[2] * off[1]);
     cols->push_back(cd[4] + cd[2] * off[0] - cd[0] * off[2]);
     cols->push_back(cd[5] + cd[0] * off[1] - cd[1] * off[0]);
+    if (rot) rot->insert(rot->end(), cd, cd + 3);
   }
 }
 
@@ -485,6 +482,28 @@ void MujocoAdapter::MappedContact(const double key[11], double omega_max, double
   *d = p.d;
 }
 
+void MujocoAdapter::FrameRows(const double frame[9], const std::vector<double>& cols_a,
+                              const std::vector<double>& cols_b, double* J) const {
+  // J = frame · (cols_b − cols_a) over the union dofs_ (columns of each side
+  // follow dofs_a_ / dofs_b_).
+  const int n = static_cast<int>(dofs_.size());
+  size_t ia = 0, ib = 0;
+  for (int q = 0; q < n; ++q) {
+    double diff[3] = {0, 0, 0};
+    if (ib < dofs_b_.size() && dofs_b_[ib] == dofs_[q]) {
+      for (int r = 0; r < 3; ++r) diff[r] += cols_b[3 * ib + r];
+      ++ib;
+    }
+    if (ia < dofs_a_.size() && dofs_a_[ia] == dofs_[q]) {
+      for (int r = 0; r < 3; ++r) diff[r] -= cols_a[3 * ia + r];
+      ++ia;
+    }
+    for (int r = 0; r < 3; ++r)
+      J[r * n + q] =
+          frame[3 * r] * diff[0] + frame[3 * r + 1] * diff[1] + frame[3 * r + 2] * diff[2];
+  }
+}
+
 void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel* model,
                                 BuildInfo* info) {
   const double timestep = m->opt.timestep;
@@ -502,8 +521,12 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     const int b1 = m->geom_bodyid[con.geom[0]], b2 = m->geom_bodyid[con.geom[1]];
     if (con.exclude == 0) info->max_penetration = std::max(info->max_penetration, -con.dist);
     // Jacobian rows in the contact frame: frame · (J₂ − J₁)(pos).
-    PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_);
-    PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_);
+    // condim 4/6: torsional (friction[2]) and rolling (friction[3]) friction.
+    const double mu_spin = con.dim >= 4 ? con.friction[2] : 0.0;
+    const double mu_roll = con.dim >= 6 ? con.friction[3] : 0.0;
+    const bool torques = mu_spin > 0 || mu_roll > 0;
+    PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_, torques ? &rot_a_ : nullptr);
+    PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_, torques ? &rot_b_ : nullptr);
     dofs_.clear();
     std::set_union(dofs_a_.begin(), dofs_a_.end(), dofs_b_.begin(), dofs_b_.end(),
                    std::back_inserter(dofs_));
@@ -544,22 +567,16 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     rec.geom[1] = con.geom[1];
     std::copy(con.pos, con.pos + 3, rec.pos);
     std::copy(con.frame, con.frame + 9, rec.frame);
-    double* J = model->contacts.rows.J(c);
-    const int n = static_cast<int>(dofs_.size());
-    size_t ia = 0, ib = 0;
-    for (int q = 0; q < n; ++q) {
-      double diff[3] = {0, 0, 0};
-      if (ib < dofs_b_.size() && dofs_b_[ib] == dofs_[q]) {
-        for (int r = 0; r < 3; ++r) diff[r] += cols_b_[3 * ib + r];
-        ++ib;
-      }
-      if (ia < dofs_a_.size() && dofs_a_[ia] == dofs_[q]) {
-        for (int r = 0; r < 3; ++r) diff[r] -= cols_a_[3 * ia + r];
-        ++ia;
-      }
-      for (int r = 0; r < 3; ++r)
-        J[r * n + q] = con.frame[3 * r] * diff[0] + con.frame[3 * r + 1] * diff[1] +
-                       con.frame[3 * r + 2] * diff[2];
+    FrameRows(con.frame, cols_a_, cols_b_, model->contacts.rows.J(c));
+    if (torques) {
+      // Regularization: the angular velocity at which the torque bound
+      // dissipates the same power as the sliding bound at v_s, i.e. v_s over
+      // the lever arm μ_x/μ (see README, contact mapping).
+      const double vs = model->params.stiction_tolerance;
+      auto eps = [&](double mu_x) { return mu_x > 0 ? vs * std::max(mu, 1e-3) / mu_x : 1.0; };
+      rec.torque = model->contact_torques.Add(dofs_, c, mu_spin, mu_roll, eps(mu_spin),
+                                              eps(mu_roll));
+      FrameRows(con.frame, rot_a_, rot_b_, model->contact_torques.rows.J(rec.torque));
     }
     ++info->ncontact;
   }

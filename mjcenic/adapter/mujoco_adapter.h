@@ -52,6 +52,7 @@ struct ContactRecord {
   int geom[2];
   double pos[3];
   double frame[9];
+  int torque = -1;  // its ContactTorquePool constraint (condim 4/6), or -1
 };
 
 // What one problem build saw (for statistics).
@@ -89,9 +90,15 @@ class MujocoAdapter {
   void AddTendonSprings(const mjModel* m, const mjData* d, icf::IcfModel* model);
   void AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model);
   void AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model);
-  // Translational Jacobian columns of the point p on body b: dofs ascending.
+  // Translational Jacobian columns of the point p on body b: dofs ascending;
+  // with `rot`, also the rotational columns (angular velocity of the body).
   void PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
-                     std::vector<int>* dofs, std::vector<double>* cols) const;
+                     std::vector<int>* dofs, std::vector<double>* cols,
+                     std::vector<double>* rot = nullptr) const;
+  // J (3 × dofs_) = frame · (cols_b − cols_a), the sides' columns over
+  // dofs_b_ / dofs_a_ (contact rows in the contact frame).
+  void FrameRows(const double frame[9], const std::vector<double>& cols_a,
+                 const std::vector<double>& cols_b, double* J) const;
   void EfcRow(const mjModel* m, const mjData* d, int row);
   double FrictionLossSpeed(const mjModel* m, const mjData* d, int row) const;
   // k and d of the contact mapping for `key` (solref, solimp, m_c, λ, timestep, ±g_ref).
@@ -117,7 +124,7 @@ class MujocoAdapter {
   std::vector<MapEntry> map_cache_;
   // Scratch (grows, never shrinks).
   std::vector<int> dofs_a_, dofs_b_, dofs_;
-  std::vector<double> cols_a_, cols_b_, row_;
+  std::vector<double> cols_a_, cols_b_, rot_a_, rot_b_, row_;
   std::vector<int> perm_;
 };
 

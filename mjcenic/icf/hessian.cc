@@ -210,6 +210,7 @@ class SparseHessian final : public HessianFactor {
     collect(m.couplings, 0);
     collect(m.gains, 0);
     collect(m.dry_friction, 0);
+    collect(m.contact_torques, 0);
     std::sort(pairs_.begin(), pairs_.end());
     pairs_.erase(std::unique(pairs_.begin(), pairs_.end()), pairs_.end());
 

@@ -34,7 +34,7 @@ struct IcfData {
   std::vector<double> Av;      // A v
   std::vector<double> grad;    // ∇ℓ(v) = A v − r − Σ Jᵀγ
   double cost = 0;             // ℓ(v)
-  PoolData<3> contacts;
+  PoolData<3> contacts, contact_torques;
   PoolData<1> limits, couplings, gains, dry_friction;
   // Line search (§3.4), per island i: ℓ_i(α) = ½ a_i α² + b_i α + c_i + Σ ℓ_c.
   std::vector<double> w, Aw;
@@ -56,6 +56,7 @@ struct IcfData {
     couplings.Resize(model.couplings.size());
     gains.Resize(model.gains.size());
     dry_friction.Resize(model.dry_friction.size());
+    contact_torques.Resize(model.contact_torques.size());
   }
 };
 
@@ -67,6 +68,7 @@ void ForEachPool(const IcfModel& m, IcfData& d, F&& f) {
   f(m.couplings, d.couplings);
   f(m.gains, d.gains);
   f(m.dry_friction, d.dry_friction);
+  f(m.contact_torques, d.contact_torques);
 }
 
 }  // namespace mjcenic::icf

@@ -25,6 +25,7 @@ void IcfModel::Reset(int n) {
   couplings.Clear();
   gains.Clear();
   dry_friction.Clear();
+  contact_torques.Clear();
   h = 0;
 }
 
@@ -52,6 +53,7 @@ void IcfModel::ComputeIslands() {
   join(couplings);
   join(gains);
   join(dry_friction);
+  join(contact_torques);
   // Number the roots 0, 1, ... in clique order.
   island_of_clique.assign(std::max(ncl, 0), -1);
   num_islands = 0;
@@ -73,6 +75,7 @@ void IcfModel::ComputeIslands() {
 void IcfModel::Finalize(double h_) {
   ComputeIslands();
   contacts.Lag(v0.data(), params);
+  contact_torques.Lag(contacts);
   gains.Lag(v0.data());
   SetTimeStep(h_);
 }
@@ -87,6 +90,7 @@ void IcfModel::SetTimeStep(double h_) {
   couplings.SetTimeStep(h, params);
   gains.SetTimeStep(h, params);
   dry_friction.SetTimeStep(h, params);
+  contact_torques.SetTimeStep(h);
 }
 
 void IcfModel::ShiftConfiguration(const double* dq) {

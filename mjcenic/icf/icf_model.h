@@ -41,6 +41,7 @@ struct IcfModel {
   CouplingPool couplings;
   GainPool gains;
   DryFrictionPool dry_friction;
+  ContactTorquePool contact_torques;  // condim 4/6: torsional and rolling friction
 
   // Time-step dependent.
   double h = 0;

@@ -54,7 +54,7 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v) {
     for (int c = 0; c < pool.size(); ++c) {
       double* vc = pd.vc.data() + R * c;
       pool.rows.Multiply(c, v, vc);
-      if constexpr (R == 3)
+      if constexpr (requires { pool.bias; })  // contacts: surface-velocity bias
         for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
       double* gamma = pd.gamma.data() + R * c;
       pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);

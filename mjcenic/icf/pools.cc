@@ -240,4 +240,65 @@ void DryFrictionPool::Eval(int c, const double* vc, double* cost, double* gamma,
   G[0] = hF * e * e / (s * s * s);
 }
 
+void ContactTorquePool::Clear() {
+  rows.Clear();
+  contact.clear();
+  mu_spin.clear();
+  mu_roll.clear();
+  eps_spin.clear();
+  eps_roll.clear();
+  fn0.clear();
+  n0.clear();
+}
+
+int ContactTorquePool::Add(std::span<const int> dofs, int contact_, double mu_spin_,
+                           double mu_roll_, double eps_spin_, double eps_roll_) {
+  const int c = rows.Add(dofs);
+  contact.push_back(contact_);
+  mu_spin.push_back(mu_spin_);
+  mu_roll.push_back(mu_roll_);
+  eps_spin.push_back(eps_spin_);
+  eps_roll.push_back(eps_roll_);
+  fn0.push_back(0);
+  n0.push_back(0);
+  return c;
+}
+
+void ContactTorquePool::Lag(const ContactPool& contacts) {
+  for (int c = 0; c < size(); ++c) fn0[c] = contacts.fn0[contact[c]];
+}
+
+void ContactTorquePool::SetTimeStep(double h_) {
+  h = h_;
+  for (int c = 0; c < size(); ++c) n0[c] = h * fn0[c];
+}
+
+void ContactTorquePool::Eval(int c, const double* w, double* cost, double* gamma,
+                             double* G) const {
+  for (int i = 0; i < 9; ++i) G[i] = 0;
+  gamma[0] = gamma[1] = gamma[2] = 0;
+  *cost = 0;
+  // Spin: ‖w₀‖_ε = sqrt(w₀² + ε²) − ε.
+  const double ts = n0[c] * mu_spin[c];
+  if (ts > 0) {
+    const double e = eps_spin[c], s = std::sqrt(w[0] * w[0] + e * e);
+    *cost += ts * (s - e);
+    gamma[0] = -ts * w[0] / s;
+    G[0] = ts * e * e / (s * s * s);
+  }
+  // Roll: u = (w₁, w₂), ∇ = u/s, ∇² = (I − u uᵀ/s²)/s with s = sqrt(‖u‖² + ε²).
+  const double tr = n0[c] * mu_roll[c];
+  if (tr > 0) {
+    const double e = eps_roll[c];
+    const double s = std::sqrt(w[1] * w[1] + w[2] * w[2] + e * e);
+    *cost += tr * (s - e);
+    gamma[1] = -tr * w[1] / s;
+    gamma[2] = -tr * w[2] / s;
+    const double a = tr / s, b = tr / (s * s * s);
+    G[4] = a - b * w[1] * w[1];
+    G[5] = G[7] = -b * w[1] * w[2];
+    G[8] = a - b * w[2] * w[2];
+  }
+}
+
 }  // namespace mjcenic::icf

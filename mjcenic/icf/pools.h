@@ -108,6 +108,31 @@ struct DryFrictionPool {
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
 };
 
+// Torsional and rolling friction of point contacts (MuJoCo condim 4 and 6;
+// not in the CENIC paper). Rows: the relative angular velocity of the two
+// bodies in the contact frame, w = [n̂, t̂1, t̂2]ᵀ(ω_B − ω_A): w[0] spins about
+// the normal, w[1..2] roll. The torque bound is the contact's *lagged* normal
+// impulse times a length (MuJoCo's friction[2] and friction[3]), as for the
+// sliding friction (P14), with the same soft norm:
+//   ℓ = n⁰ (μ_spin ‖w₀‖_ε_spin + μ_roll ‖(w₁, w₂)‖_ε_roll),  n⁰ = h f_n⁰,
+// so every solve stays convex and |τ_spin| < μ_spin f_n⁰, ‖τ_roll‖ < μ_roll f_n⁰.
+struct ContactTorquePool {
+  RowStore<3> rows;
+  std::vector<int> contact;               // index into ContactPool (its f_n⁰)
+  std::vector<double> mu_spin, mu_roll;   // [m]; 0: that part absent
+  std::vector<double> eps_spin, eps_roll; // regularization angular velocities [rad/s]
+  std::vector<double> fn0, n0;            // lagged normal force [N], n⁰ = h f_n⁰ [N s]
+  double h = 0;
+
+  void Clear();
+  int Add(std::span<const int> dofs, int contact, double mu_spin, double mu_roll,
+          double eps_spin, double eps_roll);
+  int size() const { return rows.size(); }
+  void Lag(const ContactPool& contacts);  // after contacts.Lag
+  void SetTimeStep(double h);
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+};
+
 inline double Sigmoid(double x) { return x / std::sqrt(1.0 + x * x); }
 
 }  // namespace mjcenic::icf

@@ -542,6 +542,7 @@ void Stepper::FillConstraintForces(mjData* d) {
   const std::vector<adapter::ContactRecord>& rec =
       last_solved_ == &model0_ ? records0_ : records_mid_;
   const std::vector<double>& gamma = solver_.data().contacts.gamma;
+  const std::vector<double>& torque_gamma = solver_.data().contact_torques.gamma;
   const double h = last_solved_->h;
   const int nrec = static_cast<int>(rec.size());
   if (nrec == 0 || !(h > 0) || static_cast<int>(gamma.size()) < 3 * nrec) return;
@@ -577,11 +578,18 @@ void Stepper::FillConstraintForces(mjData* d) {
     // (a swapped pair reverses it), then in this contact's frame.
     const adapter::ContactRecord& r = rec[best];
     const double sign = r.geom[0] == con.geom[0] ? 1.0 : -1.0;
-    double F[3] = {0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
+    double F[3] = {0, 0, 0}, T[3] = {0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
     for (int a = 0; a < 3; ++a)
       for (int j = 0; j < 3; ++j) F[j] += sign * r.frame[3 * a + j] * gamma[3 * best + a] / h;
+    if (r.torque >= 0 && static_cast<int>(torque_gamma.size()) >= 3 * (r.torque + 1))
+      for (int a = 0; a < 3; ++a)
+        for (int j = 0; j < 3; ++j)
+          T[j] += sign * r.frame[3 * a + j] * torque_gamma[3 * r.torque + a] / h;
     for (int a = 0; a < 3; ++a)
-      for (int j = 0; j < 3; ++j) f[a] += con.frame[3 * a + j] * F[j];
+      for (int j = 0; j < 3; ++j) {
+        f[a] += con.frame[3 * a + j] * F[j];
+        f[3 + a] += con.frame[3 * a + j] * T[j];  // spin, roll 1, roll 2
+      }
     f[0] = std::max(f[0], 0.0);
     const int dim = con.dim;
     if (dim == 1) {
@@ -589,19 +597,20 @@ void Stepper::FillConstraintForces(mjData* d) {
       continue;
     }
     if (pyramidal) {
-      // Inside MuJoCo's pyramid: Σ |f_t,i| / μ_i ≤ f_n (the ICF cone is round).
+      // Inside MuJoCo's pyramid: Σ |f_j| / μ_j ≤ f_n over the friction
+      // components (the ICF bounds are separate: a round sliding cone and
+      // separate torque bounds).
       double l1 = 0;
-      for (int j = 1; j < std::min(dim, 3); ++j)
+      for (int j = 1; j < dim; ++j)
         l1 += con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
       if (l1 > f[0] && l1 > 0)
-        for (int j = 1; j < 3; ++j) f[j] *= f[0] / l1;
-      // Edge pairs (2j, 2j+1) carry a_j = |f_t,j|/μ_j plus an equal share of
+        for (int j = 1; j < dim; ++j) f[j] *= f[0] / l1;
+      // Edge pairs (2j, 2j+1) carry a_j = |f_j|/μ_j plus an equal share of
       // the slack, so that all edges are ≥ 0 and MuJoCo's decoding returns
-      // f_n = Σ edges and f_t,j = μ_j (e_2j − e_2j+1). Torsional and rolling
-      // components (dim 4, 6) are zero: ICF has none.
+      // f_n = Σ edges and f_j = μ_j (e_2j − e_2j+1).
       double used = 0;
       for (int j = 1; j < dim; ++j) {
-        if (j >= 3 || !(con.friction[j - 1] > 0)) f[j] = 0;
+        if (!(con.friction[j - 1] > 0)) f[j] = 0;
         else used += std::abs(f[j]) / con.friction[j - 1];
       }
       const double share = std::max(f[0] - used, 0.0) / (dim - 1);
@@ -612,7 +621,7 @@ void Stepper::FillConstraintForces(mjData* d) {
         d->efc_force[con.efc_address + 2 * (j - 1) + 1] = 0.5 * (a - t);
       }
     } else {
-      for (int j = 0; j < dim; ++j) d->efc_force[con.efc_address + j] = j < 3 ? f[j] : 0;
+      for (int j = 0; j < dim; ++j) d->efc_force[con.efc_address + j] = f[j];
     }
   }
 }

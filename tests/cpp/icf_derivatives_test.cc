@@ -154,6 +154,7 @@ Eigen::MatrixXd ReferenceHessian(const IcfModel& m, const IcfData& d) {
   add(m.couplings, d.couplings);
   add(m.gains, d.gains);
   add(m.dry_friction, d.dry_friction);
+  add(m.contact_torques, d.contact_torques);
   return H;
 }
 
@@ -874,6 +875,59 @@ TEST(IcfDerivatives, DryFriction) {
   CheckSolve(m, Eigen::Map<const Eigen::VectorXd>(m.v0.data(), m.nv));
 }
 
+// ---------------------------------------------------------- contact torques --
+
+TEST(IcfDerivatives, ContactTorques) {
+  // Torsional and rolling friction (condim 4/6) bounded by the lagged normal
+  // impulse of their contact: spin only, roll only, both.
+  Random rng(10);
+  IcfModel m;
+  MakeBase(&m, {6, 6}, rng);
+  AddContacts(&m, {{12, 1e4, 3, 0.8, 0.8, 2.65e-3}, {6, 2e4, 1, 0.5, 0.5, 2.65e-3},
+                   {3, 5e3, 0, 1.0, 1.0, 2.65e-3}}, rng);
+  const double mu_spin[] = {0.01, 0.0, 0.02}, mu_roll[] = {0.0, 0.005, 0.003};
+  const double eps_spin[] = {0.01, 1.0, 0.005}, eps_roll[] = {1.0, 0.02, 0.03};
+  for (int k = 0; k < 3; ++k) {
+    const int c = m.contact_torques.Add(m.contacts.rows.dofs(k), k, mu_spin[k], mu_roll[k],
+                                        eps_spin[k], eps_roll[k]);
+    FillJ(m.contact_torques.rows, c, rng);
+  }
+  m.Finalize(kH);
+  ASSERT_STREQ(m.Validate(), "");
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(m.contact_torques.fn0[k], m.contacts.fn0[k]);
+    EXPECT_NEAR(m.contact_torques.n0[k], kH * m.contacts.fn0[k], 1e-15);
+    EXPECT_GT(m.contact_torques.n0[k], 0);
+  }
+  ErrorLog log;
+  for (int sample = 0; sample < 8; ++sample) {
+    SCOPED_TRACE("sample " + std::to_string(sample));
+    // Angular velocities from inside the regularization to far outside it.
+    const double scale = sample % 2 ? 0.05 : 2.0;
+    const Eigen::VectorXd v =
+        Eigen::Map<const Eigen::VectorXd>(m.v0.data(), m.nv) + rng.Vec(m.nv, scale);
+    CheckPoint(m, v, &log);
+    IcfSolver s;
+    s.Evaluate(m, v.data());
+    const auto& pd = s.data().contact_torques;
+    for (int c = 0; c < 3; ++c) {
+      const double* w = pd.vc.data() + 3 * c;
+      const double* g = pd.gamma.data() + 3 * c;
+      const double n0 = m.contact_torques.n0[c];
+      // Bounds: |τ_spin| < μ_spin n⁰, ‖τ_roll‖ < μ_roll n⁰; dissipative.
+      EXPECT_LT(std::abs(g[0]), mu_spin[c] * n0 + 1e-300);
+      EXPECT_LT(std::hypot(g[1], g[2]), mu_roll[c] * n0 + 1e-300);
+      EXPECT_LE(g[0] * w[0] + g[1] * w[1] + g[2] * w[2], 0.0);
+      // Closed form of the spin part.
+      const double ss = std::sqrt(w[0] * w[0] + eps_spin[c] * eps_spin[c]);
+      EXPECT_NEAR(g[0], -mu_spin[c] * n0 * w[0] / ss, 1e-14 * n0);
+    }
+  }
+  PrintLog("contact torques", log);
+  CheckSolve(m, Eigen::Map<const Eigen::VectorXd>(m.v0.data(), m.nv));
+  CheckSolve(m, rng.Vec(m.nv, 0.5));
+}
+
 // ---------------------------------------------------------------- together --
 
 // Every constraint type in one problem over three cliques.
@@ -899,6 +953,8 @@ void MakeMixed(IcfModel* m, Random& rng) {
   gain({10, 11}, 0.2, 50, 0, -kInf, kInf);
   FillJ(m->dry_friction.rows, m->dry_friction.Add(std::vector<int>{4, 5}, 1.5), rng);
   FillJ(m->dry_friction.rows, m->dry_friction.Add(std::vector<int>{9}, 0.3), rng);
+  FillJ(m->contact_torques.rows,
+        m->contact_torques.Add(m->contacts.rows.dofs(0), 0, 0.01, 0.002, 0.01, 0.05), rng);
   SetContactV0(m, {Slip::kSlide, Slip::kStick, Slip::kStick}, rng);
 }
 
