@@ -160,6 +160,167 @@ class IslandHessian final : public HessianFactor {
   std::vector<double> H_, L_, x_;
 };
 
+// -------------------------------------------------------------------- pcg --
+
+// Conjugate gradients on H x = b, matrix-free (H p = A p + Σ Jᵀ(G (J p)) from
+// the constraint pools), preconditioned by the dense blocks of H on the
+// cliques (one tree each: block Jacobi). No factorization of H, so it pays
+// off on one large island of many small trees (a pile of particles), where a
+// sparse Cholesky fills in. Each iterate of CG started at 0 is a descent
+// direction for the Newton step, so an early stop is safe.
+class PcgHessian final : public HessianFactor {
+ public:
+  explicit PcgHessian(double tolerance, int max_iterations)
+      : tolerance_(tolerance), max_iterations_(max_iterations) {}
+
+  bool Prepare(const IcfModel& model) override {
+    const int nv = model.nv;
+    const int ncl = static_cast<int>(model.clique_start.size()) - 1;
+    offset_.resize(ncl + 1);
+    offset_[0] = 0;
+    for (int c = 0; c < ncl; ++c) {
+      const size_t n = model.clique_start[c + 1] - model.clique_start[c];
+      offset_[c + 1] = offset_[c] + n * n;
+    }
+    if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
+    for (auto* v : {&r_, &z_, &p_, &q_, &x_}) v->resize(nv);
+    const bool changed = clique_start_ != model.clique_start;
+    if (changed) {
+      clique_start_ = model.clique_start;
+      ++pattern_id_;
+      ++analyses_;
+    }
+    return changed;
+  }
+
+  bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
+    // Clique blocks of H (column-major, lower triangle), factorized in place.
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    std::fill(L_.begin(), L_.begin() + offset_[ncl], 0.0);
+    const std::vector<int>& clique = model.clique_of_dof;
+    AccumulateHessian(model, data, &block_, [&](int i, int j, double x) {
+      const int c = clique[i];
+      if (clique[j] != c) return;
+      const int s = clique_start_[c], n = clique_start_[c + 1] - s;
+      L_[offset_[c] + static_cast<size_t>(j - s) * n + (i - s)] += x;
+    });
+    for (int c = 0; c < ncl; ++c) {
+      const int n = clique_start_[c + 1] - clique_start_[c];
+      if (n == 0) continue;
+      Eigen::Map<Eigen::MatrixXd> Lc(L_.data() + offset_[c], n, n);
+      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lc);
+      if (llt.info() != Eigen::Success) return false;
+    }
+    Bind(model, data);
+    return true;
+  }
+
+  void Bind(const IcfModel& model, const IcfData& data) override {
+    model_ = &model;
+    data_ = &data;
+  }
+
+  void Solve(const double* b, double* x) override {
+    const int nv = model_->nv;
+    double bb = 0;
+    for (int i = 0; i < nv; ++i) {
+      r_[i] = b[i];
+      x_[i] = 0;
+      bb += b[i] * b[i];
+    }
+    iterations_ = 0;
+    const double stop = tolerance_ * tolerance_ * bb;
+    Precondition(r_.data(), z_.data());
+    double rz = 0;
+    for (int i = 0; i < nv; ++i) {
+      p_[i] = z_[i];
+      rz += r_[i] * z_[i];
+    }
+    double rr = bb;
+    while (rr > stop && iterations_ < max_iterations_) {
+      MultiplyH(p_.data(), q_.data());
+      double pq = 0;
+      for (int i = 0; i < nv; ++i) pq += p_[i] * q_[i];
+      if (!(pq > 0)) break;  // not positive definite along p (or breakdown): keep x
+      const double a = rz / pq;
+      rr = 0;
+      for (int i = 0; i < nv; ++i) {
+        x_[i] += a * p_[i];
+        r_[i] -= a * q_[i];
+        rr += r_[i] * r_[i];
+      }
+      ++iterations_;
+      Precondition(r_.data(), z_.data());
+      double rz_new = 0;
+      for (int i = 0; i < nv; ++i) rz_new += r_[i] * z_[i];
+      const double beta = rz_new / rz;
+      rz = rz_new;
+      for (int i = 0; i < nv; ++i) p_[i] = z_[i] + beta * p_[i];
+    }
+    std::copy(x_.begin(), x_.begin() + nv, x);
+  }
+
+  int last_iterations() const override { return iterations_; }
+
+  Eigen::MatrixXd DenseH() const override {
+    const int nv = model_->nv;
+    Eigen::MatrixXd H = Eigen::MatrixXd::Zero(nv, nv);
+    std::vector<double> scratch;
+    AccumulateHessian(*model_, *data_, &scratch, [&](int i, int j, double x) {
+      H(i, j) += x;
+      if (i != j) H(j, i) += x;
+    });
+    return H;
+  }
+
+ private:
+  // z = P⁻¹ r with the clique blocks' Cholesky factors.
+  void Precondition(const double* r, double* z) const {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    for (int c = 0; c < ncl; ++c) {
+      const int s = clique_start_[c], n = clique_start_[c + 1] - s;
+      if (n == 0) continue;
+      Eigen::Map<const Eigen::MatrixXd> Lc(L_.data() + offset_[c], n, n);
+      Eigen::Map<Eigen::VectorXd> zc(z + s, n);
+      zc = Eigen::Map<const Eigen::VectorXd>(r + s, n);
+      Lc.triangularView<Eigen::Lower>().solveInPlace(zc);
+      Lc.triangularView<Eigen::Lower>().adjoint().solveInPlace(zc);
+    }
+  }
+
+  // y = H p = A p + Σ Jᵀ G J p.
+  void MultiplyH(const double* p, double* y) {
+    const IcfModel& m = *model_;
+    m.MultiplyA(p, y);
+    auto add_pool = [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      double u[R], Gu[R];
+      for (int c = 0; c < pool.size(); ++c) {
+        const double* G = pd.G.data() + R * R * c;
+        bool zero = true;
+        for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
+        if (zero) continue;
+        pool.rows.Multiply(c, p, u);
+        for (int a = 0; a < R; ++a) {
+          Gu[a] = 0;
+          for (int b = 0; b < R; ++b) Gu[a] += G[R * a + b] * u[b];
+        }
+        pool.rows.MultiplyTransposeAdd(c, Gu, 1.0, y);
+      }
+    };
+    ForEachPool(m, const_cast<IcfData&>(*data_), add_pool);
+  }
+
+  double tolerance_;
+  int max_iterations_;
+  int iterations_ = 0;
+  const IcfModel* model_ = nullptr;
+  const IcfData* data_ = nullptr;
+  std::vector<int> clique_start_;
+  std::vector<size_t> offset_;
+  std::vector<double> L_, r_, z_, p_, q_, x_;
+};
+
 // ----------------------------------------------------------------- sparse --
 
 class SparseHessian final : public HessianFactor {
@@ -341,6 +502,12 @@ LinearSolverKind ChooseLinearSolver(const IcfModel& m, LinearSolverKind requeste
   if (requested != LinearSolverKind::kAuto) return requested;
   if (m.num_islands > 1 && m.largest_island <= kMaxIslandDofs) return LinearSolverKind::kIslands;
   if (m.nv < 64) return LinearSolverKind::kDense;
+  if (m.largest_island >= kMinPcgDofs) {
+    int widest = 0;
+    for (size_t c = 0; c + 1 < m.clique_start.size(); ++c)
+      widest = std::max(widest, m.clique_start[c + 1] - m.clique_start[c]);
+    if (widest <= kMaxPcgCliqueDofs) return LinearSolverKind::kPcg;
+  }
   // Fraction of the lower triangle covered by the clique blocks.
   double blocks = 0;
   for (size_t c = 0; c + 1 < m.clique_start.size(); ++c) {
@@ -351,7 +518,10 @@ LinearSolverKind ChooseLinearSolver(const IcfModel& m, LinearSolverKind requeste
   return blocks < 0.25 * full ? LinearSolverKind::kSparse : LinearSolverKind::kDense;
 }
 
-std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind) {
+std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind, double pcg_tolerance,
+                                                 int pcg_max_iterations) {
+  if (kind == LinearSolverKind::kPcg)
+    return std::make_unique<PcgHessian>(pcg_tolerance, pcg_max_iterations);
   if (kind == LinearSolverKind::kSparse) return std::make_unique<SparseHessian>();
   if (kind == LinearSolverKind::kIslands) return std::make_unique<IslandHessian>();
   return std::make_unique<DenseHessian>();

@@ -1,7 +1,8 @@
 // Storage and Cholesky factorization of the ICF Hessian
 // H = A + Σ_i J_iᵀ G_i J_i  (cenic-math.md §3.3, §8.4), dense (Eigen), dense
 // per island (H is block diagonal over islands, see IcfModel) or sparse
-// (SuiteSparse CHOLMOD). The sparse pattern is block-structured over
+// (SuiteSparse CHOLMOD); or, for one large island of small trees, no
+// factorization at all: preconditioned conjugate gradients (kPcg). The sparse pattern is block-structured over
 // cliques: a dense lower block per clique plus a dense block for every pair of
 // cliques coupled by a constraint. Symbolic analysis is redone only when that
 // pattern changes; the pattern keeps couplings that disappeared as long as the
@@ -20,12 +21,15 @@
 
 namespace mjcenic::icf {
 
-enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands };
+enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg };
 
 // Decides kAuto: one dense block per island when there are several islands
-// and none has more than kMaxIslandDofs dofs; else sparse when nv is large and
-// the clique structure is sparse; else dense.
+// and none has more than kMaxIslandDofs dofs; PCG when an island has at least
+// kMinPcgDofs dofs and every tree (clique) at most kMaxPcgCliqueDofs; else
+// sparse when nv is large and the clique structure is sparse; else dense.
 inline constexpr int kMaxIslandDofs = 128;
+inline constexpr int kMinPcgDofs = 1000;
+inline constexpr int kMaxPcgCliqueDofs = 12;
 LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requested);
 
 class HessianFactor {
@@ -37,8 +41,14 @@ class HessianFactor {
   // H = A + Σ JᵀGJ at the constraint Hessians in `data`, then factorizes.
   // Returns false if H is not numerically positive definite.
   virtual bool AssembleAndFactor(const IcfModel& model, const IcfData& data) = 0;
-  // x = H⁻¹ b with the last factorization (x may alias b).
+  // The problem whose H the next Solve() means (iterative kinds multiply by
+  // the current H = A + Σ JᵀGJ of `data`; direct kinds ignore it).
+  virtual void Bind(const IcfModel& /*model*/, const IcfData& /*data*/) {}
+  // x = H⁻¹ b with the last factorization (x may alias b); kPcg: H x = b
+  // to the relative residual pcg_tolerance.
   virtual void Solve(const double* b, double* x) = 0;
+  // Iterations of the last Solve (iterative kinds; 0 for direct ones).
+  virtual int last_iterations() const { return 0; }
   // Dense copy of the last assembled H (tests).
   virtual Eigen::MatrixXd DenseH() const = 0;
   // Identifier of the current pattern (changes when Prepare() returns true).
@@ -51,6 +61,9 @@ class HessianFactor {
   std::vector<double> block_;  // scratch for J_iᵀ G_i J_i
 };
 
-std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind);
+// pcg_*: relative residual ‖H x − b‖ ≤ tol ‖b‖ and iteration cap of kPcg.
+std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind,
+                                                 double pcg_tolerance = 1e-4,
+                                                 int pcg_max_iterations = 500);
 
 }  // namespace mjcenic::icf

@@ -31,11 +31,12 @@ const char* ToString(SolveStatus s) {
 IcfSolver::IcfSolver() = default;
 IcfSolver::~IcfSolver() = default;
 
-HessianFactor* IcfSolver::Factor(LinearSolverKind kind) {
+HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) {
   auto& f = kind == LinearSolverKind::kSparse    ? sparse_
             : kind == LinearSolverKind::kIslands ? islands_
+            : kind == LinearSolverKind::kPcg     ? pcg_
                                                  : dense_;
-  if (!f) f = MakeHessianFactor(kind);
+  if (!f) f = MakeHessianFactor(kind, o.pcg_tolerance, o.pcg_max_iterations);
   return f.get();
 }
 
@@ -278,7 +279,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
 
   islands_on_ = o.island_line_search;
   const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
-  HessianFactor* H = Factor(kind);
+  HessianFactor* H = Factor(kind, o);
   const bool pattern_changed = H->Prepare(m);
   if (fresh_factor_ != H) fresh_ = false;
 
@@ -317,7 +318,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     double* w = dv_.data();
     for (int i = 0; i < nv; ++i) w[i] = -data_.grad[i];
+    H->Bind(m, data_);
     H->Solve(w, w);
+    st.linear_iterations += H->last_iterations();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
     if (!(d0 < 0)) {
       fresh_ = false;
@@ -344,18 +347,19 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
 bool IcfSolver::SearchDirection(const IcfModel& m, const double* v, LinearSolverKind kind,
                                 double* w) {
   Evaluate(m, v);
-  HessianFactor* H = Factor(kind);
+  HessianFactor* H = Factor(kind, SolverOptions());
   H->Prepare(m);
   fresh_ = false;
   if (!H->AssembleAndFactor(m, data_)) return false;
   for (int i = 0; i < m.nv; ++i) w[i] = -data_.grad[i];
+  H->Bind(m, data_);
   H->Solve(w, w);
   return true;
 }
 
 Eigen::MatrixXd IcfSolver::Hessian(const IcfModel& m, const double* v) {
   Evaluate(m, v);
-  HessianFactor* H = Factor(LinearSolverKind::kDense);
+  HessianFactor* H = Factor(LinearSolverKind::kDense, SolverOptions());
   H->Prepare(m);
   fresh_ = false;
   H->AssembleAndFactor(m, data_);

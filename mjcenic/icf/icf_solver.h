@@ -30,6 +30,10 @@ struct SolverOptions {
   bool island_line_search = true;
   double alpha_max = 1.0;
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
+  // kPcg: relative residual of each Newton direction (inexact Newton; every
+  // CG iterate is a descent direction) and CG iteration cap.
+  double pcg_tolerance = 1e-4;
+  int pcg_max_iterations = 500;
 };
 
 enum class SolveStatus { kConverged, kMaxIterations, kNotPositiveDefinite, kNotDescent,
@@ -41,6 +45,7 @@ struct SolveStats {
   int iterations = 0;      // Newton updates
   int factorizations = 0;
   int ls_iterations = 0;   // line-search evaluations (§8.3 item 4)
+  int linear_iterations = 0;  // conjugate-gradient iterations (kPcg)
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
 };
@@ -78,7 +83,7 @@ class IcfSolver {
   void ResetReuse() { fresh_ = false; }
 
  private:
-  HessianFactor* Factor(LinearSolverKind kind);
+  HessianFactor* Factor(LinearSolverKind kind, const SolverOptions& o);
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
   bool LineSearch(const IcfModel& model, const SolverOptions& o, int* evals);
@@ -97,7 +102,7 @@ class IcfSolver {
   bool islands_on_ = true;
 
   IcfData data_;
-  std::unique_ptr<HessianFactor> dense_, sparse_, islands_;
+  std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_;
   std::vector<double> scale_, dv_, vtmp_;
   bool fresh_ = false;                 // reuse state machine (§8.5)
   HessianFactor* fresh_factor_ = nullptr;

@@ -133,9 +133,12 @@ const std::map<std::string, Setter>& Setters() {
          else if (v == "dense") o->solver.linear_solver = icf::LinearSolverKind::kDense;
          else if (v == "sparse") o->solver.linear_solver = icf::LinearSolverKind::kSparse;
          else if (v == "islands") o->solver.linear_solver = icf::LinearSolverKind::kIslands;
-         else return Bad("", v, "auto, dense, sparse or islands");
+         else if (v == "pcg") o->solver.linear_solver = icf::LinearSolverKind::kPcg;
+         else return Bad("", v, "auto, dense, sparse, islands or pcg");
          return absl::OkStatus();
        }},
+      {"pcg_tolerance",
+       Number([](StepperOptions* o) { return &o->solver.pcg_tolerance; }, 0, true, "> 0")},
       {"solver_tolerance",
        Number([](StepperOptions* o) { return &o->solver.tolerance; }, 0, true, "> 0")},
       {"max_iterations",
