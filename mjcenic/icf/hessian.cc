@@ -184,6 +184,10 @@ class PcgHessian final : public HessianFactor {
     }
     if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
     for (auto* v : {&r_, &z_, &p_, &q_, &x_}) v->resize(nv);
+    int widest = 0;
+    for (int c = 0; c < ncl; ++c)
+      widest = std::max(widest, model.clique_start[c + 1] - model.clique_start[c]);
+    if (identity_.rows() < widest) identity_ = Eigen::MatrixXd::Identity(widest, widest);
     const bool changed = clique_start_ != model.clique_start;
     if (changed) {
       clique_start_ = model.clique_start;
@@ -204,12 +208,19 @@ class PcgHessian final : public HessianFactor {
       const int s = clique_start_[c], n = clique_start_[c + 1] - s;
       L_[offset_[c] + static_cast<size_t>(j - s) * n + (i - s)] += x;
     });
+    // Each block is replaced by its inverse (Cholesky, then L⁻ᵀ L⁻¹): the
+    // preconditioner is then a plain small matrix–vector product.
     for (int c = 0; c < ncl; ++c) {
       const int n = clique_start_[c + 1] - clique_start_[c];
       if (n == 0) continue;
       Eigen::Map<Eigen::MatrixXd> Lc(L_.data() + offset_[c], n, n);
       Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lc);
       if (llt.info() != Eigen::Success) return false;
+      Lc.triangularView<Eigen::StrictlyUpper>().setZero();
+      Lc.triangularView<Eigen::Lower>().solveInPlace(identity_.topLeftCorner(n, n));
+      // identity_ now holds L⁻¹ in its top-left corner; B⁻¹ = L⁻ᵀ L⁻¹.
+      Lc.noalias() = identity_.topLeftCorner(n, n).transpose() * identity_.topLeftCorner(n, n);
+      identity_.topLeftCorner(n, n).setIdentity();
     }
     Bind(model, data);
     return true;
@@ -274,17 +285,17 @@ class PcgHessian final : public HessianFactor {
   }
 
  private:
-  // z = P⁻¹ r with the clique blocks' Cholesky factors.
+  // z = P⁻¹ r with the inverted clique blocks.
   void Precondition(const double* r, double* z) const {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     for (int c = 0; c < ncl; ++c) {
       const int s = clique_start_[c], n = clique_start_[c + 1] - s;
-      if (n == 0) continue;
-      Eigen::Map<const Eigen::MatrixXd> Lc(L_.data() + offset_[c], n, n);
-      Eigen::Map<Eigen::VectorXd> zc(z + s, n);
-      zc = Eigen::Map<const Eigen::VectorXd>(r + s, n);
-      Lc.triangularView<Eigen::Lower>().solveInPlace(zc);
-      Lc.triangularView<Eigen::Lower>().adjoint().solveInPlace(zc);
+      const double* B = L_.data() + offset_[c];  // symmetric, so row/column order is moot
+      for (int a = 0; a < n; ++a) {
+        double x = 0;
+        for (int b = 0; b < n; ++b) x += B[a * n + b] * r[s + b];
+        z[s + a] = x;
+      }
     }
   }
 
@@ -319,6 +330,7 @@ class PcgHessian final : public HessianFactor {
   std::vector<int> clique_start_;
   std::vector<size_t> offset_;
   std::vector<double> L_, r_, z_, p_, q_, x_;
+  Eigen::MatrixXd identity_;  // scratch: I, overwritten by L⁻¹ per block
 };
 
 // ----------------------------------------------------------------- sparse --
