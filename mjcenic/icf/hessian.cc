@@ -274,6 +274,7 @@ class PcgHessian final : public HessianFactor {
   int last_iterations() const override { return iterations_; }
 
   Eigen::MatrixXd DenseH() const override {
+    if (!model_) return Eigen::MatrixXd();  // nothing bound yet
     const int nv = model_->nv;
     Eigen::MatrixXd H = Eigen::MatrixXd::Zero(nv, nv);
     std::vector<double> scratch;
