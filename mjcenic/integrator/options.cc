@@ -117,6 +117,7 @@ const std::map<std::string, Setter>& Setters() {
                     : Bad("", v, "zero_order_hold, explicit or implicit");
        }},
       {"extrapolate", Flag([](StepperOptions* o) { return &o->extrapolate; })},
+      {"global_accuracy", Flag([](StepperOptions* o) { return &o->global_accuracy; })},
       {"hessian_reuse", Flag([](StepperOptions* o) { return &o->solver.hessian_reuse; })},
       {"island_line_search",
        Flag([](StepperOptions* o) { return &o->solver.island_line_search; })},

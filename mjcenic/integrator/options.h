@@ -40,6 +40,10 @@ struct StepperOptions {
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
   bool extrapolate = false;          // cenic: propagate 2·x_half − x_full (local
                                      // Richardson extrapolation) instead of x_half
+  bool global_accuracy = false;      // cenic: the end error should track the accuracy
+                                     // (README): sets error_norm = full_state,
+                                     // extrapolate = true and, if 0, speculative_margin
+                                     // = 0.1 L; the stepper's options() show the result
   bool error_control = true;         // false: cenic/trapezoid take every step at max_step
                                      // (fixed-step convergence studies of those schemes)
   double max_step = 0;               // [s]; fixed: the step (0: m->opt.timestep);

@@ -85,7 +85,18 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
   if (m->nhistory > 0)
     return absl::UnimplementedError(
         "mjcenic: actuator/sensor delay and history buffers are not supported");
-  return std::unique_ptr<Stepper>(new Stepper(m, o));
+  if (!o.global_accuracy) return std::unique_ptr<Stepper>(new Stepper(m, o));
+  // The global-accuracy recipe (README, "Accuracy: local and global error").
+  if (o.mode != Mode::kCenic)
+    return bad(absl::StrCat("global_accuracy (applies to mode cenic only, not ",
+                            ToString(o.mode), ")")
+                   .c_str());
+  StepperOptions g = o;
+  g.error_norm = ErrorNormKind::kFullState;
+  g.extrapolate = true;
+  if (g.speculative_margin == 0)
+    g.speculative_margin = 0.1 * ErrorNorm(m, g.error_norm, g.length_scale).length_scale();
+  return std::unique_ptr<Stepper>(new Stepper(m, g));
 }
 
 Stepper::Stepper(const mjModel* m, const StepperOptions& o)

@@ -145,26 +145,56 @@ double LogLogSlope(const std::vector<double>& x, const std::vector<double>& y) {
 }
 
 // The configuration whose *global* error tracks the accuracy (README,
-// "Accuracy: local and global error"): full-state norm (velocity errors
-// bounded too, so impacts are resolved), local extrapolation (second-order
-// propagated solution, no √ε drift in smooth phases) and speculative contacts
-// (a contact that starts inside a step is in that step's problem).
-StepperOptions GlobalAccuracy(double accuracy, double speculative_margin = 0.01) {
+// "Accuracy: local and global error"), option global_accuracy: full-state
+// norm (velocity errors bounded too, so impacts are resolved), local
+// extrapolation (second-order propagated solution, no √ε drift in smooth
+// phases) and speculative contacts (a contact that starts inside a step is in
+// that step's problem; margin 0.1 L).
+StepperOptions GlobalAccuracy(double accuracy) {
   StepperOptions o = Cenic(accuracy);
-  o.error_norm = ErrorNormKind::kFullState;
-  o.extrapolate = true;
-  o.speculative_margin = speculative_margin;
+  o.global_accuracy = true;
   return o;
+}
+
+TEST(CenicGlobalAccuracy, OptionIsTheRecipe) {
+  ModelPtr m = LoadModel(ModelPath("cylinder_table.xml"));
+  ASSERT_TRUE(m);
+  StepperOptions option = Cenic(1e-3);
+  ASSERT_TRUE(SetOption(&option, "global_accuracy", "true").ok());
+  auto s = Stepper::Create(m.get(), option);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const double L = (*s)->length_scale();  // mean dof_length of the rotational dofs
+  EXPECT_NEAR(L, 0.1 * std::sqrt(2.0), 1e-12);
+  EXPECT_EQ((*s)->options().error_norm, ErrorNormKind::kFullState);
+  EXPECT_TRUE((*s)->options().extrapolate);
+  EXPECT_DOUBLE_EQ((*s)->options().speculative_margin, 0.1 * L);
+  StepperOptions recipe = Cenic(1e-3);
+  recipe.error_norm = ErrorNormKind::kFullState;
+  recipe.extrapolate = true;
+  recipe.speculative_margin = 0.1 * L;
+  const RunResult a = Advance(m.get(), "drop", recipe, 0.3);
+  const RunResult b = Advance(m.get(), "drop", option, 0.3);
+  ASSERT_TRUE(a.status.ok() && b.status.ok());
+  EXPECT_EQ(a.qpos, b.qpos);
+  EXPECT_EQ(a.stats.steps, b.stats.steps);
+  // An explicit margin is kept; other modes refuse the option, naming it.
+  option.speculative_margin = 0.02;
+  EXPECT_DOUBLE_EQ(Stepper::Create(m.get(), option).value()->options().speculative_margin, 0.02);
+  option.mode = Mode::kTrapezoid;
+  const auto bad = Stepper::Create(m.get(), option);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("global_accuracy"), std::string::npos) << bad.status();
 }
 
 // Reference solutions are expensive; several tests share them. `options`
 // gives the configuration; its accuracy is replaced by `accuracy`.
 const RunResult& Reference(const char* file, const mjModel* m, const char* key, double T,
                            double accuracy, const StepperOptions& options = StepperOptions()) {
-  static std::map<std::tuple<std::string, double, double, int, bool, double>, RunResult> cache;
+  static std::map<std::tuple<std::string, double, double, int, bool, bool, double>, RunResult>
+      cache;
   const auto k = std::make_tuple(std::string(file), T, accuracy,
                                  static_cast<int>(options.error_norm), options.extrapolate,
-                                 options.speculative_margin);
+                                 options.global_accuracy, options.speculative_margin);
   auto it = cache.find(k);
   if (it == cache.end()) {
     StepperOptions o = options;
