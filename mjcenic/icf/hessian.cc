@@ -226,6 +226,11 @@ class PcgHessian final : public HessianFactor {
     return true;
   }
 
+  void SetIterative(double tolerance, int max_iterations) override {
+    tolerance_ = tolerance;
+    max_iterations_ = max_iterations;
+  }
+
   void Bind(const IcfModel& model, const IcfData& data) override {
     model_ = &model;
     data_ = &data;

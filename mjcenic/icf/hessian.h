@@ -47,6 +47,8 @@ class HessianFactor {
   // x = H⁻¹ b with the last factorization (x may alias b); kPcg: H x = b
   // to the relative residual pcg_tolerance.
   virtual void Solve(const double* b, double* x) = 0;
+  // Tolerance and iteration cap of iterative kinds (direct kinds ignore it).
+  virtual void SetIterative(double /*tolerance*/, int /*max_iterations*/) {}
   // Iterations of the last Solve (iterative kinds; 0 for direct ones).
   virtual int last_iterations() const { return 0; }
   // Dense copy of the last assembled H (tests).

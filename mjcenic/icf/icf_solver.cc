@@ -37,6 +37,7 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
             : kind == LinearSolverKind::kPcg     ? pcg_
                                                  : dense_;
   if (!f) f = MakeHessianFactor(kind, o.pcg_tolerance, o.pcg_max_iterations);
+  f->SetIterative(o.pcg_tolerance, o.pcg_max_iterations);  // this solve's settings
   return f.get();
 }
 
@@ -281,7 +282,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
   HessianFactor* H = Factor(kind, o);
   const bool pattern_changed = H->Prepare(m);
-  if (fresh_factor_ != H) fresh_ = false;
+  // A new pattern invalidates the stored factorization even if this solve
+  // ends before factorizing (converged at k = 0).
+  if (fresh_factor_ != H || pattern_changed) fresh_ = false;
 
   std::copy(v_guess, v_guess + nv, vtmp_.begin());
   double eta = 1.0;

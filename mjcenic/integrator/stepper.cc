@@ -632,6 +632,16 @@ void Stepper::FillConstraintForces(mjData* d) {
         d->efc_force[con.efc_address + 2 * (j - 1) + 1] = 0.5 * (a - t);
       }
     } else {
+      // Inside MuJoCo's elliptic cone Σ (f_j/μ_j)² ≤ f_n² (ICF bounds sliding
+      // and torques separately, so their combination can exceed it).
+      double e2 = 0;
+      for (int j = 1; j < dim; ++j) {
+        if (!(con.friction[j - 1] > 0)) f[j] = 0;
+        else e2 += (f[j] / con.friction[j - 1]) * (f[j] / con.friction[j - 1]);
+      }
+      const double e = std::sqrt(e2);
+      if (e > f[0] && e > 0)
+        for (int j = 1; j < dim; ++j) f[j] *= f[0] / e;
       for (int j = 0; j < dim; ++j) d->efc_force[con.efc_address + j] = f[j];
     }
   }
