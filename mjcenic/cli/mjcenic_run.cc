@@ -26,6 +26,8 @@ struct Args {
   double chunk = 0.05;        // error-controlled modes: advance_to interval [s]
   bool chunk_is_step = false; // --chunk step: one mj_step-signature call per timestep
   bool no_keyframe = false, compare = false;
+  int ccd_iterations = 0;      // > 0: overrides the model's <option ccd_iterations>
+  double ccd_tolerance = 0;    // > 0: overrides the model's <option ccd_tolerance>
   mjcenic::StepperOptions options;
 };
 
@@ -34,9 +36,12 @@ void Usage() {
                "usage: mjcenic-run MODEL.xml [--duration T] [--keyframe NAME | --no-keyframe]\n"
                "                   [--json OUT] [--compare-mjstep] [--mode fixed|cenic|trapezoid]\n"
                "                   [--accuracy A] [--max-step H] [--chunk DT|step]\n"
-               "                   [--option KEY=VALUE]...\n"
+               "                   [--option KEY=VALUE]... [--ccd-iterations N] [--ccd-tolerance T]\n"
                "--chunk: error-controlled modes advance to multiples of DT (default 0.05 s);\n"
-               "'step' calls the mj_step-signature Step() once per model timestep instead.\n");
+               "'step' calls the mj_step-signature Step() once per model timestep instead.\n"
+               "--ccd-iterations/--ccd-tolerance: MuJoCo's convex collider (GJK/EPA) budget,\n"
+               "set on the loaded model for both mjcenic and --compare-mjstep (the MJCF file\n"
+               "is not changed). Deep overlaps of convex geoms need more than the default 35.\n");
 }
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -102,6 +107,18 @@ bool Parse(int argc, char** argv, Args* a) {
                      std::string(st.message()).c_str());
         return false;
       }
+    } else if (s == "--ccd-iterations" || s == "--ccd-tolerance") {
+      const char* v = value(s.c_str());
+      if (!v) return false;
+      char* end;
+      const double x = std::strtod(v, &end);
+      const bool iters = s == "--ccd-iterations";
+      if (*end || !(x > 0) || !std::isfinite(x) || (iters && (x != std::floor(x) || x > 1e6))) {
+        std::fprintf(stderr, "mjcenic-run: bad %s '%s' (%s)\n", s.c_str(), v,
+                     iters ? "an integer from 1 to 1000000" : "must be > 0");
+        return false;
+      }
+      if (iters) a->ccd_iterations = static_cast<int>(x); else a->ccd_tolerance = x;
     } else if (s == "--keyframe") {
       const char* v = value("--keyframe");
       if (!v) return false;
@@ -185,6 +202,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mjcenic-run: could not load '%s': %s\n", args.model.c_str(), error);
     return 1;
   }
+  if (args.ccd_iterations > 0) m->opt.ccd_iterations = args.ccd_iterations;
+  if (args.ccd_tolerance > 0) m->opt.ccd_tolerance = args.ccd_tolerance;
   int key = -1;
   if (!args.keyframe.empty()) {
     key = mj_name2id(m, mjOBJ_KEY, args.keyframe.c_str());
@@ -263,6 +282,8 @@ int main(int argc, char** argv) {
      << ",\n  \"keyframe\": " << (key >= 0 ? Quote(mj_id2name(m, mjOBJ_KEY, key) ? mj_id2name(m, mjOBJ_KEY, key) : std::to_string(key)) : "null")
      << ",\n  \"sim_time\": " << Num(d->time) << ",\n  \"wall_time\": " << Num(wall)
      << ",\n  \"accuracy\": " << Num(options.accuracy)
+     << ",\n  \"ccd_iterations\": " << m->opt.ccd_iterations
+     << ",\n  \"ccd_tolerance\": " << Num(m->opt.ccd_tolerance)
      << ",\n  \"steps\": " << st.steps << ",\n  \"accepted_steps\": " << st.steps
      << ",\n  \"rejected_steps\": " << st.rejected_steps << ",\n  \"h_min\": " << Num(st.h_min)
      << ",\n  \"h_median\": " << Num(st.h_median) << ",\n  \"h_max\": " << Num(st.h_max)

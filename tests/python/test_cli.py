@@ -87,3 +87,16 @@ def test_option_flag_sets_stepper_options(cli):
                       ("mode", "KEY=VALUE"), ("linear_solver=qr", "linear_solver")):
         code, _, _, err = cli(ROOT / "models/sphere_plane.xml", "--option", bad, check=False)
         assert code != 0 and word in err, (bad, err)
+
+
+def test_ccd_flags_set_the_collider_budget_for_both_runs(cli):
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.05", "--keyframe", "drop",
+                     "--compare-mjstep")
+    assert r["ccd_iterations"] == 35 and r["ccd_tolerance"] == 1e-6  # MuJoCo's defaults
+    _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.05", "--keyframe", "drop",
+                     "--compare-mjstep", "--ccd-iterations", "200", "--ccd-tolerance", "1e-10")
+    assert r["ccd_iterations"] == 200 and r["ccd_tolerance"] == 1e-10
+    for flag, bad in (("--ccd-iterations", "0"), ("--ccd-iterations", "2.5"),
+                      ("--ccd-tolerance", "-1"), ("--ccd-tolerance", "nan")):
+        code, _, _, err = cli(ROOT / "models/sphere_plane.xml", flag, bad, check=False)
+        assert code != 0 and flag in err, (flag, bad, err)

@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 
 import mujoco
+import numpy as np
 import pytest
 
 from conftest import BUILD, SHARED_MODELS
@@ -63,15 +64,23 @@ SLOW_FIRST = ["mujoco/humanoid/100_humanoids.xml", "mujoco/replicate/particle.xm
 # Fixed-base arms that start from a keyframe and must hold it with their servos.
 HOLDS_KEYFRAME = {"menagerie/franka_emika_panda/scene.xml", "menagerie/kuka_iiwa_14/scene.xml"}
 
-# The one model whose deepest contact is not mj_step's bound, and why: its 225
-# planar particles are spawned inside the mocap capsule of replicate/scene.xml
-# (deepest overlap 100.7 mm at t = 0, the maximum of both runs). The overlap's
-# normal is 74° out of the particles' plane, so with mu = 1 the contact is a
-# self-locking wedge (in-plane component 0.29 N per N < mu); ICF's
-# Hunt-Crossley contact also separates no faster than 1/d. The particle stays
-# wedged while mj_step's soft constraint squeezes it out within 40 ms, and
-# neighbours press it 0.3 mm deeper over 5 s. Bound: the initial overlap + 1 mm.
-INITIAL_OVERLAP_SLACK = {"mujoco/replicate/particle_free2d.xml": 1e-3}
+# MuJoCo's convex collider (GJK/EPA) stops after <option ccd_iterations> (35
+# by default). replicate/particle_free2d.xml spawns one of its planar
+# particles (geom 104) inside the mocap capsule of replicate/scene.xml, 10 cm
+# deep, and there 35 iterations are not enough: the reported depth is 100.71
+# mm where the converged depth is 101.90 mm, and the reported normal flips
+# between faces with the pose, one of them pointing the wrong way (pushing
+# along it makes the reported overlap deeper; see
+# test_particle_free2d_collider_is_unconverged_at_35_iterations). mj_step's
+# first 10 ms step happens to see the good face and ejects the particle;
+# mjcenic's error-controlled steps sample the noise (2489 accepted + 1705
+# rejected steps) and the particle jitters in place, 0.26 mm deeper than the
+# start by the unconverged measure. Acceptance 1 is therefore measured for
+# this model with the collider converged, the same setting for both
+# simulators (the MJCF file is unchanged; mjcenic-run --ccd-iterations sets
+# m->opt): both then report the start overlap, 101.90 mm, as the deepest.
+CONVERGED_COLLIDER = {"mujoco/replicate/particle_free2d.xml":
+                      ["--ccd-iterations", "200", "--ccd-tolerance", "1e-10"]}
 
 CENIC_ARGS = ["--duration", "5", "--chunk", "step", "--compare-mjstep"]
 FIXED_ARGS = ["--duration", "2", "--mode", "fixed", "--compare-mjstep"]
@@ -91,9 +100,11 @@ def sweep():
     """{(model, 'cenic'|'fixed'): (returncode, report, output)}, all run concurrently."""
     order = SLOW_FIRST + [m for m in MODELS if m not in SLOW_FIRST]
     jobs = [(rel, kind) for rel in order for kind in ("cenic", "fixed")]
+    jobs += [(rel, "stock collider") for rel in CONVERGED_COLLIDER]
+    args = {"cenic": lambda rel: CENIC_ARGS + CONVERGED_COLLIDER.get(rel, []),
+            "fixed": lambda rel: FIXED_ARGS, "stock collider": lambda rel: CENIC_ARGS}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {job: pool.submit(_run, job[0], CENIC_ARGS if job[1] == "cenic" else FIXED_ARGS)
-                   for job in jobs}
+        futures = {job: pool.submit(_run, job[0], args[job[1]](job[0])) for job in jobs}
         return {job: f.result() for job, f in futures.items()}
 
 
@@ -101,13 +112,50 @@ def _load(rel):
     return mujoco.MjModel.from_xml_path(str(SHARED_MODELS / rel))
 
 
-def _initial_penetration(rel):
+def _pair_contact(m, d, geoms):
+    mujoco.mj_forward(m, d)
+    found = [c for c in d.contact[:d.ncon] if set(c.geom) == set(geoms)]
+    assert len(found) == 1
+    return -found[0].dist, found[0].frame[:3].copy()
+
+
+def test_particle_free2d_collider_is_unconverged_at_35_iterations():
+    """Why CONVERGED_COLLIDER: at the model's own ccd_iterations the engulfed
+    particle's depth is under-reported by > 1 mm and one reported normal is
+    not a separating direction; at 200 iterations the depth is a smooth
+    function of the pose whose normal decreases it."""
+    rel = "mujoco/replicate/particle_free2d.xml"
     m = _load(rel)
     d = mujoco.MjData(m)
-    if m.nkey:
-        mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
-    return max([0.0] + [-c.dist for c in d.contact[:d.ncon] if c.exclude == 0])
+    assert m.opt.ccd_iterations == 35
+    pair = (5, 104)  # the capsule, the engulfed particle
+    body = m.geom_bodyid[104]
+    x = m.jnt_qposadr[m.body_jntadr[body]]  # slide x, slide y, hinge z
+    q0 = d.qpos.copy()
+
+    def probe(dx, dy):
+        d.qpos[:] = q0
+        d.qpos[x] += dx
+        d.qpos[x + 1] += dy
+        return _pair_contact(m, d, pair)
+
+    stock, _ = probe(0, 0)
+    # 1 mm in -x the collider reports the other face; a small push along that
+    # normal's in-plane part makes the reported overlap deeper, not shallower.
+    depth, n = probe(-1e-3, 0)
+    push = 2e-4 * n[:2] / np.linalg.norm(n[:2])
+    deeper, _ = probe(-1e-3 + push[0], push[1])
+    m.opt.ccd_iterations, m.opt.ccd_tolerance = 200, 1e-10
+    converged, nc = probe(0, 0)
+    pc = 2e-4 * nc[:2] / np.linalg.norm(nc[:2])
+    pushed, _ = probe(pc[0], pc[1])
+    print(f"engulfed particle: depth {1e3 * stock:.3f} mm at 35 iterations, {1e3 * converged:.3f} mm "
+          f"converged; 0.2 mm along the stock normal {np.round(n, 3)}: {1e3 * depth:.4f} -> "
+          f"{1e3 * deeper:.4f} mm; along the converged normal: {1e3 * pushed:.4f} mm")
+    assert stock == pytest.approx(0.10071, abs=2e-5)
+    assert converged - stock > 1e-3
+    assert deeper > depth
+    assert pushed < converged
 
 
 @pytest.mark.parametrize("rel", MODELS)
@@ -127,12 +175,9 @@ def test_model_runs_five_seconds_error_controlled(sweep, rel):
           f"{r['accepted_steps']} accepted + {r['rejected_steps']} rejected steps, "
           f"h median {r['h_median']:.3g} s, wall {r['wall_time']:.1f} s "
           f"(mj_step {r['mjstep_wall_time']:.2f} s)")
-    if rel in INITIAL_OVERLAP_SLACK:
-        start = _initial_penetration(rel)
-        assert mj_pen == pytest.approx(start, rel=1e-6), "mj_step's deepest is the start overlap"
-        assert pen <= start + INITIAL_OVERLAP_SLACK[rel]
-    else:
-        assert pen <= mj_pen * (1 + 1e-6) + 1e-9
+    if rel in CONVERGED_COLLIDER:
+        assert r["ccd_iterations"] == 200 and r["ccd_tolerance"] == 1e-10
+    assert pen <= mj_pen * (1 + 1e-6) + 1e-9
 
 
 @pytest.mark.parametrize("rel", MODELS)
@@ -150,3 +195,22 @@ def test_model_runs_two_seconds_fixed_step(sweep, rel):
     if rel in HOLDS_KEYFRAME:
         assert r["keyframe"] is not None
         assert r["max_joint_drift"] <= max(1.5 * r["mjstep_max_joint_drift"], 0.01)
+
+
+def test_particle_free2d_at_the_stock_collider(sweep):
+    """The same run at the model's own ccd_iterations = 35: mj_step's deepest
+    is the start overlap as the unconverged collider reports it; mjcenic
+    keeps the particle within 1 mm of it (measured 0.26 mm deeper, collider
+    noise) and finite. Printed for the record; the bound guards regressions."""
+    rel = "mujoco/replicate/particle_free2d.xml"
+    rc, r, out = sweep[(rel, "stock collider")]
+    assert r is not None, out
+    assert rc == 0 and r["finite"] is True and r["ccd_iterations"] == 35, out
+    m = _load(rel)
+    d = mujoco.MjData(m)
+    start, _ = _pair_contact(m, d, (5, 104))
+    print(f"{rel} at ccd_iterations 35: max penetration {1e3 * r['max_penetration']:.3f} mm vs "
+          f"mj_step {1e3 * r['mjstep_max_penetration']:.3f} mm (start {1e3 * start:.3f} mm); "
+          f"{r['accepted_steps']} accepted + {r['rejected_steps']} rejected steps")
+    assert r["mjstep_max_penetration"] == pytest.approx(start, rel=1e-6)
+    assert r["max_penetration"] <= start + 1e-3
