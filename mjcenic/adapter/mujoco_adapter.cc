@@ -228,6 +228,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
   }
   info->ncontact = 0;
   info->max_penetration = 0;
+  row_records_.clear();
   AddTendonSprings(m, d, model);
   if (feedback) {
     // A linearized user controller stands in for actuators and qfrc_applied.
@@ -246,6 +247,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
     AddEfcRows(m, d, model);
     AddContacts(m, d, model, info);
   }
+  std::sort(row_records_.begin(), row_records_.end());
   model->Finalize(h);
 }
 
@@ -331,8 +333,10 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
     const double tau_r = RecoveryTime(m, m->jnt_solref + 2 * j);
     int c = model->limits.Add(dofs, q - m->jnt_range[2 * j] - margin, w, tau_r);
     model->limits.rows.J(c)[0] = 1.0;
+    row_records_.push_back({mjCNSTR_LIMIT_JOINT, j, 0, c});
     c = model->limits.Add(dofs, m->jnt_range[2 * j + 1] - q - margin, w, tau_r);
     model->limits.rows.J(c)[0] = -1.0;
+    row_records_.push_back({mjCNSTR_LIMIT_JOINT, j, 1, c});
   }
   // Tendon limits from ten_length and the tendon Jacobian.
   for (int t = 0; t < m->ntendon; ++t) {
@@ -346,6 +350,7 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
       const double g0 = side == 0 ? L - m->tendon_range[2 * t] - margin
                                   : m->tendon_range[2 * t + 1] - L - margin;
       const int c = model->limits.Add(dofs_, g0, w, RecoveryTime(m, m->tendon_solref_lim + 2 * t));
+      row_records_.push_back({mjCNSTR_LIMIT_TENDON, t, side, c});
       double* J = model->limits.rows.J(c);
       for (int k = 0; k < nnz; ++k) J[k] = (side == 0 ? 1 : -1) * d->ten_J[adr + k];
     }
@@ -388,15 +393,52 @@ void MujocoAdapter::EfcRow(const mjModel* m, const mjData* d, int row) {
   }
 }
 
+int EfcRowSub(const mjModel* m, const mjData* d, int row, const RowRecord& prev_row) {
+  const int type = d->efc_type[row], id = d->efc_id[row];
+  if (type == mjCNSTR_EQUALITY)
+    return prev_row.type == type && prev_row.id == id ? prev_row.sub + 1 : 0;
+  // First nonzero of the row (sparse or dense efc_J).
+  auto first = [&](int* col) {
+    if (mj_isSparse(m)) {
+      for (int k = 0; k < d->efc_J_rownnz[row]; ++k) {
+        const double v = d->efc_J[d->efc_J_rowadr[row] + k];
+        if (v != 0) return *col = d->efc_J_colind[d->efc_J_rowadr[row] + k], v;
+      }
+    } else {
+      const double* J = d->efc_J + static_cast<long>(row) * m->nv;
+      for (int i = 0; i < m->nv; ++i)
+        if (J[i] != 0) return *col = i, J[i];
+    }
+    return *col = -1, 0.0;
+  };
+  int col;
+  if (type == mjCNSTR_LIMIT_JOINT) {
+    if (m->jnt_type[id] == mjJNT_BALL) return 0;
+    return first(&col) > 0 ? 0 : 1;  // lower limit: +1, upper: −1
+  }
+  if (type == mjCNSTR_LIMIT_TENDON) {
+    const double v = first(&col);
+    // Upper limit rows are −ten_J: compare with the tendon's own entry.
+    const int adr = m->ten_J_rowadr[id];
+    for (int k = 0; k < m->ten_J_rownnz[id]; ++k)
+      if (m->ten_J_colind[adr + k] == col) return (v > 0) == (d->ten_J[adr + k] > 0) ? 0 : 1;
+    return 0;
+  }
+  return 0;
+}
+
 void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model) {
   // Equalities (near-rigid couplings, cenic-math §7), friction loss, and ball
   // joint limits, from the rows of mj_makeConstraint.
+  RowRecord prev{-1, -1, -1, -1};
   for (int row = 0; row < d->nefc; ++row) {
     const int type = d->efc_type[row];
     const bool ball_limit = type == mjCNSTR_LIMIT_JOINT && m->jnt_type[d->efc_id[row]] == mjJNT_BALL;
     if (type != mjCNSTR_EQUALITY && type != mjCNSTR_FRICTION_DOF &&
         type != mjCNSTR_FRICTION_TENDON && !ball_limit)
       continue;
+    const RowRecord here{type, d->efc_id[row], EfcRowSub(m, d, row, prev), -1};
+    prev = here;
     EfcRow(m, d, row);
     if (dofs_.empty()) continue;
     int c;
@@ -415,6 +457,7 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
                                   contact_.frictionloss_stiction ? 0.0 : FrictionLossSpeed(m, d, row));
       J = model->dry_friction.rows.J(c);
     }
+    row_records_.push_back({here.type, here.id, here.sub, c});
     std::copy(row_.begin(), row_.end(), J);
   }
 }

@@ -55,6 +55,23 @@ struct ContactRecord {
   int torque = -1;  // its ContactTorquePool constraint (condim 4/6), or -1
 };
 
+// Where a limit, coupling or friction-loss row of the last Build came from, so
+// that its impulse can be reported in MuJoCo's efc_force: the constraint type
+// (mjCNSTR_LIMIT_JOINT, _LIMIT_TENDON, _EQUALITY, _FRICTION_DOF, _FRICTION_TENDON),
+// the object id (efc_id) and which of the object's rows (limits: 0 lower, 1
+// upper; equalities: k-th row; otherwise 0); `index` is the row in its pool
+// (limits, couplings or dry_friction, by type).
+struct RowRecord {
+  int type, id, sub, index;
+  bool operator<(const RowRecord& o) const {
+    return type != o.type ? type < o.type : id != o.id ? id < o.id : sub < o.sub;
+  }
+};
+
+// Which of an efc row's object rows it is (RowRecord::sub), for a forwarded d.
+// `prev_row` is row − 1's (type, id, sub) or {-1,-1,-1}.
+int EfcRowSub(const mjModel* m, const mjData* d, int row, const RowRecord& prev_row);
+
 // What one problem build saw (for statistics).
 struct BuildInfo {
   int ncontact = 0;
@@ -79,6 +96,9 @@ class MujocoAdapter {
 
   // One record per ICF contact of the last Build, in pool order.
   const std::vector<ContactRecord>& contact_records() const { return contact_records_; }
+
+  // The limit, coupling and friction-loss rows of the last Build, sorted.
+  const std::vector<RowRecord>& row_records() const { return row_records_; }
 
   // Penetration max(−dist) over d's active contacts.
   static double MaxPenetration(const mjData* d);
@@ -107,6 +127,7 @@ class MujocoAdapter {
   ContactOptions contact_;
   std::vector<std::string> warnings_;
   std::vector<ContactRecord> contact_records_;
+  std::vector<RowRecord> row_records_;
   std::vector<int> clique_start_, clique_of_dof_;
   std::vector<double> damping_, stiffness_;       // implicit D, K per dof
   std::vector<int> limited_joints_;               // hinge/slide joints with limits

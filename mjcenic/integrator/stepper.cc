@@ -300,6 +300,7 @@ void Stepper::BuildModel(mjData* d, double h, icf::IcfModel* model) {
   const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
   adapter_.Build(m_, d, h, model, &info, implicit_ctrl ? &feedback_ : nullptr);
   (model == &model0_ ? records0_ : records_mid_) = adapter_.contact_records();
+  (model == &model0_ ? rows0_ : rows_mid_) = adapter_.row_records();
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
   stats_.time_assembly += Seconds(t0, Clock::now());
   last_problem_ = model;
@@ -544,12 +545,53 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   return absl::OkStatus();
 }
 
+void Stepper::FillRowForces(mjData* d) {
+  // Limits, equalities and friction loss: each efc row of d (forwarded at the
+  // step's end) takes the impulse / h of the last solve's row with the same
+  // MuJoCo type, object and side / row number. Rows that were not in that
+  // solve (a limit that became active during the step) stay 0.
+  const std::vector<adapter::RowRecord>& rows = last_solved_ == &model0_ ? rows0_ : rows_mid_;
+  const double h = last_solved_->h;
+  if (rows.empty() || !(h > 0)) return;
+  const icf::IcfData& data = solver_.data();
+  adapter::RowRecord prev{-1, -1, -1, -1};
+  for (int i = 0; i < d->nefc; ++i) {
+    const int type = d->efc_type[i];
+    if (type == mjCNSTR_CONTACT_FRICTIONLESS || type == mjCNSTR_CONTACT_PYRAMIDAL ||
+        type == mjCNSTR_CONTACT_ELLIPTIC)
+      continue;
+    const adapter::RowRecord key{type, d->efc_id[i], adapter::EfcRowSub(m_, d, i, prev), -1};
+    prev = key;
+    const auto it = std::lower_bound(rows.begin(), rows.end(), key);
+    if (it == rows.end() || key < *it) continue;
+    const bool friction = type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON;
+    const std::vector<double>& gamma = type == mjCNSTR_EQUALITY ? data.couplings.gamma
+                                       : friction               ? data.dry_friction.gamma
+                                                                : data.limits.gamma;
+    if (it->index < 0 || it->index >= static_cast<int>(gamma.size())) continue;
+    const double f = gamma[it->index] / h;
+    d->efc_force[i] = f;
+    if (type == mjCNSTR_EQUALITY) {
+      d->efc_state[i] = mjCNSTRSTATE_QUADRATIC;
+    } else if (friction) {
+      const double F = d->efc_frictionloss[i];
+      // Saturated (sliding) where the regularized law is within 0.1 % of F.
+      d->efc_state[i] = f >= F * (1 - 1e-3)    ? mjCNSTRSTATE_LINEARNEG
+                        : f <= -F * (1 - 1e-3) ? mjCNSTRSTATE_LINEARPOS
+                                               : mjCNSTRSTATE_QUADRATIC;
+    } else {
+      d->efc_state[i] = f > 0 ? mjCNSTRSTATE_QUADRATIC : mjCNSTRSTATE_SATISFIED;
+    }
+  }
+}
+
 void Stepper::FillConstraintForces(mjData* d) {
   for (int i = 0; i < d->nefc; ++i) {
     d->efc_force[i] = 0;
     d->efc_state[i] = 0;
   }
   if (!last_solved_ || (last_solved_ != &model0_ && last_solved_ != &model_mid_)) return;
+  FillRowForces(d);
   const std::vector<adapter::ContactRecord>& rec =
       last_solved_ == &model0_ ? records0_ : records_mid_;
   const std::vector<double>& gamma = solver_.data().contacts.gamma;

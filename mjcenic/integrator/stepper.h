@@ -89,9 +89,11 @@ class Stepper {
   // Attempts one step of size h from x0 (stored in q0_, v0_, act0_); on
   // success the result is in q1_, v1_, act1_ and *error the error estimate.
   void Extrapolate();  // options_.extrapolate: x ← 2x − x̂
-  // efc_force of d's contacts from the impulses of the step's last solve
-  // (matched by geom pair and nearest point), other rows zero.
+  // efc_force of d's rows from the impulses of the step's last solve:
+  // contacts matched by geom pair and nearest point, limits, equalities and
+  // friction loss by MuJoCo type, object and row; rows not solved stay zero.
   void FillConstraintForces(mjData* d);
+  void FillRowForces(mjData* d);  // limit, equality and friction-loss rows
   bool Attempt(mjData* d, double h, double* error, int* worst, double tolerance);
   // Linearizes the controller's generalized force per dof at x0 into
   // feedback_ (cenic-math §9.2); false if the controller failed.
@@ -124,6 +126,7 @@ class Stepper {
   // Contact records of model0_ / model_mid_, the model of the last solve and
   // the solver's impulses of that solve (for efc_force after the step).
   std::vector<adapter::ContactRecord> records0_, records_mid_;
+  std::vector<adapter::RowRecord> rows0_, rows_mid_;
   const icf::IcfModel* last_solved_ = nullptr;
   std::vector<int> record_order_;
   std::vector<char> record_used_;
