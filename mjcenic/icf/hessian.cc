@@ -11,10 +11,13 @@ namespace {
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
 // H = A + Σ_i J_iᵀ G_i J_i.
-template <class Sink>
+// `keep(dof)` selects the rows (and constraints, by their first dof) to add;
+// H is block diagonal over islands, so skipping whole islands is exact.
+template <class Sink, class Keep>
 void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
-                       Sink&& sink) {
+                       Sink&& sink, Keep&& keep) {
   for (int i = 0; i < m.nv; ++i) {
+    if (!keep(i)) continue;
     const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
     for (int k = 0; k < nnz; ++k) sink(i, m.M_colind[adr + k], m.M[adr + k]);
     sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
@@ -27,6 +30,7 @@ void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>*
       for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
       if (zero) continue;
       const auto dofs = pool.rows.dofs(c);
+      if (dofs.empty() || !keep(dofs[0])) continue;
       const int n = static_cast<int>(dofs.size());
       if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
       double* B = scratch->data();
@@ -36,6 +40,12 @@ void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>*
     }
   };
   ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+}
+
+template <class Sink>
+void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                       Sink&& sink) {
+  AccumulateHessian(m, d, scratch, std::forward<Sink>(sink), [](int) { return true; });
 }
 
 
@@ -113,16 +123,25 @@ class IslandHessian final : public HessianFactor {
     }
     return changed;
   }
+  bool SetFrozen(const char* frozen) override {
+    frozen_ = frozen;
+    return true;
+  }
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
     const int ni = static_cast<int>(size_.size());
-    std::fill(H_.begin(), H_.begin() + offset_[ni], 0.0);
-    AccumulateHessian(model, data, &block_, [this](int i, int j, double x) {
-      const int isl = island_[i], n = size_[isl];
-      H_[offset_[isl] + static_cast<size_t>(local_[j]) * n + local_[i]] += x;  // column-major
-    });
-    std::copy(H_.begin(), H_.begin() + offset_[ni], L_.begin());
+    auto frozen = [this](int k) { return frozen_ != nullptr && frozen_[k] != 0; };
+    for (int k = 0; k < ni; ++k)
+      if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
+    AccumulateHessian(
+        model, data, &block_,
+        [this](int i, int j, double x) {
+          const int isl = island_[i], n = size_[isl];
+          H_[offset_[isl] + static_cast<size_t>(local_[j]) * n + local_[i]] += x;  // column-major
+        },
+        [&](int dof) { return !frozen(island_[dof]); });
     for (int k = 0; k < ni; ++k) {
-      if (size_[k] == 0) continue;
+      if (size_[k] == 0 || frozen(k)) continue;
+      std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
       Eigen::Map<Eigen::MatrixXd> Lk(L_.data() + offset_[k], size_[k], size_[k]);
       Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);  // in place, lower triangle
       if (llt.info() != Eigen::Success) return false;
@@ -135,6 +154,10 @@ class IslandHessian final : public HessianFactor {
     for (size_t k = 0; k < size_.size(); ++k) {
       const int n = size_[k];
       if (n == 0) continue;
+      if (frozen_ && frozen_[k]) {
+        std::fill(x_.begin() + start_[k], x_.begin() + start_[k] + n, 0.0);
+        continue;
+      }
       Eigen::Map<const Eigen::MatrixXd> Lk(L_.data() + offset_[k], n, n);
       Eigen::Map<Eigen::VectorXd> xk(x_.data() + start_[k], n);
       Lk.triangularView<Eigen::Lower>().solveInPlace(xk);
@@ -158,6 +181,7 @@ class IslandHessian final : public HessianFactor {
   std::vector<int> island_, last_island_, local_, size_, start_, order_;
   std::vector<size_t> offset_;
   std::vector<double> H_, L_, x_;
+  const char* frozen_ = nullptr;  // per island, or null
 };
 
 // -------------------------------------------------------------------- pcg --

@@ -41,7 +41,15 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
   return f.get();
 }
 
-void IcfSolver::Evaluate(const IcfModel& m, const double* v) {
+void IcfSolver::TagIslands(const IcfModel& m) {
+  data_.Resize(m);
+  auto tag = [&](const auto& pool, auto& pd) {
+    for (int k = 0; k < pool.size(); ++k) pd.island[k] = m.IslandOf(pool.rows.dofs(k));
+  };
+  ForEachPool(m, data_, tag);
+}
+
+void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen) {
   data_.Resize(m);
   const int nv = m.nv;
   std::copy(v, v + nv, data_.v.begin());
@@ -55,11 +63,13 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     for (int c = 0; c < pool.size(); ++c) {
       double* vc = pd.vc.data() + R * c;
-      pool.rows.Multiply(c, v, vc);
-      if constexpr (requires { pool.bias; })  // contacts: surface-velocity bias
-        for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
       double* gamma = pd.gamma.data() + R * c;
-      pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+      if (!frozen || !frozen[pd.island[c]]) {
+        pool.rows.Multiply(c, v, vc);
+        if constexpr (requires { pool.bias; })  // contacts: surface-velocity bias
+          for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
+        pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+      }
       cost += pd.cost[c];
       pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
     }
@@ -283,22 +293,67 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   HessianFactor* H = Factor(kind, o);
   const bool pattern_changed = H->Prepare(m);
   // A new pattern invalidates the stored factorization even if this solve
-  // ends before factorizing (converged at k = 0).
-  if (fresh_factor_ != H || pattern_changed) fresh_ = false;
+  // ends before factorizing (converged at k = 0); so does one that skipped
+  // the islands frozen in the last solve.
+  if (fresh_factor_ != H || pattern_changed || partial_factor_) fresh_ = false;
+  partial_factor_ = false;
+
+  // Several islands: each is its own problem (ℓ is a sum over islands), so
+  // each stops at its own tolerance ε max(1, |D r|_i) and, once converged,
+  // is frozen: no more evaluation, assembly, factorization or line search.
+  const int ni = NumIslands(m);
+  const bool per_island = ni > 1;
+  const char* frozen = nullptr;
+  if (per_island) {
+    for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2})
+      x->assign(ni, 0.0);
+    isl_.eta.assign(ni, 1.0);
+    isl_.frozen.assign(ni, 0);
+    for (int i = 0; i < nv; ++i) {
+      const double x = scale_[i] * m.r[i];
+      isl_.tol[DofIsland(m, i)] += x * x;
+    }
+    const double eps = std::max(o.tolerance, o.min_tolerance);
+    for (int i = 0; i < ni; ++i) isl_.tol[i] = eps * std::max(1.0, std::sqrt(isl_.tol[i]));
+    TagIslands(m);
+    frozen = isl_.frozen.data();
+  }
+  H->SetFrozen(nullptr);
 
   std::copy(v_guess, v_guess + nv, vtmp_.begin());
   double eta = 1.0;
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
   for (int k = 0; k < o.max_iterations; ++k) {
-    Evaluate(m, vtmp_.data());
+    Evaluate(m, vtmp_.data(), frozen);
     if (history) history->push_back(data_.cost);
     double Dg = 0;
-    for (int i = 0; i < nv; ++i) Dg += (scale_[i] * data_.grad[i]) * (scale_[i] * data_.grad[i]);
+    if (per_island) std::fill(isl_.Dg2.begin(), isl_.Dg2.end(), 0.0);
+    for (int i = 0; i < nv; ++i) {
+      const double x = scale_[i] * data_.grad[i];
+      Dg += x * x;
+      if (per_island) isl_.Dg2[DofIsland(m, i)] += x * x;
+    }
     Dg = std::sqrt(Dg);
     st.scaled_gradient = Dg;
     if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return finish(SolveStatus::kNonFinite);
-    // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2.
-    const bool converged = Dg < tol || (k >= 1 && eta * step_prev < tol);
+    // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
+    // whole system, or island by island.
+    bool converged = Dg < tol || (k >= 1 && eta * step_prev < tol);
+    if (per_island) {
+      converged = true;
+      for (int i = 0; i < ni; ++i) {
+        if (isl_.frozen[i]) continue;
+        if (k >= 2 && isl_.step_prev2[i] > 0) {
+          const double theta = std::clamp(isl_.step_prev[i] / isl_.step_prev2[i], 0.0, 0.9999);
+          isl_.eta[i] = theta / (1 - theta);
+        }
+        const double tol_i = isl_.tol[i];
+        if (std::sqrt(isl_.Dg2[i]) < tol_i || (k >= 1 && isl_.eta[i] * isl_.step_prev[i] < tol_i))
+          isl_.frozen[i] = 1;
+        else
+          converged = false, ++st.island_updates;
+      }
+    }
     if (converged) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
@@ -312,6 +367,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const bool same_pattern = k >= 1 || !pattern_changed;
     if (!(o.hessian_reuse && same_pattern && fresh_)) {
       ++st.factorizations;
+      partial_factor_ = per_island && H->SetFrozen(frozen);
       if (!H->AssembleAndFactor(m, data_)) {
         fresh_ = false;
         return finish(SolveStatus::kNotPositiveDefinite);
@@ -324,6 +380,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     H->Bind(m, data_);
     H->Solve(w, w);
     st.linear_iterations += H->last_iterations();
+    if (per_island)
+      for (int i = 0; i < nv; ++i)
+        if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
     if (!(d0 < 0)) {
       fresh_ = false;
@@ -332,17 +391,26 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     PrepareLineSearch(m, w);
     if (!LineSearch(m, o, &st.ls_iterations)) return finish(SolveStatus::kLineSearchFailed);
     double step = 0;
+    if (per_island) std::fill(isl_.step2.begin(), isl_.step2.end(), 0.0);
     for (int i = 0; i < nv; ++i) {
-      const double alpha = ls_.alpha[DofIsland(m, i)];
-      const double dvi = alpha * w[i];
+      const int isl = DofIsland(m, i);
+      const double dvi = ls_.alpha[isl] * w[i];
       vtmp_[i] += dvi;
-      step += (dvi / scale_[i]) * (dvi / scale_[i]);
+      const double x = (dvi / scale_[i]) * (dvi / scale_[i]);
+      step += x;
+      if (per_island) isl_.step2[isl] += x;
     }
     step_prev2 = step_prev;
     step_prev = std::sqrt(step);
+    if (per_island)
+      for (int i = 0; i < ni; ++i) {
+        if (isl_.frozen[i]) continue;
+        isl_.step_prev2[i] = isl_.step_prev[i];
+        isl_.step_prev[i] = std::sqrt(isl_.step2[i]);
+      }
     ++st.iterations;
   }
-  Evaluate(m, vtmp_.data());
+  Evaluate(m, vtmp_.data(), frozen);
   std::copy(vtmp_.begin(), vtmp_.end(), v);
   return finish(SolveStatus::kMaxIterations);
 }
@@ -352,6 +420,7 @@ bool IcfSolver::SearchDirection(const IcfModel& m, const double* v, LinearSolver
   Evaluate(m, v);
   HessianFactor* H = Factor(kind, SolverOptions());
   H->Prepare(m);
+  H->SetFrozen(nullptr);
   fresh_ = false;
   if (!H->AssembleAndFactor(m, data_)) return false;
   for (int i = 0; i < m.nv; ++i) w[i] = -data_.grad[i];

@@ -46,6 +46,9 @@ struct SolveStats {
   int factorizations = 0;
   int ls_iterations = 0;   // line-search evaluations (§8.3 item 4)
   int linear_iterations = 0;  // conjugate-gradient iterations (kPcg)
+  // Σ over Newton iterations of the islands updated in it (several islands:
+  // each stops at its own convergence, so this is below iterations × islands).
+  int island_updates = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
 };
@@ -63,7 +66,7 @@ class IcfSolver {
                     double* v, SolveStats* stats, std::vector<double>* cost_history = nullptr);
 
   // Evaluates cost, gradient, impulses and constraint Hessians at v.
-  void Evaluate(const IcfModel& model, const double* v);
+  void Evaluate(const IcfModel& model, const double* v) { Evaluate(model, v, nullptr); }
   const IcfData& data() const { return data_; }
 
   // Newton direction w = −H(v)⁻¹ ∇ℓ(v) with the given linear solver (tests).
@@ -84,6 +87,11 @@ class IcfSolver {
 
  private:
   HessianFactor* Factor(LinearSolverKind kind, const SolverOptions& o);
+  // Evaluate, re-using the stored per-constraint values of islands marked in
+  // `frozen` (their v has not changed since they were computed; their costs
+  // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
+  void Evaluate(const IcfModel& model, const double* v, const char* frozen);
+  void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
   bool LineSearch(const IcfModel& model, const SolverOptions& o, int* evals);
@@ -101,10 +109,18 @@ class IcfSolver {
   LineSearchWork ls_;
   bool islands_on_ = true;
 
+  // Per-island Newton state (§8.2 applied to each island on its own).
+  struct IslandNewton {
+    std::vector<double> tol, Dg2, step2, step_prev, step_prev2, eta;
+    std::vector<char> frozen;
+  };
+  IslandNewton isl_;
+
   IcfData data_;
   std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_;
   std::vector<double> scale_, dv_, vtmp_;
   bool fresh_ = false;                 // reuse state machine (§8.5)
+  bool partial_factor_ = false;        // the kept factorization skipped frozen islands
   HessianFactor* fresh_factor_ = nullptr;
 };
 

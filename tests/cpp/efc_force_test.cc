@@ -166,7 +166,7 @@ TEST_P(EfcForce, StaticEquilibriaMatchClosedFormAndMjStep) {
   const int slide = mj_name2id(m, mjOBJ_JOINT, "slide");
   const std::vector<int> fr = Rows(d, mjCNSTR_FRICTION_DOF, m->jnt_dofadr[slide]);
   ASSERT_EQ(fr.size(), 1u);
-  EXPECT_NEAR(d->efc_force[fr[0]], -2.0, 1e-4);
+  EXPECT_NEAR(d->efc_force[fr[0]], -2.0, 1e-3);  // within the Newton tolerance
   EXPECT_NEAR(e->efc_force[fr[0]], -2.0, 1e-6);
   EXPECT_EQ(d->efc_state[fr[0]], mjCNSTRSTATE_QUADRATIC);
 

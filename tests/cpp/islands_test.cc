@@ -151,7 +151,7 @@ TEST(Islands, ManyIslandsNeedFewerNewtonIterations) {
   ASSERT_NE(model, nullptr) << err;
   test_util::DataPtr data(mj_makeData(model.get()));
   auto stepper = Stepper::Create(model.get()).value();
-  long on_total = 0, off_total = 0;
+  long on_total = 0, off_total = 0, updates = 0, island_iterations = 0;
   int problems = 0, max_islands = 0;
   while (data->time < 1.0 - 1e-9) {
     ASSERT_TRUE(stepper->Step(data.get()).ok());
@@ -159,14 +159,55 @@ TEST(Islands, ManyIslandsNeedFewerNewtonIterations) {
     const icf::IcfModel& m = stepper->last_problem();
     const OnOff r = SolveBothWays(m, SolverOptions().tolerance);
     on_total += r.st_on.iterations;
+    updates += r.st_on.island_updates;
+    island_iterations += static_cast<long>(r.st_on.iterations) * m.num_islands;
     off_total += r.st_off.iterations;
     max_islands = std::max(max_islands, m.num_islands);
     ++problems;
   }
   std::printf("humanoid100, %d problems (up to %d islands): Newton iterations %ld per island "
-              "vs %ld global\n", problems, max_islands, on_total, off_total);
+              "vs %ld global; island updates %ld of %ld\n", problems, max_islands, on_total,
+              off_total, updates, island_iterations);
   EXPECT_GT(max_islands, 50);
   EXPECT_LT(on_total, 0.8 * off_total);
+  // Converged islands are frozen: most island-iterations are skipped.
+  EXPECT_LT(updates, 0.5 * island_iterations);
+}
+
+// ℓ is a sum of island costs, so each island's Newton iteration stops at its
+// own tolerance and is then frozen: an island's velocities do not depend on
+// what else is in the scene, and converged islands cost nothing.
+TEST(Islands, EachIslandStopsOnItsOwn) {
+  const IcfModel m = ClutterProblemAt(0.6);
+  ASSERT_GT(m.num_islands, 2);
+  // Change one island's problem (its momentum target r) and nothing else.
+  const int changed = m.island_of_clique[m.clique_of_dof[0]];
+  IcfModel m2 = m;
+  for (int i = 0; i < m.nv; ++i)
+    if (m.island_of_clique[m.clique_of_dof[i]] == changed) m2.r[i] = 3 * m.r[i] + 0.5 * m.M_diag[i];
+  SolverOptions o;
+  o.linear_solver = icf::LinearSolverKind::kIslands;
+  IcfSolver s1, s2;
+  std::vector<double> v1(m.nv), v2(m.nv);
+  SolveStats st1, st2;
+  ASSERT_EQ(s1.Solve(m, m.v0.data(), o, v1.data(), &st1), SolveStatus::kConverged);
+  ASSERT_EQ(s2.Solve(m2, m2.v0.data(), o, v2.data(), &st2), SolveStatus::kConverged);
+  int same = 0, moved = 0;
+  for (int i = 0; i < m.nv; ++i) {
+    if (m.island_of_clique[m.clique_of_dof[i]] == changed) {
+      moved += v1[i] != v2[i];
+      continue;
+    }
+    EXPECT_EQ(v1[i], v2[i]) << "dof " << i;  // bit for bit
+    ++same;
+  }
+  std::printf("%d islands: %d Newton iterations, %d island updates (of %d); with one island "
+              "changed %d iterations: %d of its dofs moved, %d others identical\n",
+              m.num_islands, st1.iterations, st1.island_updates, st1.iterations * m.num_islands,
+              st2.iterations, moved, same);
+  EXPECT_GT(moved, 0);
+  EXPECT_NE(st1.iterations, st2.iterations);  // the others were solved with more iterations around
+  EXPECT_LT(st1.island_updates, st1.iterations * m.num_islands);
 }
 
 }  // namespace
