@@ -566,8 +566,9 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     // Jacobian rows in the contact frame: frame · (J₂ − J₁)(pos).
     // condim 4/6: torsional (friction[2]) and rolling (friction[3]) friction.
     const double mu_spin = con.dim >= 4 ? con.friction[2] : 0.0;
-    const double mu_roll = con.dim >= 6 ? con.friction[3] : 0.0;
-    const bool torques = mu_spin > 0 || mu_roll > 0;
+    const double mu_roll1 = con.dim >= 6 ? con.friction[3] : 0.0;
+    const double mu_roll2 = con.dim >= 6 ? con.friction[4] : 0.0;
+    const bool torques = mu_spin > 0 || mu_roll1 > 0 || mu_roll2 > 0;
     PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_, torques ? &rot_a_ : nullptr);
     PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_, torques ? &rot_b_ : nullptr);
     dofs_.clear();
@@ -617,8 +618,8 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
       // the lever arm μ_x/μ (see README, contact mapping).
       const double vs = model->params.stiction_tolerance;
       auto eps = [&](double mu_x) { return mu_x > 0 ? vs * std::max(mu, 1e-3) / mu_x : 1.0; };
-      rec.torque = model->contact_torques.Add(dofs_, c, mu_spin, mu_roll, eps(mu_spin),
-                                              eps(mu_roll));
+      rec.torque = model->contact_torques.Add(dofs_, c, mu_spin, mu_roll1, mu_roll2,
+                                              eps(mu_spin), eps(std::max(mu_roll1, mu_roll2)));
       FrameRows(con.frame, rot_a_, rot_b_, model->contact_torques.rows.J(rec.torque));
     }
     ++info->ncontact;

@@ -244,7 +244,8 @@ void ContactTorquePool::Clear() {
   rows.Clear();
   contact.clear();
   mu_spin.clear();
-  mu_roll.clear();
+  mu_roll1.clear();
+  mu_roll2.clear();
   eps_spin.clear();
   eps_roll.clear();
   fn0.clear();
@@ -252,11 +253,13 @@ void ContactTorquePool::Clear() {
 }
 
 int ContactTorquePool::Add(std::span<const int> dofs, int contact_, double mu_spin_,
-                           double mu_roll_, double eps_spin_, double eps_roll_) {
+                           double mu_roll1_, double mu_roll2_, double eps_spin_,
+                           double eps_roll_) {
   const int c = rows.Add(dofs);
   contact.push_back(contact_);
   mu_spin.push_back(mu_spin_);
-  mu_roll.push_back(mu_roll_);
+  mu_roll1.push_back(mu_roll1_);
+  mu_roll2.push_back(mu_roll2_);
   eps_spin.push_back(eps_spin_);
   eps_roll.push_back(eps_roll_);
   fn0.push_back(0);
@@ -286,18 +289,21 @@ void ContactTorquePool::Eval(int c, const double* w, double* cost, double* gamma
     gamma[0] = -ts * w[0] / s;
     G[0] = ts * e * e / (s * s * s);
   }
-  // Roll: u = (w₁, w₂), ∇ = u/s, ∇² = (I − u uᵀ/s²)/s with s = sqrt(‖u‖² + ε²).
-  const double tr = n0[c] * mu_roll[c];
-  if (tr > 0) {
-    const double e = eps_roll[c];
-    const double s = std::sqrt(w[1] * w[1] + w[2] * w[2] + e * e);
-    *cost += tr * (s - e);
-    gamma[1] = -tr * w[1] / s;
-    gamma[2] = -tr * w[2] / s;
-    const double a = tr / s, b = tr / (s * s * s);
-    G[4] = a - b * w[1] * w[1];
-    G[5] = G[7] = -b * w[1] * w[2];
-    G[8] = a - b * w[2] * w[2];
+  // Roll, MuJoCo's elliptic bound (τ₁/μ₁)² + (τ₂/μ₂)² ≤ f_n²: with u = (μ₁w₁,
+  // μ₂w₂) [m/s] the potential is n⁰(sqrt(‖u‖² + e²) − e), e = ε μ_max, so
+  // τ_k = μ_k σ_k with ‖σ‖ ≤ f_n; ∂/∂w_k = μ_k ∂/∂u_k.
+  const double m1 = mu_roll1[c], m2 = mu_roll2[c], n = n0[c];
+  if (n > 0 && (m1 > 0 || m2 > 0)) {
+    const double e = eps_roll[c] * std::max(m1, m2);
+    const double u1 = m1 * w[1], u2 = m2 * w[2];
+    const double s = std::sqrt(u1 * u1 + u2 * u2 + e * e);
+    *cost += n * (s - e);
+    gamma[1] = -n * m1 * u1 / s;
+    gamma[2] = -n * m2 * u2 / s;
+    const double a = n / s, b = n / (s * s * s);
+    G[4] = m1 * m1 * (a - b * u1 * u1);
+    G[5] = G[7] = -m1 * m2 * b * u1 * u2;
+    G[8] = m2 * m2 * (a - b * u2 * u2);
   }
 }
 

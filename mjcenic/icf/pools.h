@@ -119,14 +119,17 @@ struct DryFrictionPool {
 struct ContactTorquePool {
   RowStore<3> rows;
   std::vector<int> contact;               // index into ContactPool (its f_n⁰)
-  std::vector<double> mu_spin, mu_roll;   // [m]; 0: that part absent
-  std::vector<double> eps_spin, eps_roll; // regularization angular velocities [rad/s]
+  // MuJoCo's friction[2..4] lengths [m] (spin; roll about tangent 1, 2); 0: absent.
+  std::vector<double> mu_spin, mu_roll1, mu_roll2;
+  // Regularization angular velocities [rad/s]: spin; roll, for the larger of
+  // the two rolling lengths.
+  std::vector<double> eps_spin, eps_roll;
   std::vector<double> fn0, n0;            // lagged normal force [N], n⁰ = h f_n⁰ [N s]
   double h = 0;
 
   void Clear();
-  int Add(std::span<const int> dofs, int contact, double mu_spin, double mu_roll,
-          double eps_spin, double eps_roll);
+  int Add(std::span<const int> dofs, int contact, double mu_spin, double mu_roll1,
+          double mu_roll2, double eps_spin, double eps_roll);
   int size() const { return rows.size(); }
   void Lag(const ContactPool& contacts);  // after contacts.Lag
   void SetTimeStep(double h);

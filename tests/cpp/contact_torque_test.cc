@@ -130,6 +130,54 @@ TEST(ContactTorque, RollingResistanceDeceleratesARollingBall) {
   EXPECT_LT(std::abs(roll.w_z), 1e-6);
 }
 
+// Anisotropic rolling (a <pair> with friction[3] ≠ friction[4], MuJoCo's
+// elliptic bound (τ₁/μ₁)² + (τ₂/μ₂)² ≤ f_n²): rolling about contact tangent k
+// decelerates at μ_k g / (1.4 r), in both directions.
+TEST(ContactTorque, AnisotropicRollingUsesEachTangentsLength) {
+  const double mu1 = 0.003, mu2 = 0.001;
+  char xml[1500];
+  std::snprintf(xml, sizeof(xml), R"(
+<mujoco>
+  <option timestep="0.002" cone="elliptic" gravity="0 0 -%g"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="ball" pos="0 0 %g">
+      <freejoint/>
+      <geom name="ball" type="sphere" size="%g" mass="%g"/>
+    </body>
+  </worldbody>
+  <contact>
+    <pair geom1="floor" geom2="ball" condim="6" friction="1 1 0.005 %g %g"/>
+  </contact>
+</mujoco>)",
+                kG, kRadius, kRadius, kMass, mu1, mu2);
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(xml, &err);
+  ASSERT_NE(m, nullptr) << err;
+  // Which world axis is tangent 1 of the ball's contact (normal +z)?
+  DataPtr d0(mj_makeData(m.get()));
+  mj_forward(m.get(), d0.get());
+  ASSERT_EQ(d0->ncon, 1);
+  const double* t1 = d0->contact[0].frame + 3;
+  // Roll along x: ω about y; along y: ω about x (world axes = free-joint dofs 3, 4).
+  double decel[2];
+  for (int dir = 0; dir < 2; ++dir) {
+    BallRun r = Settled(m.get());
+    r.d->qvel[dir] = 1.0;
+    r.d->qvel[dir == 0 ? 4 : 3] = dir == 0 ? 1.0 / kRadius : -1.0 / kRadius;
+    ASSERT_TRUE(r.stepper->AdvanceTo(r.d.get(), 1.3).ok());
+    decel[dir] = 1.0 - r.d->qvel[dir];
+  }
+  // ω about y is about tangent 1 when t1 = ±y.
+  const bool y_is_t1 = std::abs(t1[1]) > 0.99;
+  const double mu_x = y_is_t1 ? mu1 : mu2, mu_y = y_is_t1 ? mu2 : mu1;
+  const double ax = mu_x * kG / (1.4 * kRadius), ay = mu_y * kG / (1.4 * kRadius);
+  std::printf("  tangent 1 = (%.2f, %.2f, %.2f): deceleration along x %.4f (exact %.4f), along "
+              "y %.4f (exact %.4f)\n", t1[0], t1[1], t1[2], decel[0], ax, decel[1], ay);
+  EXPECT_NEAR(decel[0], ax, 0.05 * ax);
+  EXPECT_NEAR(decel[1], ay, 0.05 * ay);
+}
+
 TEST(ContactTorque, TorsionalTorqueReachesMujocoContactForce) {
   const double mu_spin = 0.01, tau = 0.5 * mu_spin * kMass * kG;
   for (const char* cone : {"elliptic", "pyramidal"}) {

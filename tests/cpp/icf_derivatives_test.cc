@@ -879,17 +879,19 @@ TEST(IcfDerivatives, DryFriction) {
 
 TEST(IcfDerivatives, ContactTorques) {
   // Torsional and rolling friction (condim 4/6) bounded by the lagged normal
-  // impulse of their contact: spin only, roll only, both.
+  // impulse of their contact: spin only, roll only, both with anisotropic
+  // rolling (MuJoCo's friction[3] ≠ friction[4]).
   Random rng(10);
   IcfModel m;
   MakeBase(&m, {6, 6}, rng);
   AddContacts(&m, {{12, 1e4, 3, 0.8, 0.8, 2.65e-3}, {6, 2e4, 1, 0.5, 0.5, 2.65e-3},
                    {3, 5e3, 0, 1.0, 1.0, 2.65e-3}}, rng);
-  const double mu_spin[] = {0.01, 0.0, 0.02}, mu_roll[] = {0.0, 0.005, 0.003};
+  const double mu_spin[] = {0.01, 0.0, 0.02}, mu_roll1[] = {0.0, 0.005, 0.003},
+               mu_roll2[] = {0.0, 0.005, 0.001};
   const double eps_spin[] = {0.01, 1.0, 0.005}, eps_roll[] = {1.0, 0.02, 0.03};
   for (int k = 0; k < 3; ++k) {
-    const int c = m.contact_torques.Add(m.contacts.rows.dofs(k), k, mu_spin[k], mu_roll[k],
-                                        eps_spin[k], eps_roll[k]);
+    const int c = m.contact_torques.Add(m.contacts.rows.dofs(k), k, mu_spin[k], mu_roll1[k],
+                                        mu_roll2[k], eps_spin[k], eps_roll[k]);
     FillJ(m.contact_torques.rows, c, rng);
   }
   m.Finalize(kH);
@@ -914,9 +916,12 @@ TEST(IcfDerivatives, ContactTorques) {
       const double* w = pd.vc.data() + 3 * c;
       const double* g = pd.gamma.data() + 3 * c;
       const double n0 = m.contact_torques.n0[c];
-      // Bounds: |τ_spin| < μ_spin n⁰, ‖τ_roll‖ < μ_roll n⁰; dissipative.
+      // Bounds: |τ_spin| < μ_spin n⁰, (τ₁/μ₁)² + (τ₂/μ₂)² < n⁰²; dissipative.
       EXPECT_LT(std::abs(g[0]), mu_spin[c] * n0 + 1e-300);
-      EXPECT_LT(std::hypot(g[1], g[2]), mu_roll[c] * n0 + 1e-300);
+      if (mu_roll1[c] > 0)
+        EXPECT_LT(std::hypot(g[1] / mu_roll1[c], g[2] / mu_roll2[c]), n0);
+      else
+        EXPECT_EQ(std::hypot(g[1], g[2]), 0.0);
       EXPECT_LE(g[0] * w[0] + g[1] * w[1] + g[2] * w[2], 0.0);
       // Closed form of the spin part.
       const double ss = std::sqrt(w[0] * w[0] + eps_spin[c] * eps_spin[c]);
@@ -954,7 +959,7 @@ void MakeMixed(IcfModel* m, Random& rng) {
   FillJ(m->dry_friction.rows, m->dry_friction.Add(std::vector<int>{4, 5}, 1.5), rng);
   FillJ(m->dry_friction.rows, m->dry_friction.Add(std::vector<int>{9}, 0.3), rng);
   FillJ(m->contact_torques.rows,
-        m->contact_torques.Add(m->contacts.rows.dofs(0), 0, 0.01, 0.002, 0.01, 0.05), rng);
+        m->contact_torques.Add(m->contacts.rows.dofs(0), 0, 0.01, 0.002, 0.002, 0.01, 0.05), rng);
   SetContactV0(m, {Slip::kSlide, Slip::kStick, Slip::kStick}, rng);
 }
 
