@@ -542,7 +542,12 @@ class SparseHessian final : public HessianFactor {
 
 LinearSolverKind ChooseLinearSolver(const IcfModel& m, LinearSolverKind requested) {
   if (requested != LinearSolverKind::kAuto) return requested;
-  if (m.num_islands > 1 && m.largest_island <= kMaxIslandDofs) return LinearSolverKind::kIslands;
+  if (m.num_islands > 1) {
+    const int trees = std::max<int>(static_cast<int>(m.clique_start.size()) - 1, 1);
+    const bool large_trees = m.nv >= kMinTreeDofsForLargeIslands * trees;
+    if (m.largest_island <= (large_trees ? kMaxIslandDofsLargeTrees : kMaxIslandDofs))
+      return LinearSolverKind::kIslands;
+  }
   if (m.nv < 64) return LinearSolverKind::kDense;
   if (m.largest_island >= kMinPcgDofs) {
     int widest = 0;

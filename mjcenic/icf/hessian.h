@@ -24,10 +24,17 @@ namespace mjcenic::icf {
 enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg };
 
 // Decides kAuto: one dense block per island when there are several islands
-// and none has more than kMaxIslandDofs dofs; PCG when an island has at least
+// and none is larger than the limits below; PCG when an island has at least
 // kMinPcgDofs dofs and every tree (clique) at most kMaxPcgCliqueDofs; else
 // sparse when nv is large and the clique structure is sparse; else dense.
-inline constexpr int kMaxIslandDofs = 320;  // 100_humanoids (islands ≤ 297): 18 % faster than CHOLMOD
+// Islands of up to kMaxIslandDofs dofs, or of up to kMaxIslandDofsLargeTrees
+// when the trees average at least kMinTreeDofsForLargeIslands dofs (dense
+// within themselves): 100_humanoids (27-dof trees, islands ≤ 297 dofs) is 18 %
+// faster with dense island blocks than with CHOLMOD, stonehenge (6-dof stones,
+// an island of ~250) 1.6× slower.
+inline constexpr int kMaxIslandDofs = 128;
+inline constexpr int kMaxIslandDofsLargeTrees = 320;
+inline constexpr int kMinTreeDofsForLargeIslands = 12;
 inline constexpr int kMinPcgDofs = 1000;
 inline constexpr int kMaxPcgCliqueDofs = 12;
 LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requested);
