@@ -113,9 +113,9 @@ bool Parse(int argc, char** argv, Args* a) {
       char* end;
       const double x = std::strtod(v, &end);
       const bool iters = s == "--ccd-iterations";
-      if (*end || !(x > 0) || !std::isfinite(x) || (iters && (x != std::floor(x) || x > 1e6))) {
+      if (*end || !(x > 0) || !std::isfinite(x) || (iters && (x != std::floor(x) || x > 10000))) {
         std::fprintf(stderr, "mjcenic-run: bad %s '%s' (%s)\n", s.c_str(), v,
-                     iters ? "an integer from 1 to 1000000" : "must be > 0");
+                     iters ? "an integer from 1 to 10000" : "must be > 0");
         return false;
       }
       if (iters) a->ccd_iterations = static_cast<int>(x); else a->ccd_tolerance = x;
@@ -202,7 +202,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mjcenic-run: could not load '%s': %s\n", args.model.c_str(), error);
     return 1;
   }
-  if (args.ccd_iterations > 0) m->opt.ccd_iterations = args.ccd_iterations;
+  if (args.ccd_iterations > 0) {
+    // EPA keeps its polytope (≈ 0.5 KB per iteration) on the mjData arena.
+    if (args.ccd_iterations > m->opt.ccd_iterations)
+      m->narena += 1024L * (args.ccd_iterations - m->opt.ccd_iterations);
+    m->opt.ccd_iterations = args.ccd_iterations;
+  }
   if (args.ccd_tolerance > 0) m->opt.ccd_tolerance = args.ccd_tolerance;
   int key = -1;
   if (!args.keyframe.empty()) {

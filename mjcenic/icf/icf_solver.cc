@@ -319,6 +319,11 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     frozen = isl_.frozen.data();
   }
   H->SetFrozen(nullptr);
+  // The factor must not keep a pointer into isl_ once this solve returns.
+  struct UnsetFrozen {
+    HessianFactor* h;
+    ~UnsetFrozen() { h->SetFrozen(nullptr); }
+  } unset_frozen{H};
 
   std::copy(v_guess, v_guess + nv, vtmp_.begin());
   double eta = 1.0;
@@ -348,7 +353,12 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
           isl_.eta[i] = theta / (1 - theta);
         }
         const double tol_i = isl_.tol[i];
-        if (std::sqrt(isl_.Dg2[i]) < tol_i || (k >= 1 && isl_.eta[i] * isl_.step_prev[i] < tol_i))
+        // Criterion 2 only for an island that moved in the last iteration: one
+        // whose line search was skipped (ℓ_i'(0) ≥ 0, possible with an
+        // inexact direction such as PCG's) has step 0 but need not be solved.
+        const bool moved = isl_.step_prev[i] > 0;
+        if (std::sqrt(isl_.Dg2[i]) < tol_i ||
+            (k >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
           isl_.frozen[i] = 1;
         else
           converged = false, ++st.island_updates;
@@ -367,7 +377,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const bool same_pattern = k >= 1 || !pattern_changed;
     if (!(o.hessian_reuse && same_pattern && fresh_)) {
       ++st.factorizations;
-      partial_factor_ = per_island && H->SetFrozen(frozen);
+      bool any_frozen = false;
+      if (per_island)
+        for (int i = 0; i < ni && !any_frozen; ++i) any_frozen = isl_.frozen[i] != 0;
+      partial_factor_ = H->SetFrozen(any_frozen ? frozen : nullptr) && any_frozen;
       if (!H->AssembleAndFactor(m, data_)) {
         fresh_ = false;
         return finish(SolveStatus::kNotPositiveDefinite);
