@@ -44,7 +44,8 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
 void IcfSolver::TagIslands(const IcfModel& m) {
   data_.Resize(m);
   auto tag = [&](const auto& pool, auto& pd) {
-    for (int k = 0; k < pool.size(); ++k) pd.island[k] = m.IslandOf(pool.rows.dofs(k));
+    for (int k = 0; k < pool.size(); ++k)
+      pd.island[k] = islands_on_ ? m.IslandOf(pool.rows.dofs(k)) : 0;
   };
   ForEachPool(m, data_, tag);
 }
@@ -80,7 +81,8 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen)
 
 void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
   // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
-  // constraint. Requires Evaluate() at the base point v.
+  // constraint. Requires Evaluate() at the base point v (and the island tags
+  // it or Solve() set).
   const int nv = m.nv;
   const int ni = NumIslands(m);
   std::copy(w, w + nv, data_.w.begin());
@@ -97,10 +99,7 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
   auto prep = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     std::copy(pd.vc.begin(), pd.vc.begin() + R * pool.size(), pd.vc_base.begin());
-    for (int k = 0; k < pool.size(); ++k) {
-      pool.rows.Multiply(k, w, pd.u.data() + R * k);
-      pd.island[k] = islands_on_ ? m.IslandOf(pool.rows.dofs(k)) : 0;
-    }
+    for (int k = 0; k < pool.size(); ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
   };
   ForEachPool(m, data_, prep);
 }
@@ -315,9 +314,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     const double eps = std::max(o.tolerance, o.min_tolerance);
     for (int i = 0; i < ni; ++i) isl_.tol[i] = eps * std::max(1.0, std::sqrt(isl_.tol[i]));
-    TagIslands(m);
     frozen = isl_.frozen.data();
   }
+  TagIslands(m);  // the model is constant during the solve
+  int nfrozen = 0;
   H->SetFrozen(nullptr);
   // The factor must not keep a pointer into isl_ once this solve returns.
   struct UnsetFrozen {
@@ -359,7 +359,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
         const bool moved = isl_.step_prev[i] > 0;
         if (std::sqrt(isl_.Dg2[i]) < tol_i ||
             (k >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
-          isl_.frozen[i] = 1;
+          isl_.frozen[i] = 1, ++nfrozen;
         else
           converged = false, ++st.island_updates;
       }
@@ -377,10 +377,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const bool same_pattern = k >= 1 || !pattern_changed;
     if (!(o.hessian_reuse && same_pattern && fresh_)) {
       ++st.factorizations;
-      bool any_frozen = false;
-      if (per_island)
-        for (int i = 0; i < ni && !any_frozen; ++i) any_frozen = isl_.frozen[i] != 0;
-      partial_factor_ = H->SetFrozen(any_frozen ? frozen : nullptr) && any_frozen;
+      partial_factor_ = nfrozen > 0 && H->SetFrozen(frozen);
       if (!H->AssembleAndFactor(m, data_)) {
         fresh_ = false;
         return finish(SolveStatus::kNotPositiveDefinite);

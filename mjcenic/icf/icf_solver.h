@@ -66,7 +66,10 @@ class IcfSolver {
                     double* v, SolveStats* stats, std::vector<double>* cost_history = nullptr);
 
   // Evaluates cost, gradient, impulses and constraint Hessians at v.
-  void Evaluate(const IcfModel& model, const double* v) { Evaluate(model, v, nullptr); }
+  void Evaluate(const IcfModel& model, const double* v) {
+    TagIslands(model);
+    Evaluate(model, v, nullptr);
+  }
   const IcfData& data() const { return data_; }
 
   // Newton direction w = −H(v)⁻¹ ∇ℓ(v) with the given linear solver (tests).
