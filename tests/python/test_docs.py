@@ -1,0 +1,213 @@
+"""Every document a source comment cites lives in this repository's docs/.
+
+Scans mjcenic/, plugin/, python/, tests/, scripts/, README.md and docs/*.md for citations such as
+"cenic-math §4.6", "cenic-math.md §3–7, §6", "mapping §5.7", "§4.4 of the MuJoCo mapping",
+"§13 items 3, 20–24" and "paper §V-C", and checks that the cited document exists in docs/ and
+that each cited section is a heading there (an item N of section S resolves to heading S.N or to
+a numbered list item N inside section S; a paper section must be listed in cenic-math §0).
+A bare "§N" means cenic-math (inside docs/mujoco-mapping.md: that document). No source may point at ../shared/docs.
+"""
+import pathlib
+import re
+from dataclasses import dataclass, field
+
+import pytest
+
+from conftest import ROOT
+
+DOCS = ROOT / "docs"
+DOC_FILES = {"cenic-math": "cenic-math.md", "mujoco-mapping": "mujoco-mapping.md",
+             "architecture": "architecture.md"}
+SCAN_DIRS = ["mjcenic", "plugin", "python", "tests", "scripts"]
+SCAN_EXTS = {".h", ".cc", ".c", ".py", ".md", ".txt", ".cmake", ".in", ".sh"}
+
+NUM = r"[0-9]+(?:\.[0-9]+)*"
+ROMAN = r"[IVX]+(?:-[A-F][0-9]?)?"
+DOC_RE = re.compile(r"(?:\.\./shared/)?(?:docs/)?(cenic-math|mujoco-mapping|architecture)(?:\.md)?"
+                    r"|\b(mapping|paper)\b")
+SEC_RE = re.compile(
+    rf"§\s?(?P<sec>{NUM}|{ROMAN})"
+    rf"(?:\s?[–-]\s?§?(?P<end>{NUM}))?"
+    r"(?P<items>\s+items?\s+[0-9]+(?:\s?[–-]\s?[0-9]+)?(?:,\s?[0-9]+(?:\s?[–-]\s?[0-9]+)?)*)?")
+CHAIN_GAP = re.compile(r"^[\s,;/()&]*(?:(?:and|or)\s*)?$")
+OF_MAPPING = re.compile(r"^\s+of\s+the\s+(?:MuJoCo\s+)?mapping")
+HEADING = re.compile(rf"^(#+)\s+(?P<num>{NUM})(?:\s?[–-]\s?(?P<end>{NUM}))?\.?(?:\s|$)")
+
+
+@dataclass
+class Citation:
+    where: str
+    doc: str          # "cenic-math", "mujoco-mapping", "architecture" or "paper"
+    sec: str
+    end: str = ""
+    items: list = field(default_factory=list)
+
+
+def _expand_items(text):
+    out = []
+    for a, b in re.findall(r"([0-9]+)(?:\s?[–-]\s?([0-9]+))?", text):
+        out.extend(range(int(a), int(b) + 1) if b else [int(a)])
+    return out
+
+
+def parse_line(line, default_doc="cenic-math", where="", next_line=""):
+    """Citations on one line, each attributed to a document (next_line: for a phrase such as
+    "§4.4 of the MuJoCo" + "// mapping" that wraps)."""
+    after_wrap = re.sub(r"^\s*(?://+|#+|\*)?\s*", " ", next_line)
+    docs = [(m.start(), m.end(), m.group(1) or ("mujoco-mapping" if m.group(2) == "mapping"
+                                                 else "paper")) for m in DOC_RE.finditer(line)]
+    out, current, last_end = [], None, 0
+    events = sorted([(s, e, "doc", d) for s, e, d in docs] +
+                    [(m.start(), m.end(), "sec", m) for m in SEC_RE.finditer(line)],
+                    key=lambda x: x[0])
+    for start, end, kind, val in events:
+        if kind == "doc":
+            current, last_end = val, end
+            continue
+        m = val
+        if current and CHAIN_GAP.match(line[last_end:start]):
+            doc = current
+        else:
+            doc, current = None, None
+        if OF_MAPPING.match(line[end:]) or OF_MAPPING.match(line[end:].rstrip() + after_wrap):
+            doc = "mujoco-mapping"
+        if re.fullmatch(ROMAN, m.group("sec")):
+            doc = "paper"
+        elif doc == "paper":  # paper sections are roman; "(paper §V-B, §11.8)": ours
+            doc = None
+        doc = doc or default_doc
+        current, last_end = doc, end
+        out.append(Citation(where, doc, m.group("sec"), m.group("end") or "",
+                            _expand_items(m.group("items")) if m.group("items") else []))
+    return out
+
+
+@dataclass
+class Doc:
+    headings: set
+    bodies: dict      # section number -> text under its heading (until the next heading)
+    text: str
+
+
+def load_doc(path):
+    text = path.read_text(encoding="utf-8")
+    headings, bodies, current = set(), {}, None
+    for line in text.splitlines():
+        m = HEADING.match(line)
+        if m:
+            num, end = m.group("num"), m.group("end")
+            nums = [num]
+            if end and num.rsplit(".", 1)[0] == end.rsplit(".", 1)[0] and "." in num:
+                prefix = num.rsplit(".", 1)[0]
+                nums = [f"{prefix}.{k}" for k in range(int(num.rsplit(".", 1)[1]),
+                                                      int(end.rsplit(".", 1)[1]) + 1)]
+            headings.update(nums)
+            current = nums[0]
+            bodies[current] = ""
+        elif line.startswith("#"):
+            current = None
+        elif current:
+            bodies[current] += line + "\n"
+    return Doc(headings, bodies, text)
+
+
+def problems(citations, docs):
+    """Human-readable list of citations that do not resolve."""
+    bad = []
+    paper_table = docs["cenic-math"].bodies.get("0", "") if "cenic-math" in docs else ""
+    for c in citations:
+        if c.doc == "paper":
+            if not re.fullmatch(ROMAN, c.sec) or f"| §{c.sec} |" not in paper_table:
+                bad.append(f"{c.where}: paper §{c.sec} is not listed in cenic-math §0")
+            continue
+        if c.doc not in docs:
+            bad.append(f"{c.where}: docs/{DOC_FILES.get(c.doc, c.doc)} does not exist")
+            continue
+        d = docs[c.doc]
+        for s in [c.sec] + ([c.end] if c.end else []):
+            if s not in d.headings:
+                bad.append(f"{c.where}: {c.doc} §{s} is not a heading of docs/{DOC_FILES[c.doc]}")
+        for n in c.items:
+            in_list = re.search(rf"(?m)^\s*{n}\.\s", d.bodies.get(c.sec, ""))
+            if f"{c.sec}.{n}" not in d.headings and not in_list:
+                bad.append(f"{c.where}: {c.doc} §{c.sec} has no item {n}")
+    return bad
+
+
+def source_files():
+    files = [ROOT / "README.md"] + sorted(DOCS.glob("*.md"))
+    for d in SCAN_DIRS:
+        files += sorted(p for p in (ROOT / d).rglob("*")
+                        if p.is_file() and p.suffix in SCAN_EXTS and "__pycache__" not in p.parts)
+    return [p for p in files if p.resolve() != pathlib.Path(__file__).resolve()]
+
+
+def all_citations():
+    out = []
+    for path in source_files():
+        rel = path.relative_to(ROOT)
+        # Inside the two numbered documents a bare § means the document itself.
+        own = path.parent == DOCS and path.stem in ("cenic-math", "mujoco-mapping")
+        default = path.stem if own else "cenic-math"
+        lines = path.read_text(encoding="utf-8").splitlines() + [""]
+        for i, line in enumerate(lines[:-1]):
+            out += parse_line(line, default, f"{rel}:{i + 1}", lines[i + 1])
+    return out
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return {name: load_doc(DOCS / f) for name, f in DOC_FILES.items() if (DOCS / f).exists()}
+
+
+def test_documents_exist():
+    for f in DOC_FILES.values():
+        assert (DOCS / f).is_file(), f"docs/{f} missing"
+
+
+def test_every_citation_resolves(docs):
+    cites = all_citations()
+    # The scan must actually see the tree's citations (guards against a broken parser).
+    assert len(cites) >= 100, len(cites)
+    assert {"cenic-math", "mujoco-mapping", "paper"} <= {c.doc for c in cites}
+    bad = problems(cites, docs)
+    assert not bad, "unresolved citations:\n" + "\n".join(bad)
+
+
+def test_no_reference_outside_the_repo():
+    bad = []
+    for path in source_files():
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "shared/docs" in line:
+                bad.append(f"{path.relative_to(ROOT)}:{i}")
+            for m in re.finditer(r"(?<![\w./])docs/[\w.-]+\.(?:md|png|json)", line):
+                if not (ROOT / m.group(0)).exists():
+                    bad.append(f"{path.relative_to(ROOT)}:{i}: {m.group(0)} does not exist")
+    assert not bad, "references that do not resolve in this repository:\n" + "\n".join(bad)
+
+
+def test_parser_attributes_and_expands():
+    c = parse_line("// (cenic-math.md §4–7, §6); see mapping §7.3–7.4 and §4.4 of the MuJoCo "
+                   "mapping; paper §VII-D2 (§11.8, §13 items 3, 20–22)")
+    got = [(x.doc, x.sec, x.end, x.items) for x in c]
+    assert got == [("cenic-math", "4", "7", []), ("cenic-math", "6", "", []),
+                   ("mujoco-mapping", "7.3", "7.4", []), ("mujoco-mapping", "4.4", "", []),
+                   ("paper", "VII-D2", "", []), ("cenic-math", "11.8", "", []),
+                   ("cenic-math", "13", "", [3, 20, 21, 22])]
+    # Inside docs/mujoco-mapping.md a bare § means that document.
+    assert parse_line("see §5.7.", "mujoco-mapping")[0].doc == "mujoco-mapping"
+    # A citation whose document name wraps onto the next comment line.
+    assert parse_line("// update, §4.4 of the MuJoCo", next_line="// mapping).")[0].doc == \
+        "mujoco-mapping"
+
+
+def test_a_missing_section_is_reported(docs):
+    fake = (parse_line("cenic-math §99.9, mapping §5.7", where="x:1") +
+            parse_line("§13 item 99 and §8.3 item 4", where="x:2") +
+            parse_line("paper §IX-Z and architecture.md §1", where="x:3"))
+    bad = problems(fake, docs)
+    assert any("cenic-math §99.9" in b for b in bad)
+    assert any("§13 has no item 99" in b for b in bad)
+    assert any("paper §IX" in b for b in bad)
+    assert any("architecture §1 " in b for b in bad)
+    assert not any("mapping §5.7" in b or "§8.3 has no item 4" in b for b in bad), bad
