@@ -70,7 +70,12 @@ class IcfSolver {
     TagIslands(model);
     Evaluate(model, v, nullptr);
   }
+  // The data of the last Evaluate or Solve.
   const IcfData& data() const { return data_; }
+  // The result of the last Solve: its velocities v and impulses γ per pool
+  // (what the adapter reports back as MuJoCo forces); valid until the next
+  // Solve or Evaluate.
+  const IcfData& solution() const { return data_; }
 
   // Newton direction w = −H(v)⁻¹ ∇ℓ(v) with the given linear solver (tests).
   bool SearchDirection(const IcfModel& model, const double* v, LinearSolverKind kind, double* w);
