@@ -121,6 +121,16 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     geom_mu_static_[g] = m->numeric_data[m->numeric_adr[n]];
   }
 
+  // Features mjcenic approximates or ignores (one warning each, with names).
+  std::vector<std::string> w_flex;
+  for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
+  Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
+  ScanActuators(m);
+  if (m->opt.enableflags & mjENBL_SLEEP)
+    warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
+}
+
+void MujocoAdapter::ScanActuators(const mjModel* m) {
   // Actuators: clamped affine feedback where the law allows it (mapping §4.4).
   const int na = static_cast<int>(m->nactuator);
   implicit_actuator_.assign(na, 0);
@@ -165,10 +175,6 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
   for (int j = 0; j < m->njnt; ++j)
     if (m->jnt_actgravcomp[j]) w_gravcomp.push_back(Name(m, mjOBJ_JOINT, j, "joint"));
 
-  // Features mjcenic approximates or ignores (one warning each, with names).
-  std::vector<std::string> w_flex;
-  for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
-  Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
   Warn(&warnings_,
        "actuator law is not affine in (length, velocity): its force is applied explicitly at "
        "the start of each solve",
@@ -179,8 +185,6 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
   Warn(&warnings_, "actearly is ignored (force uses the activation at the step start)",
        w_actearly);
   Warn(&warnings_, "gravity compensation through actuators is not supported", w_gravcomp);
-  if (m->opt.enableflags & mjENBL_SLEEP)
-    warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
 }
 
 void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,

@@ -84,6 +84,9 @@ class MujocoAdapter {
 
  private:
   void ScanModel(const mjModel* m);
+  // Actuators as implicit gain rows or explicit forces, merged force limits
+  // (mapping §4.4), and the warnings about actuator features.
+  void ScanActuators(const mjModel* m);
   void AddContacts(const mjModel* m, const mjData* d, const icf::IcfParameters& params,
                    icf::IcfModel* model, std::vector<ContactRecord>* records, BuildInfo* info);
   void AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model);
