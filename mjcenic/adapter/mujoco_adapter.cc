@@ -16,8 +16,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::string Name(const mjModel* m, int type, int id, const char* what) {
-  const char* n = mj_id2name(m, type, id);
-  if (n && n[0]) return std::string("'") + n + "'";
+  const std::string n = ObjectName(m, type, id);
+  if (!n.empty()) return "'" + n + "'";
   return std::string(what) + " #" + std::to_string(id);
 }
 
@@ -50,6 +50,11 @@ double RecoveryTime(const mjModel* m, const double* solref) {
 }
 
 }  // namespace
+
+std::string ObjectName(const mjModel* m, int type, int id) {
+  const char* n = mj_id2name(m, type, id);
+  return n ? n : "";
+}
 
 MujocoAdapter::MujocoAdapter(const mjModel* m, const ContactOptions& contact)
     : contact_(contact) {
@@ -116,6 +121,16 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     geom_mu_static_[g] = m->numeric_data[m->numeric_adr[n]];
   }
 
+  // Features mjcenic approximates or ignores (one warning each, with names).
+  std::vector<std::string> w_flex;
+  for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
+  Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
+  ScanActuators(m);
+  if (m->opt.enableflags & mjENBL_SLEEP)
+    warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
+}
+
+void MujocoAdapter::ScanActuators(const mjModel* m) {
   // Actuators: clamped affine feedback where the law allows it (mapping §4.4).
   const int na = static_cast<int>(m->nactuator);
   implicit_actuator_.assign(na, 0);
@@ -160,10 +175,6 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
   for (int j = 0; j < m->njnt; ++j)
     if (m->jnt_actgravcomp[j]) w_gravcomp.push_back(Name(m, mjOBJ_JOINT, j, "joint"));
 
-  // Features mjcenic approximates or ignores (one warning each, with names).
-  std::vector<std::string> w_flex;
-  for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
-  Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
   Warn(&warnings_,
        "actuator law is not affine in (length, velocity): its force is applied explicitly at "
        "the start of each solve",
@@ -174,24 +185,11 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
   Warn(&warnings_, "actearly is ignored (force uses the activation at the step start)",
        w_actearly);
   Warn(&warnings_, "gravity compensation through actuators is not supported", w_gravcomp);
-  if (m->opt.enableflags & mjENBL_SLEEP)
-    warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
 }
 
-void MujocoAdapter::PositionVelocityStages(const mjModel* m, mjData* d) {
-  mj_fwdPosition(m, d);
-  mj_fwdVelocity(m, d);
-}
-
-double MujocoAdapter::MaxPenetration(const mjData* d) {
-  double p = 0;
-  for (int i = 0; i < d->ncon; ++i)
-    if (d->contact[i].exclude == 0) p = std::max(p, -d->contact[i].dist);
-  return p;
-}
-
-void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model,
-                          BuildInfo* info, const DofFeedback* feedback) {
+void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
+                          const icf::IcfParameters& params, const DofFeedback* feedback,
+                          icf::IcfModel* model, BuildRecords* records, BuildInfo* info) {
   const int nv = static_cast<int>(m->nv);
   const bool pools_only = model->nv == nv && !model->M_colind.empty();
   if (!pools_only) {
@@ -209,6 +207,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
     model->dry_friction.Clear();
     model->contact_torques.Clear();
   }
+  model->params = params;
   model->M.assign(d->M, d->M + m->nC);
   for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
   const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
@@ -228,7 +227,8 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
   }
   info->ncontact = 0;
   info->max_penetration = 0;
-  row_records_.clear();
+  records->rows.clear();
+  records->contacts.clear();
   AddTendonSprings(m, d, model);
   if (feedback) {
     // A linearized user controller stands in for actuators and qfrc_applied.
@@ -243,11 +243,11 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h, icf::IcfModel* 
     AddActuators(m, d, model);
   }
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
-    if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model);
-    AddEfcRows(m, d, model);
-    AddContacts(m, d, model, info);
+    if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model, &records->rows);
+    AddEfcRows(m, d, model, &records->rows);
+    AddContacts(m, d, params, model, &records->contacts, info);
   }
-  std::sort(row_records_.begin(), row_records_.end());
+  std::sort(records->rows.begin(), records->rows.end());
   model->Finalize(h);
 }
 
@@ -322,7 +322,8 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
   }
 }
 
-void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model) {
+void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model,
+                              std::vector<RowRecord>* records) {
   // Hinge/slide limits, always present (the potential vanishes away from
   // the limit), Delassus estimate w = 1/M_ii (cenic-math §5).
   for (int j : limited_joints_) {
@@ -333,10 +334,10 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
     const double tau_r = RecoveryTime(m, m->jnt_solref + 2 * j);
     int c = model->limits.Add(dofs, q - m->jnt_range[2 * j] - margin, w, tau_r);
     model->limits.rows.J(c)[0] = 1.0;
-    row_records_.push_back({mjCNSTR_LIMIT_JOINT, j, 0, c});
+    records->push_back({mjCNSTR_LIMIT_JOINT, j, 0, c});
     c = model->limits.Add(dofs, m->jnt_range[2 * j + 1] - q - margin, w, tau_r);
     model->limits.rows.J(c)[0] = -1.0;
-    row_records_.push_back({mjCNSTR_LIMIT_JOINT, j, 1, c});
+    records->push_back({mjCNSTR_LIMIT_JOINT, j, 1, c});
   }
   // Tendon limits from ten_length and the tendon Jacobian.
   for (int t = 0; t < m->ntendon; ++t) {
@@ -350,7 +351,7 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
       const double g0 = side == 0 ? L - m->tendon_range[2 * t] - margin
                                   : m->tendon_range[2 * t + 1] - L - margin;
       const int c = model->limits.Add(dofs_, g0, w, RecoveryTime(m, m->tendon_solref_lim + 2 * t));
-      row_records_.push_back({mjCNSTR_LIMIT_TENDON, t, side, c});
+      records->push_back({mjCNSTR_LIMIT_TENDON, t, side, c});
       double* J = model->limits.rows.J(c);
       for (int k = 0; k < nnz; ++k) J[k] = (side == 0 ? 1 : -1) * d->ten_J[adr + k];
     }
@@ -427,7 +428,8 @@ int EfcRowSub(const mjModel* m, const mjData* d, int row, const RowRecord& prev_
   return 0;
 }
 
-void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model) {
+void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model,
+                               std::vector<RowRecord>* records) {
   // Equalities (near-rigid couplings, cenic-math §7), friction loss, and ball
   // joint limits, from the rows of mj_makeConstraint.
   RowRecord prev{-1, -1, -1, -1};
@@ -457,7 +459,7 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
                                   contact_.frictionloss_stiction ? 0.0 : FrictionLossSpeed(m, d, row));
       J = model->dry_friction.rows.J(c);
     }
-    row_records_.push_back({here.type, here.id, here.sub, c});
+    records->push_back({here.type, here.id, here.sub, c});
     std::copy(row_.begin(), row_.end(), J);
   }
 }
@@ -547,8 +549,9 @@ void MujocoAdapter::FrameRows(const double frame[9], const std::vector<double>& 
   }
 }
 
-void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel* model,
-                                BuildInfo* info) {
+void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
+                                const icf::IcfParameters& params, icf::IcfModel* model,
+                                std::vector<ContactRecord>* records, BuildInfo* info) {
   const double timestep = m->opt.timestep;
   const bool refsafe = !Disabled(m, mjDSBL_REFSAFE);
   double g_ref = mju_norm3(m->opt.gravity);
@@ -556,7 +559,6 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
   const double omega_max = contact_.omega_cap_steps > 0
                                ? 2 * std::numbers::pi / (contact_.omega_cap_steps * timestep)
                                : 0;
-  contact_records_.clear();
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.exclude != 0 && con.exclude != 1) continue;
@@ -597,7 +599,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
     const double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
     const double phi = con.dist - con.includemargin;
-    const double Rt = model->params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
+    const double Rt = params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
     double mu_s = mu * contact_.mu_static_ratio;
     if (con.dim > 1) {
       mu_s = std::max(mu_s, contact_.mu_static);
@@ -606,7 +608,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
     }
     mu_s = std::max(mu_s, mu);
     const int c = model->contacts.Add(dofs_, -k * phi, k, dis, mu_s, mu, Rt);
-    ContactRecord& rec = contact_records_.emplace_back();
+    ContactRecord& rec = records->emplace_back();
     rec.geom[0] = con.geom[0];
     rec.geom[1] = con.geom[1];
     std::copy(con.pos, con.pos + 3, rec.pos);
@@ -616,7 +618,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d, icf::IcfModel
       // Regularization: the angular velocity at which the torque bound
       // dissipates the same power as the sliding bound at v_s, i.e. v_s over
       // the lever arm μ_x/μ (see README, contact mapping).
-      const double vs = model->params.stiction_tolerance;
+      const double vs = params.stiction_tolerance;
       auto eps = [&](double mu_x) { return mu_x > 0 ? vs * std::max(mu, 1e-3) / mu_x : 1.0; };
       rec.torque = model->contact_torques.Add(dofs_, c, mu_spin, mu_roll1, mu_roll2,
                                               eps(mu_spin), eps(std::max(mu_roll1, mu_roll2)));

@@ -1,6 +1,7 @@
-// The only part of mjcenic that reads MuJoCo's physics: it runs MuJoCo's
-// position/velocity/actuation stages at a state and turns (mjModel, mjData)
-// into a plain ICF problem (icf::IcfModel), following docs/mujoco-mapping.md.
+// MuJoCo → ICF: turns (mjModel, mjData), with MuJoCo's stages evaluated at a
+// state (mujoco_stages.h), into a plain ICF problem (icf::IcfModel), following
+// docs/mujoco-mapping.md, and records where each constraint came from, so that
+// constraint_forces.h can report the solved impulses the other way.
 #pragma once
 
 #include <string>
@@ -8,33 +9,11 @@
 
 #include <mujoco/mujoco.h>
 
+#include "mjcenic/adapter/contact_options.h"
 #include "mjcenic/icf/icf_model.h"
+#include "mjcenic/icf/parameters.h"
 
 namespace mjcenic::adapter {
-
-// How MuJoCo's contact parameters become point-contact stiffness and dissipation.
-struct ContactOptions {
-  double stiffness = 0;          // > 0: use this k [N/m] for every contact
-  double dissipation = -1;       // ≥ 0: use this Hunt–Crossley d [s/m] for every contact
-  double stiffness_scale = 1;    // multiplies the mapped k
-  bool pyramidal_factor = true;  // include λ of pyramidal cones (matches mj_step's rest penetration)
-  double omega_cap_steps = 4;    // contact period ≥ this many model time steps (≤ 0: no cap)
-  // Static friction μ_s = mu_static_ratio · μ_d for every contact (μ_d is
-  // MuJoCo's friction[0]); a geom can set its own μ_s with the MJCF custom
-  // numeric "mjcenic:mu_static:<geom name>". A contact uses the larger μ_s of
-  // its two geoms, never below μ_d.
-  double mu_static_ratio = 1;
-  double mu_static = -1;         // ≥ 0: global μ_s floor for every frictional contact
-  // Follow MuJoCo's nonlinear force–penetration curve: a contact deeper than
-  // the nominal penetration x* uses MuJoCo's secant stiffness at its current
-  // depth (lagged, re-evaluated at every geometry query), so solimp profiles
-  // that stiffen with depth (e.g. Newton's cradle) are honoured.
-  bool stiffening = true;
-  // Joint/tendon friction loss regularization: false (default) = MuJoCo's own
-  // (the slope of its soft friction-loss row, v_s = F(1−d₀)A/(d₀B) from
-  // solreffriction/solimpfriction), true = the global stiction tolerance v_s.
-  bool frictionloss_stiction = false;
-};
 
 // Generalized force of a user controller linearized per dof (cenic-math §9):
 // along the step, τ_i(v) = tau_i − kq_i·(h v_i) − kv_i·(v_i − v0_i), i.e. a gain
@@ -45,7 +24,7 @@ struct DofFeedback {
   std::vector<double> kq, kv;  // −∂τ_i/∂q_i, −∂τ_i/∂v_i (diagonal only)
 };
 
-// Where ICF contact c of the last Build came from: MuJoCo's geom pair, point
+// Where ICF contact c of a Build came from: MuJoCo's geom pair, point
 // and frame (rows: normal, tangent 1, tangent 2), so that its impulse can be
 // reported as a MuJoCo contact force.
 struct ContactRecord {
@@ -55,7 +34,7 @@ struct ContactRecord {
   int torque = -1;  // its ContactTorquePool constraint (condim 4/6), or -1
 };
 
-// Where a limit, coupling or friction-loss row of the last Build came from, so
+// Where a limit, coupling or friction-loss row of a Build came from, so
 // that its impulse can be reported in MuJoCo's efc_force: the constraint type
 // (mjCNSTR_LIMIT_JOINT, _LIMIT_TENDON, _EQUALITY, _FRICTION_DOF, _FRICTION_TENDON),
 // the object id (efc_id) and which of the object's rows (limits: 0 lower, 1
@@ -72,6 +51,16 @@ struct RowRecord {
 // `prev_row` is row − 1's (type, id, sub) or {-1,-1,-1}.
 int EfcRowSub(const mjModel* m, const mjData* d, int row, const RowRecord& prev_row);
 
+// Where every constraint of one Build came from (the inverse map of the
+// build, used to write impulses back as MuJoCo forces).
+struct BuildRecords {
+  std::vector<ContactRecord> contacts;  // one per ICF contact, in pool order
+  std::vector<RowRecord> rows;          // limit, coupling and friction-loss rows, sorted
+};
+
+// MuJoCo's name of an object, or "" if it has none.
+std::string ObjectName(const mjModel* m, int type, int id);
+
 // What one problem build saw (for statistics).
 struct BuildInfo {
   int ncontact = 0;
@@ -85,31 +74,27 @@ class MujocoAdapter {
   // Warnings about unsupported or approximated features, one per feature.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
-  // Runs MuJoCo's position and velocity stages at the state in d (no
-  // sensors, no control callback).
-  static void PositionVelocityStages(const mjModel* m, mjData* d);
-
-  // Builds the ICF problem at the state held in d (stages computed, actuation
-  // computed with the step's ctrl) for time step h.
-  void Build(const mjModel* m, mjData* d, double h, icf::IcfModel* model, BuildInfo* info,
-             const DofFeedback* feedback = nullptr);
-
-  // One record per ICF contact of the last Build, in pool order.
-  const std::vector<ContactRecord>& contact_records() const { return contact_records_; }
-
-  // The limit, coupling and friction-loss rows of the last Build, sorted.
-  const std::vector<RowRecord>& row_records() const { return row_records_; }
-
-  // Penetration max(−dist) over d's active contacts.
-  static double MaxPenetration(const mjData* d);
+  // Builds the ICF problem with constants `params` at the state held in d
+  // (stages computed, actuation computed with the step's ctrl) for time step
+  // h; `records` receives where each constraint came from. With `feedback`, a
+  // linearized user controller replaces the actuators and qfrc_applied.
+  void Build(const mjModel* m, mjData* d, double h, const icf::IcfParameters& params,
+             const DofFeedback* feedback, icf::IcfModel* model, BuildRecords* records,
+             BuildInfo* info);
 
  private:
   void ScanModel(const mjModel* m);
-  void AddContacts(const mjModel* m, const mjData* d, icf::IcfModel* model, BuildInfo* info);
+  // Actuators as implicit gain rows or explicit forces, merged force limits
+  // (mapping §4.4), and the warnings about actuator features.
+  void ScanActuators(const mjModel* m);
+  void AddContacts(const mjModel* m, const mjData* d, const icf::IcfParameters& params,
+                   icf::IcfModel* model, std::vector<ContactRecord>* records, BuildInfo* info);
   void AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model);
   void AddTendonSprings(const mjModel* m, const mjData* d, icf::IcfModel* model);
-  void AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model);
-  void AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model);
+  void AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* model,
+                 std::vector<RowRecord>* records);
+  void AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel* model,
+                  std::vector<RowRecord>* records);
   // Translational Jacobian columns of the point p on body b: dofs ascending;
   // with `rot`, also the rotational columns (angular velocity of the body).
   void PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
@@ -126,8 +111,6 @@ class MujocoAdapter {
 
   ContactOptions contact_;
   std::vector<std::string> warnings_;
-  std::vector<ContactRecord> contact_records_;
-  std::vector<RowRecord> row_records_;
   std::vector<int> clique_start_, clique_of_dof_;
   std::vector<double> damping_, stiffness_;       // implicit D, K per dof
   std::vector<int> limited_joints_;               // hinge/slide joints with limits

@@ -15,7 +15,6 @@
 
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/adapter/mujoco_adapter.h"
 #include "mjcenic/integrator/stepper.h"
 
 namespace {
@@ -272,7 +271,7 @@ int main(int argc, char** argv) {
     const auto s0 = std::chrono::steady_clock::now();
     for (long i = 0; i < nsteps; ++i) {
       mj_step(m, e);
-      mj_pen = std::max(mj_pen, mjcenic::adapter::MujocoAdapter::MaxPenetration(e));
+      mj_pen = std::max(mj_pen, mjcenic::MaxPenetration(e));
       mj_drift = std::max(mj_drift, JointDrift(m, e, q_start));
     }
     mj_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();

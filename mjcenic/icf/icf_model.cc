@@ -114,6 +114,10 @@ void IcfModel::ShiftConfiguration(const double* dq) {
   for (int i = 0; i < nv; ++i) f[i] -= K[i] * dq[i];
 }
 
+void IcfModel::AddImpulse(const double* p) {
+  for (int i = 0; i < nv; ++i) r[i] += p[i];
+}
+
 void IcfModel::MultiplyM(const double* x, double* y) const {
   for (int i = 0; i < nv; ++i) y[i] = 0;
   for (int i = 0; i < nv; ++i) {

@@ -66,6 +66,10 @@ struct IcfModel {
   // (Used by the trapezoid variant, whose end configuration is
   // q0 + dq + h v rather than q0 + h v.)
   void ShiftConfiguration(const double* dq);
+  // r ← r + p: adds a constant generalized impulse p to the momentum balance
+  // A v = r + Σ Jᵀγ, until the next SetTimeStep() recomputes r. (Used by the
+  // trapezoid variant to replace M̂ v̂ in r by M̂ v_t + h/2 F_t.)
+  void AddImpulse(const double* p);
   double ADiag(int i) const { return M_diag[i] + h * D[i] + h * h * K[i]; }
   // y = A x
   void MultiplyA(const double* x, double* y) const;

@@ -162,6 +162,28 @@ void IcfSolver::ResizeIslandWork(int ni) {
   ls_.active.resize(ni);
 }
 
+namespace {
+// Minimizer on [0, α_max] of the Hermite cubic in t = α/α_max matching ℓ, ℓ'
+// at both ends (§8.3, the cubic initial guess).
+double CubicGuess(double l0, double l1, double d0, double d1, double amax) {
+  const double a = 2 * (l0 - l1) + amax * (d0 + d1);
+  const double b = -3 * (l0 - l1) - amax * (2 * d0 + d1);
+  const double c = amax * d0;
+  const double A = 3 * a, B = 2 * b, C = c;
+  double t;
+  if (std::abs(A) < kEpsMachine) {
+    t = (B != 0) ? -C / B : 0.5;
+  } else {
+    const double disc = std::max(B * B - 4 * A * C, 0.0);
+    const double sgn = (B >= 0) ? 1.0 : -1.0;
+    t = (-B - sgn * std::sqrt(disc)) / (2 * A);
+    if (!(t >= 0 && t <= 1) && t != 0) t = C / (A * t);
+  }
+  if (!(t >= -1e-8 && t <= 1 + 1e-8)) t = 0.5;  // robust fallback
+  return amax * std::clamp(t, 0.0, 1.0);
+}
+}  // namespace
+
 bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals) {
   // §8.3, island by island: α_i minimizes ℓ_i(v + α w) on [0, α_max]
   // (ℓ_i'(0) < 0). All islands iterate in lockstep, one pass over the
@@ -175,8 +197,7 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   // ℓ_i(0) and ℓ_i'(0) from the base-point evaluation.
   std::fill(s.d0.begin(), s.d0.begin() + ni, 0.0);
   for (int i = 0; i < nv; ++i)
-    s.d0[DofIsland(m, i)] +=
-        data_.grad[i] * data_.w[i];
+    s.d0[DofIsland(m, i)] += data_.grad[i] * data_.w[i];
   for (int i = 0; i < ni; ++i) s.l0[i] = data_.ls_c[i];
   auto base_cost = [&](const auto& pool, auto& pd) {
     for (int k = 0; k < pool.size(); ++k) s.l0[pd.island[k]] += pd.cost[k];
@@ -202,22 +223,7 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
     // Root of f(α) = ℓ_i'(α)/(−ℓ_i'(0)), f(0) = −1 < 0 < f(α_max).
     double guess;
     if (o.line_search_guess == LineSearchGuess::kCubic) {
-      // Hermite cubic on t ∈ [0,1] matching ℓ, ℓ' at both ends.
-      const double a = 2 * (l0 - l1) + amax * (d0 + d1);
-      const double b = -3 * (l0 - l1) - amax * (2 * d0 + d1);
-      const double c = amax * d0;
-      const double A = 3 * a, B = 2 * b, C = c;
-      double t;
-      if (std::abs(A) < kEpsMachine) {
-        t = (B != 0) ? -C / B : 0.5;
-      } else {
-        const double disc = std::max(B * B - 4 * A * C, 0.0);
-        const double sgn = (B >= 0) ? 1.0 : -1.0;
-        t = (-B - sgn * std::sqrt(disc)) / (2 * A);
-        if (!(t >= 0 && t <= 1) && t != 0) t = C / (A * t);
-      }
-      if (!(t >= -1e-8 && t <= 1 + 1e-8)) t = 0.5;  // robust fallback
-      guess = amax * std::clamp(t, 0.0, 1.0);
+      guess = CubicGuess(l0, l1, d0, d1, amax);
     } else {
       guess = (dd1 > 0) ? std::min(-d0 / dd1, amax) : 0.5 * amax;
     }
@@ -264,6 +270,97 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   return true;
 }
 
+double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o) {
+  // §8.2: D = diag(M)^(-1/2), tol = ε max(1, |D r|).
+  scale_.resize(m.nv);
+  double Dr = 0;
+  for (int i = 0; i < m.nv; ++i) {
+    scale_[i] = 1.0 / std::sqrt(m.M_diag[i]);
+    Dr += (scale_[i] * m.r[i]) * (scale_[i] * m.r[i]);
+  }
+  return std::max(o.tolerance, o.min_tolerance) * std::max(1.0, std::sqrt(Dr));
+}
+
+const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
+                                        int* linear_iterations) {
+  // w = −H⁻¹ ∇ℓ with the current factorization, 0 on frozen islands.
+  double* w = dv_.data();
+  for (int i = 0; i < m.nv; ++i) w[i] = -data_.grad[i];
+  H->Bind(m, data_);
+  H->Solve(w, w);
+  *linear_iterations += H->last_iterations();
+  if (per_island)
+    for (int i = 0; i < m.nv; ++i)
+      if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
+  return w;
+}
+
+void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) {
+  for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2})
+    x->assign(ni, 0.0);
+  isl_.eta.assign(ni, 1.0);
+  isl_.frozen.assign(ni, 0);
+  for (int i = 0; i < m.nv; ++i) {
+    const double x = scale_[i] * m.r[i];
+    isl_.tol[DofIsland(m, i)] += x * x;
+  }
+  const double eps = std::max(o.tolerance, o.min_tolerance);
+  for (int i = 0; i < ni; ++i) isl_.tol[i] = eps * std::max(1.0, std::sqrt(isl_.tol[i]));
+}
+
+double IcfSolver::ScaledGradient(const IcfModel& m, bool per_island) {
+  double Dg = 0;
+  if (per_island) std::fill(isl_.Dg2.begin(), isl_.Dg2.end(), 0.0);
+  for (int i = 0; i < m.nv; ++i) {
+    const double x = scale_[i] * data_.grad[i];
+    Dg += x * x;
+    if (per_island) isl_.Dg2[DofIsland(m, i)] += x * x;
+  }
+  return std::sqrt(Dg);
+}
+
+bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_updates) {
+  bool converged = true;
+  for (int i = 0; i < ni; ++i) {
+    if (isl_.frozen[i]) continue;
+    if (k >= 2 && isl_.step_prev2[i] > 0) {
+      const double theta = std::clamp(isl_.step_prev[i] / isl_.step_prev2[i], 0.0, 0.9999);
+      isl_.eta[i] = theta / (1 - theta);
+    }
+    const double tol_i = isl_.tol[i];
+    // Criterion 2 only for an island that moved in the last iteration: one
+    // whose line search was skipped (ℓ_i'(0) ≥ 0, possible with an
+    // inexact direction such as PCG's) has step 0 but need not be solved.
+    const bool moved = isl_.step_prev[i] > 0;
+    if (std::sqrt(isl_.Dg2[i]) < tol_i ||
+        (k >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
+      isl_.frozen[i] = 1, ++*nfrozen;
+    else
+      converged = false, ++*island_updates;
+  }
+  return converged;
+}
+
+double IcfSolver::TakeStep(const IcfModel& m, const double* w, bool per_island, int ni) {
+  double step = 0;
+  if (per_island) std::fill(isl_.step2.begin(), isl_.step2.end(), 0.0);
+  for (int i = 0; i < m.nv; ++i) {
+    const int isl = DofIsland(m, i);
+    const double dvi = ls_.alpha[isl] * w[i];
+    vtmp_[i] += dvi;
+    const double x = (dvi / scale_[i]) * (dvi / scale_[i]);
+    step += x;
+    if (per_island) isl_.step2[isl] += x;
+  }
+  if (per_island)
+    for (int i = 0; i < ni; ++i) {
+      if (isl_.frozen[i]) continue;
+      isl_.step_prev2[i] = isl_.step_prev[i];
+      isl_.step_prev[i] = std::sqrt(isl_.step2[i]);
+    }
+  return std::sqrt(step);
+}
+
 SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                              double* v, SolveStats* stats, std::vector<double>* history) {
   const int nv = m.nv;
@@ -275,16 +372,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     return s;
   };
   if (nv == 0) return finish(SolveStatus::kConverged);
-  scale_.resize(nv);
   dv_.resize(nv);
   vtmp_.resize(nv);
-  // §8.2: D = diag(M)^(-1/2), tol = ε max(1, |D r|).
-  double Dr = 0;
-  for (int i = 0; i < nv; ++i) {
-    scale_[i] = 1.0 / std::sqrt(m.M_diag[i]);
-    Dr += (scale_[i] * m.r[i]) * (scale_[i] * m.r[i]);
-  }
-  const double tol = std::max(o.tolerance, o.min_tolerance) * std::max(1.0, std::sqrt(Dr));
+  const double tol = ScaledTolerance(m, o);
   if (!std::isfinite(tol)) return finish(SolveStatus::kNonFinite);
 
   islands_on_ = o.island_line_search;
@@ -304,16 +394,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   const bool per_island = ni > 1;
   const char* frozen = nullptr;
   if (per_island) {
-    for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2})
-      x->assign(ni, 0.0);
-    isl_.eta.assign(ni, 1.0);
-    isl_.frozen.assign(ni, 0);
-    for (int i = 0; i < nv; ++i) {
-      const double x = scale_[i] * m.r[i];
-      isl_.tol[DofIsland(m, i)] += x * x;
-    }
-    const double eps = std::max(o.tolerance, o.min_tolerance);
-    for (int i = 0; i < ni; ++i) isl_.tol[i] = eps * std::max(1.0, std::sqrt(isl_.tol[i]));
+    StartIslands(m, o, ni);
     frozen = isl_.frozen.data();
   }
   TagIslands(m);  // the model is constant during the solve
@@ -331,39 +412,13 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   for (int k = 0; k < o.max_iterations; ++k) {
     Evaluate(m, vtmp_.data(), frozen);
     if (history) history->push_back(data_.cost);
-    double Dg = 0;
-    if (per_island) std::fill(isl_.Dg2.begin(), isl_.Dg2.end(), 0.0);
-    for (int i = 0; i < nv; ++i) {
-      const double x = scale_[i] * data_.grad[i];
-      Dg += x * x;
-      if (per_island) isl_.Dg2[DofIsland(m, i)] += x * x;
-    }
-    Dg = std::sqrt(Dg);
+    const double Dg = ScaledGradient(m, per_island);
     st.scaled_gradient = Dg;
     if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return finish(SolveStatus::kNonFinite);
     // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
     // whole system, or island by island.
     bool converged = Dg < tol || (k >= 1 && eta * step_prev < tol);
-    if (per_island) {
-      converged = true;
-      for (int i = 0; i < ni; ++i) {
-        if (isl_.frozen[i]) continue;
-        if (k >= 2 && isl_.step_prev2[i] > 0) {
-          const double theta = std::clamp(isl_.step_prev[i] / isl_.step_prev2[i], 0.0, 0.9999);
-          isl_.eta[i] = theta / (1 - theta);
-        }
-        const double tol_i = isl_.tol[i];
-        // Criterion 2 only for an island that moved in the last iteration: one
-        // whose line search was skipped (ℓ_i'(0) ≥ 0, possible with an
-        // inexact direction such as PCG's) has step 0 but need not be solved.
-        const bool moved = isl_.step_prev[i] > 0;
-        if (std::sqrt(isl_.Dg2[i]) < tol_i ||
-            (k >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
-          isl_.frozen[i] = 1, ++nfrozen;
-        else
-          converged = false, ++st.island_updates;
-      }
-    }
+    if (per_island) converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
     if (converged) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
@@ -385,14 +440,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       fresh_ = true;
       fresh_factor_ = H;
     }
-    double* w = dv_.data();
-    for (int i = 0; i < nv; ++i) w[i] = -data_.grad[i];
-    H->Bind(m, data_);
-    H->Solve(w, w);
-    st.linear_iterations += H->last_iterations();
-    if (per_island)
-      for (int i = 0; i < nv; ++i)
-        if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
+    const double* w = NewtonDirection(m, H, per_island, &st.linear_iterations);
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
     if (!(d0 < 0)) {
       fresh_ = false;
@@ -400,24 +448,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     PrepareLineSearch(m, w);
     if (!LineSearch(m, o, &st.ls_iterations)) return finish(SolveStatus::kLineSearchFailed);
-    double step = 0;
-    if (per_island) std::fill(isl_.step2.begin(), isl_.step2.end(), 0.0);
-    for (int i = 0; i < nv; ++i) {
-      const int isl = DofIsland(m, i);
-      const double dvi = ls_.alpha[isl] * w[i];
-      vtmp_[i] += dvi;
-      const double x = (dvi / scale_[i]) * (dvi / scale_[i]);
-      step += x;
-      if (per_island) isl_.step2[isl] += x;
-    }
     step_prev2 = step_prev;
-    step_prev = std::sqrt(step);
-    if (per_island)
-      for (int i = 0; i < ni; ++i) {
-        if (isl_.frozen[i]) continue;
-        isl_.step_prev2[i] = isl_.step_prev[i];
-        isl_.step_prev[i] = std::sqrt(isl_.step2[i]);
-      }
+    step_prev = TakeStep(m, w, per_island, ni);
     ++st.iterations;
   }
   Evaluate(m, vtmp_.data(), frozen);

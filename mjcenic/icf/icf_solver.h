@@ -70,7 +70,12 @@ class IcfSolver {
     TagIslands(model);
     Evaluate(model, v, nullptr);
   }
+  // The data of the last Evaluate or Solve.
   const IcfData& data() const { return data_; }
+  // The result of the last Solve: its velocities v and impulses γ per pool
+  // (what the adapter reports back as MuJoCo forces); valid until the next
+  // Solve or Evaluate.
+  const IcfData& solution() const { return data_; }
 
   // Newton direction w = −H(v)⁻¹ ∇ℓ(v) with the given linear solver (tests).
   bool SearchDirection(const IcfModel& model, const double* v, LinearSolverKind kind, double* w);
@@ -99,6 +104,17 @@ class IcfSolver {
   // False if some island's search did not converge.
   bool LineSearch(const IcfModel& model, const SolverOptions& o, int* evals);
   void ResizeIslandWork(int num_islands);
+  // Newton's per-island bookkeeping (§8.2 per island): tolerances and state
+  // at the start of a solve; |D ∇ℓ| (and per island into isl_.Dg2); the
+  // per-island stopping test, freezing converged islands; the update
+  // v += α_island w with the scaled step length (returned, per island kept).
+  const double* NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
+                                int* linear_iterations);  // into dv_
+  double ScaledTolerance(const IcfModel& m, const SolverOptions& o);  // scale_ = D; tol
+  void StartIslands(const IcfModel& m, const SolverOptions& o, int ni);
+  double ScaledGradient(const IcfModel& m, bool per_island);
+  bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
+  double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);
   int NumIslands(const IcfModel& m) const { return islands_on_ ? std::max(m.num_islands, 1) : 1; }
   int DofIsland(const IcfModel& m, int i) const {
     return islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;

@@ -5,6 +5,8 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "mjcenic/adapter/mujoco_adapter.h"
+
 namespace mjcenic {
 
 const char* ToString(ErrorNormKind k) {
@@ -60,8 +62,8 @@ ErrorNorm::ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale) 
 
 namespace {
 std::string Named(const mjModel* m, int type, int id, const char* what) {
-  const char* n = mj_id2name(m, type, id);
-  return absl::StrCat(" (", what, " ", n && n[0] ? absl::StrCat("'", n, "'") : absl::StrCat("#", id),
+  const std::string n = adapter::ObjectName(m, type, id);
+  return absl::StrCat(" (", what, " ", !n.empty() ? absl::StrCat("'", n, "'") : absl::StrCat("#", id),
                       ")");
 }
 }  // namespace

@@ -202,4 +202,41 @@ const std::vector<std::string>& OptionKeys() {
   return *keys;
 }
 
+absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOptions& o) {
+  auto bad = [](const char* what) {
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid option ", what));
+  };
+  if (!(o.accuracy > 0) || !std::isfinite(o.accuracy)) return bad("accuracy (must be > 0)");
+  if (!(o.max_step >= 0) || !std::isfinite(o.max_step)) return bad("max_step (must be >= 0)");
+  if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
+    return bad("initial_step (must be >= 0)");
+  if (!(o.min_step >= 0) || !std::isfinite(o.min_step)) return bad("min_step (must be >= 0)");
+  if (!(o.kappa > 0)) return bad("kappa (must be > 0)");
+  if (!(o.icf.stiction_tolerance > 0)) return bad("stiction_tolerance (must be > 0)");
+  if (!(o.contact.mu_static_ratio >= 1)) return bad("mu_static_ratio (must be >= 1)");
+  if (!(o.solver.tolerance > 0) || o.solver.max_iterations < 1)
+    return bad("solver tolerance (> 0) / max_iterations (>= 1)");
+  if (!(o.control.safety > 0 && o.control.safety <= 1 && o.control.max_growth > 1 &&
+        o.control.min_shrink > 0 && o.control.min_shrink < 1 && o.control.order > 0))
+    return bad("control (safety in (0,1], max_growth > 1, min_shrink in (0,1), order > 0)");
+  if (o.extrapolate && o.mode != Mode::kCenic)
+    return bad(absl::StrCat("extrapolate (applies to mode cenic only, not ", ToString(o.mode),
+                            ")")
+                   .c_str());
+  if (m->nhistory > 0)
+    return absl::UnimplementedError(
+        "mjcenic: actuator/sensor delay and history buffers are not supported");
+  if (!o.global_accuracy) return o;
+  if (o.mode != Mode::kCenic)
+    return bad(absl::StrCat("global_accuracy (applies to mode cenic only, not ",
+                            ToString(o.mode), ")")
+                   .c_str());
+  StepperOptions g = o;
+  g.error_norm = ErrorNormKind::kFullState;
+  g.extrapolate = true;
+  if (g.speculative_margin == 0)
+    g.speculative_margin = 0.1 * ErrorNorm(m, g.error_norm, g.length_scale).length_scale();
+  return g;
+}
+
 }  // namespace mjcenic

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <mujoco/mujoco.h>
 
-#include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/adapter/contact_options.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/step_size_controller.h"
 #include "mjcenic/icf/icf_solver.h"
@@ -91,5 +93,12 @@ struct StepperStats {
 // key or a bad value gives an error naming the key.
 absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value);
 const std::vector<std::string>& OptionKeys();
+
+// The options a stepper for m runs with: range checks (an error names the
+// bad option), the global_accuracy recipe expanded (README, "Accuracy: local
+// and global error": error_norm = full_state, extrapolate = true and, if 0,
+// speculative_margin = 0.1 L), and model features the stepper cannot honour
+// (history buffers) refused.
+absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOptions& options);
 
 }  // namespace mjcenic

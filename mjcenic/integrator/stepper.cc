@@ -9,6 +9,11 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "mjcenic/adapter/constraint_forces.h"
+#include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/adapter/mujoco_stages.h"
+#include "mjcenic/integrator/controller_linearizer.h"
+
 namespace mjcenic {
 
 namespace {
@@ -32,8 +37,6 @@ int FirstNonFinite(const double* x, long n) {
   return -1;
 }
 
-bool Disabled(const mjModel* m, int flag) { return m->opt.disableflags & flag; }
-
 }  // namespace
 
 const char* ToString(Mode mode) {
@@ -54,87 +57,60 @@ bool ParseMode(const char* s, Mode* mode) {
   return false;
 }
 
+// The adapter side of one stepper (everything that reads or writes MuJoCo's
+// data), kept out of the public header.
+struct Stepper::Mujoco {
+  Mujoco(const mjModel* m, const StepperOptions& o, long* controller_calls)
+      : builder(m, o.contact), stages(m, o.speculative_margin),
+        controller(m, &stages, controller_calls) {}
+  adapter::MujocoAdapter builder;
+  adapter::MujocoStages stages;
+  adapter::ConstraintForces forces;
+  // Where the constraints of model_start_ / model_mid_ came from.
+  adapter::BuildRecords records_start, records_mid;
+  ControllerLinearizer controller;
+};
+
+double MaxPenetration(const mjData* d) { return adapter::MujocoStages::MaxPenetration(d); }
+
 absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
-                                                         const StepperOptions& o) {
+                                                         const StepperOptions& options) {
   if (mj_version() != mjVERSION_HEADER)
     return absl::FailedPreconditionError(absl::StrCat(
         "mjcenic was built against MuJoCo headers ", mjVERSION_HEADER,
         " but the loaded libmujoco is ", mj_versionString(), " (", mj_version(),
         "); install the pinned mujoco wheel and rebuild"));
   if (!m) return absl::InvalidArgumentError("mjcenic: null mjModel");
-  auto bad = [](const char* what) {
-    return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid option ", what));
-  };
-  if (!(o.accuracy > 0) || !std::isfinite(o.accuracy)) return bad("accuracy (must be > 0)");
-  if (!(o.max_step >= 0) || !std::isfinite(o.max_step)) return bad("max_step (must be >= 0)");
-  if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
-    return bad("initial_step (must be >= 0)");
-  if (!(o.min_step >= 0) || !std::isfinite(o.min_step)) return bad("min_step (must be >= 0)");
-  if (!(o.kappa > 0)) return bad("kappa (must be > 0)");
-  if (!(o.icf.stiction_tolerance > 0)) return bad("stiction_tolerance (must be > 0)");
-  if (!(o.contact.mu_static_ratio >= 1)) return bad("mu_static_ratio (must be >= 1)");
-  if (!(o.solver.tolerance > 0) || o.solver.max_iterations < 1)
-    return bad("solver tolerance (> 0) / max_iterations (>= 1)");
-  if (!(o.control.safety > 0 && o.control.safety <= 1 && o.control.max_growth > 1 &&
-        o.control.min_shrink > 0 && o.control.min_shrink < 1 && o.control.order > 0))
-    return bad("control (safety in (0,1], max_growth > 1, min_shrink in (0,1), order > 0)");
-  if (o.extrapolate && o.mode != Mode::kCenic)
-    return bad(absl::StrCat("extrapolate (applies to mode cenic only, not ", ToString(o.mode),
-                            ")")
-                   .c_str());
-  if (m->nhistory > 0)
-    return absl::UnimplementedError(
-        "mjcenic: actuator/sensor delay and history buffers are not supported");
-  if (!o.global_accuracy) return std::unique_ptr<Stepper>(new Stepper(m, o));
-  // The global-accuracy recipe (README, "Accuracy: local and global error").
-  if (o.mode != Mode::kCenic)
-    return bad(absl::StrCat("global_accuracy (applies to mode cenic only, not ",
-                            ToString(o.mode), ")")
-                   .c_str());
-  StepperOptions g = o;
-  g.error_norm = ErrorNormKind::kFullState;
-  g.extrapolate = true;
-  if (g.speculative_margin == 0)
-    g.speculative_margin = 0.1 * ErrorNorm(m, g.error_norm, g.length_scale).length_scale();
-  return std::unique_ptr<Stepper>(new Stepper(m, g));
+  absl::StatusOr<StepperOptions> resolved = ResolveOptions(m, options);
+  if (!resolved.ok()) return resolved.status();
+  return std::unique_ptr<Stepper>(new Stepper(m, *resolved));
+}
+
+void Stepper::Scratch::Resize(int nq, int nv, int na) {
+  for (auto* x : {&q_start, &q_full, &q_mid, &q_end}) x->resize(nq);
+  for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
+                  &force_start, &v_call_start})
+    x->resize(nv);
+  for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end})
+    x->resize(na);
 }
 
 Stepper::Stepper(const mjModel* m, const StepperOptions& o)
     : m_(m),
       options_(o),
-      adapter_(m, o.contact),
+      mujoco_(std::make_unique<Mujoco>(m, o, &stats_.controller_calls)),
       norm_(m, o.error_norm, o.length_scale),
       h_hist_(kBins, 0) {
-  model0_.params = o.icf;
-  model_mid_.params = o.icf;
-  const int nq = static_cast<int>(m->nq), nv = static_cast<int>(m->nv),
-            na = static_cast<int>(m->na);
-  for (auto* v : {&q0_, &qf_, &qa_, &q1_}) v->resize(nq);
-  for (auto* v : {&v0_, &vf_, &va_, &v1_, &vguess_, &v_outer_, &dq_, &f_start_, &tmp_})
-    v->resize(nv);
-  for (auto* v : {&act0_, &act_dot0_, &actf_, &acta_, &act_dota_, &act1_}) v->resize(na);
-  if (o.speculative_margin > 0) {
-    m_stage_ = mj_copyModel(nullptr, m);
-    for (int g = 0; g < m->ngeom; ++g) m_stage_->geom_gap[g] += 0.5 * o.speculative_margin;
-    for (int p = 0; p < m->npair; ++p) m_stage_->pair_gap[p] += o.speculative_margin;
-    for (int b = 0; b < m->nbody; ++b) m_stage_->body_margin[b] += 0.5 * o.speculative_margin;
-  }
-  for (auto* v : {&feedback_.tau, &feedback_.kq, &feedback_.kv, &qfrc_user_, &tau_a_,
-                  &tau_b_, &v_pert_, &unit_})
-    v->resize(nv);
-  ctrl_user_.resize(m->nu);
-  q_pert_.resize(nq);
+  scratch_.Resize(static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->na));
 }
 
-Stepper::~Stepper() {
-  if (m_stage_) mj_deleteModel(m_stage_);
+Stepper::~Stepper() = default;
+
+void Stepper::SetController(Controller controller) {
+  mujoco_->controller.Set(std::move(controller));
 }
 
-const mjModel* Stepper::StageModel() {
-  if (!m_stage_) return m_;
-  m_stage_->opt = m_->opt;  // the user (or the viewer) may change options at any time
-  return m_stage_;
-}
+const std::vector<std::string>& Stepper::warnings() const { return mujoco_->builder.warnings(); }
 
 const StepperStats& Stepper::stats() const {
   // Median of the accepted steps from the histogram (0.5 % resolution).
@@ -210,100 +186,55 @@ void Stepper::EnsureStages(mjData* d) {
   const unsigned long long h = StateHash(d, false);
   if (h == stages_hash_) return;
   const auto t0 = Clock::now();
-  adapter::MujocoAdapter::PositionVelocityStages(StageModel(), d);
+  mujoco_->stages.PositionVelocity(d);
   ++stats_.geometry_queries;
-  stats_.max_penetration =
-      std::max(stats_.max_penetration, adapter::MujocoAdapter::MaxPenetration(d));
+  stats_.max_penetration = std::max(stats_.max_penetration, MaxPenetration(d));
   stats_.time_geometry += Seconds(t0, Clock::now());
   stages_hash_ = h;
 }
 
-void Stepper::Actuation(mjData* d) {
-  mj_fwdActuation(m_, d);  // honours mjDSBL_ACTUATION itself (zero actuator forces)
+bool Stepper::ImplicitController() const {
+  return mujoco_->controller.installed() &&
+         options_.controller == ControllerTreatment::kImplicit;
 }
 
-bool Stepper::CallController(mjData* d) {
-  ++stats_.controller_calls;
-  if (!controller_(m_, d)) controller_failed_ = true;
-  return !controller_failed_;
-}
-
-bool Stepper::PrepareController(mjData* d) {
-  if (controller_ && options_.controller == ControllerTreatment::kExplicit)
-    return CallController(d);
-  return true;
-}
-
-bool Stepper::ControllerForce(mjData* d, const double* q, const double* v, double* tau) {
-  LoadState(d, q, v, act0_.data());
-  // Smooth stages only (no collision): kinematics, inertia, transmission, velocities.
-  mj_fwdKinematics(m_, d);
-  mj_makeM(m_, d);
-  mj_factorM(m_, d);
-  mj_transmission(m_, d);
-  mj_fwdVelocity(m_, d);
-  if (!CallController(d)) return false;
-  Actuation(d);
-  for (int i = 0; i < m_->nv; ++i) tau[i] = d->qfrc_actuator[i] + d->qfrc_applied[i];
+bool Stepper::ExplicitController(mjData* d) {
+  if (mujoco_->controller.installed() && options_.controller == ControllerTreatment::kExplicit)
+    return mujoco_->controller.Call(d);
   return true;
 }
 
 bool Stepper::LinearizeController(mjData* d) {
-  // cenic-math §9 with separate position and velocity sensitivities: per dof
-  // i, kq_i = −∂τ_i/∂q_i and kv_i = −∂τ_i/∂v_i by forward differences at x0
-  // (the whole q restored after each dof; quaternion-safe perturbations). The
-  // solves then use τ_i(v) = τ_i(x_s) − kq_i h v_i − kv_i (v_i − v_s,i) from
-  // their own start state x_s, so the gains follow each solve's step.
-  const int nv = static_cast<int>(m_->nv);
-  std::copy(d->ctrl, d->ctrl + m_->nu, ctrl_user_.begin());
-  std::copy(d->qfrc_applied, d->qfrc_applied + nv, qfrc_user_.begin());
-  bool ok = ControllerForce(d, q0_.data(), v0_.data(), tau_a_.data());
-  const double sqrt_eps = std::sqrt(std::numeric_limits<double>::epsilon());
-  for (int i = 0; ok && i < nv; ++i) {
-    double dv = sqrt_eps * std::max(1.0, std::abs(v0_[i]));
-    dv = (v0_[i] + dv) - v0_[i];  // exactly representable
-    std::copy(v0_.begin(), v0_.end(), v_pert_.begin());
-    v_pert_[i] += dv;
-    ok = ControllerForce(d, q0_.data(), v_pert_.data(), tau_b_.data());
-    feedback_.kv[i] = -(tau_b_[i] - tau_a_[i]) / dv;
-    std::fill(unit_.begin(), unit_.end(), 0.0);
-    unit_[i] = 1.0;
-    std::copy(q0_.begin(), q0_.end(), q_pert_.begin());
-    mj_integratePos(m_, q_pert_.data(), unit_.data(), sqrt_eps);
-    ok = ok && ControllerForce(d, q_pert_.data(), v0_.data(), tau_b_.data());
-    feedback_.kq[i] = -(tau_b_[i] - tau_a_[i]) / sqrt_eps;
-  }
-  std::copy(tau_a_.begin(), tau_a_.end(), feedback_.tau.begin());
-  LoadState(d, q0_.data(), v0_.data(), act0_.data());
-  RestoreInputs(d);
+  const Scratch& s = scratch_;
+  const bool ok =
+      mujoco_->controller.Linearize(d, s.q_start.data(), s.v_start.data(), s.act_start.data());
+  stages_hash_ = 0;  // d's stages belong to an evaluation state now
   return ok;
 }
 
 bool Stepper::ControllerAt(mjData* d, const double* q, const double* v) {
   // τ at a solve's start state (the sensitivities are reused).
-  std::copy(d->ctrl, d->ctrl + m_->nu, ctrl_user_.begin());
-  std::copy(d->qfrc_applied, d->qfrc_applied + m_->nv, qfrc_user_.begin());
-  const bool ok = ControllerForce(d, q, v, feedback_.tau.data());
-  RestoreInputs(d);
+  const bool ok = mujoco_->controller.ForceAt(d, q, v, scratch_.act_start.data());
+  stages_hash_ = 0;  // d's stages belong to an evaluation state now
   return ok;
 }
 
-void Stepper::RestoreInputs(mjData* d) {
-  std::copy(ctrl_user_.begin(), ctrl_user_.end(), d->ctrl);
-  std::copy(qfrc_user_.begin(), qfrc_user_.end(), d->qfrc_applied);
-  stages_hash_ = 0;  // d's stages belong to an evaluation state now
-}
-
-void Stepper::BuildModel(mjData* d, double h, icf::IcfModel* model) {
+bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate) {
+  EnsureStages(d);
+  if (!ExplicitController(d)) return false;
+  mujoco_->stages.Actuation(d);
+  std::copy(d->act_dot, d->act_dot + m_->na, act_rate);
   const auto t0 = Clock::now();
   adapter::BuildInfo info;
-  const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
-  adapter_.Build(m_, d, h, model, &info, implicit_ctrl ? &feedback_ : nullptr);
-  (model == &model0_ ? records0_ : records_mid_) = adapter_.contact_records();
-  (model == &model0_ ? rows0_ : rows_mid_) = adapter_.row_records();
+  adapter::BuildRecords* records =
+      model == &model_start_ ? &mujoco_->records_start : &mujoco_->records_mid;
+  mujoco_->builder.Build(m_, d, h, options_.icf,
+                         ImplicitController() ? &mujoco_->controller.feedback() : nullptr, model,
+                         records, &info);
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
   stats_.time_assembly += Seconds(t0, Clock::now());
   last_problem_ = model;
+  return true;
 }
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
@@ -342,136 +273,164 @@ void Stepper::IntegrateActivations(const double* act, const double* act_dot, dou
   }
 }
 
-void Stepper::LoadState(mjData* d, const double* q, const double* v, const double* act) const {
-  std::copy(q, q + m_->nq, d->qpos);
-  std::copy(v, v + m_->nv, d->qvel);
-  std::copy(act, act + m_->na, d->act);
+void Stepper::Integrate(const double* q, const double* v, const double* act,
+                        const double* act_rate, double h, double* q_out, double* act_out) const {
+  std::copy(q, q + m_->nq, q_out);
+  mj_integratePos(m_, q_out, v, h);
+  IntegrateActivations(act, act_rate, h, act_out);
 }
 
 void Stepper::Extrapolate() {
   // Local Richardson extrapolation of step doubling: the two-half-step
   // result x and the full step x̂ differ by ≈ C h²/2, so 2x − x̂ cancels the
   // leading local error term; the estimate ‖x̂ − x‖ still sizes the step.
-  mj_differentiatePos(m_, tmp_.data(), 1.0, qf_.data(), q1_.data());
-  mj_integratePos(m_, q1_.data(), tmp_.data(), 1.0);
-  for (int i = 0; i < m_->nv; ++i) v1_[i] = 2 * v1_[i] - vf_[i];
+  Scratch& s = scratch_;
+  mj_differentiatePos(m_, s.dq.data(), 1.0, s.q_full.data(), s.q_end.data());
+  mj_integratePos(m_, s.q_end.data(), s.dq.data(), 1.0);
+  for (int i = 0; i < m_->nv; ++i) s.v_end[i] = 2 * s.v_end[i] - s.v_full[i];
   for (int a = 0; a < m_->nu; ++a) {
     const int adr = m_->actuator_actadr[a], num = m_->actuator_actnum[a];
     for (int j = adr; adr >= 0 && j < adr + num; ++j) {
-      double x = 2 * act1_[j] - actf_[j];
+      double x = 2 * s.act_end[j] - s.act_full[j];
       if (m_->actuator_actlimited[a])
         x = std::clamp(x, m_->actuator_actrange[2 * a], m_->actuator_actrange[2 * a + 1]);
-      act1_[j] = x;
+      s.act_end[j] = x;
     }
   }
 }
 
-bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol) {
-  const int nv = static_cast<int>(m_->nv), na = static_cast<int>(m_->na);
+bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int* worst) {
+  // linearize → build → full step → the scheme's own part → error.
   *error = 0;
   *worst = -1;
-  // Model at x_t: built once, reused after a rejection (only h changes).
-  const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
-  if (StateHash(d, true) == model0_hash_) {
-    model0_.SetTimeStep(h);
-    last_problem_ = &model0_;
-  } else {
-    if (implicit_ctrl && !LinearizeController(d)) return false;
-    EnsureStages(d);
-    if (!PrepareController(d)) return false;
-    Actuation(d);
-    std::copy(d->act_dot, d->act_dot + na, act_dot0_.begin());
-    BuildModel(d, h, &model0_);
-    model0_hash_ = StateHash(d, true);
+  if (!ProblemAtStart(d, h)) return false;
+  if (!FullStep(h, tolerance)) return false;
+  switch (options_.mode) {
+    case Mode::kFixed:
+      FixedStep();
+      return true;
+    case Mode::kCenic:
+      return StepDoubling(d, h, tolerance, error, worst);
+    case Mode::kTrapezoid:
+      return Trapezoid(d, h, tolerance, error, worst);
   }
-  // Full step (P24).
-  if (!Solve(model0_, v0_.data(), vf_.data(), tol)) return false;
-  std::copy(q0_.begin(), q0_.end(), qf_.begin());
-  mj_integratePos(m_, qf_.data(), vf_.data(), h);
-  IntegrateActivations(act0_.data(), act_dot0_.data(), h, actf_.data());
-  if (options_.mode == Mode::kFixed) {
-    q1_ = qf_;
-    v1_ = vf_;
-    act1_ = actf_;
+  return false;
+}
+
+bool Stepper::ProblemAtStart(mjData* d, double h) {
+  // Built once per start state, reused after a rejection (only h changes).
+  if (StateHash(d, true) == model_start_hash_) {
+    model_start_.SetTimeStep(h);
+    last_problem_ = &model_start_;
     return true;
   }
+  if (ImplicitController() && !LinearizeController(d)) return false;
+  if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
+  model_start_hash_ = StateHash(d, true);
+  return true;
+}
 
-  if (options_.mode == Mode::kCenic) {
-    // Two half steps (P22, P23): the first reuses the model at x_t.
-    model0_.SetTimeStep(0.5 * h);
-    for (int i = 0; i < nv; ++i) vguess_[i] = 0.5 * (v0_[i] + vf_[i]);
-    if (!Solve(model0_, vguess_.data(), va_.data(), tol)) return false;
-    std::copy(q0_.begin(), q0_.end(), qa_.begin());
-    mj_integratePos(m_, qa_.data(), va_.data(), 0.5 * h);
-    IntegrateActivations(act0_.data(), act_dot0_.data(), 0.5 * h, acta_.data());
-    if (implicit_ctrl && !ControllerAt(d, qa_.data(), va_.data())) return false;
-    LoadState(d, qa_.data(), va_.data(), acta_.data());
-    EnsureStages(d);  // geometry query 2, at the midpoint
-    if (!PrepareController(d)) return false;
-    Actuation(d);
-    std::copy(d->act_dot, d->act_dot + na, act_dota_.begin());
-    BuildModel(d, 0.5 * h, &model_mid_);
-    const bool ok = Solve(model_mid_, vf_.data(), v1_.data(), tol);
-    LoadState(d, q0_.data(), v0_.data(), act0_.data());
-    if (!ok) return false;
-    std::copy(qa_.begin(), qa_.end(), q1_.begin());
-    mj_integratePos(m_, q1_.data(), v1_.data(), 0.5 * h);
-    IntegrateActivations(acta_.data(), act_dota_.data(), 0.5 * h, act1_.data());
-    *error = norm_.Compute(m_, qf_.data(), vf_.data(), actf_.data(), q1_.data(), v1_.data(),
-                          act1_.data(), worst);
-    if (options_.extrapolate) Extrapolate();
-    return true;
-  }
+bool Stepper::FullStep(double h, double tolerance) {
+  // (P24): v̂ from v_t, x̂ = x_t advanced by h.
+  Scratch& s = scratch_;
+  if (!Solve(model_start_, s.v_start.data(), s.v_full.data(), tolerance)) return false;
+  Integrate(s.q_start.data(), s.v_full.data(), s.act_start.data(), s.act_rate_start.data(), h,
+            s.q_full.data(), s.act_full.data());
+  return true;
+}
 
+void Stepper::FixedStep() {
+  Scratch& s = scratch_;
+  s.q_end = s.q_full;
+  s.v_end = s.v_full;
+  s.act_end = s.act_full;
+}
+
+bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst) {
+  // Two half steps (P22, P23); the first reuses the problem at x_t.
+  Scratch& s = scratch_;
+  const int nv = static_cast<int>(m_->nv);
+  model_start_.SetTimeStep(0.5 * h);
+  for (int i = 0; i < nv; ++i) s.v_guess[i] = 0.5 * (s.v_start[i] + s.v_full[i]);
+  if (!Solve(model_start_, s.v_guess.data(), s.v_mid.data(), tolerance)) return false;
+  Integrate(s.q_start.data(), s.v_mid.data(), s.act_start.data(), s.act_rate_start.data(),
+            0.5 * h, s.q_mid.data(), s.act_mid.data());
+  if (ImplicitController() && !ControllerAt(d, s.q_mid.data(), s.v_mid.data())) return false;
+  LoadState(m_, d, s.q_mid.data(), s.v_mid.data(), s.act_mid.data());
+  // Geometry query 2, at the midpoint.
+  if (!BuildAt(d, 0.5 * h, &model_mid_, s.act_rate_mid.data())) return false;
+  const bool ok = Solve(model_mid_, s.v_full.data(), s.v_end.data(), tolerance);
+  LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
+  if (!ok) return false;
+  Integrate(s.q_mid.data(), s.v_end.data(), s.act_mid.data(), s.act_rate_mid.data(), 0.5 * h,
+            s.q_end.data(), s.act_end.data());
+  *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(),
+                         s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);
+  if (options_.extrapolate) Extrapolate();
+  return true;
+}
+
+bool Stepper::Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst) {
   // Trapezoid (cenic-math §11.8, our reconstruction): momentum
   //   M̂ (v − v_t) = h/2 (F_t + F̂(v)),   q = q_t + h/2 (v_t + v),
-  // with F̂(v) the ICF forces of a model built at the first-order result x̂
+  // with F̂(v) the ICF forces of a problem built at the first-order result x̂
   // (time step h/2, configuration shifted so that it predicts q(v)), and
   // F_t the end force of the previous accepted step (first same as last) or,
   // without one, the implicit-Euler force of the full step.
-  if (fsal_hash_ != StateHash(d, true)) {
-    model0_.MultiplyM(vf_.data(), f_start_.data());
-    model0_.MultiplyM(v0_.data(), tmp_.data());
-    for (int i = 0; i < nv; ++i) f_start_[i] = (f_start_[i] - tmp_[i]) / h;
+  Scratch& s = scratch_;
+  const int nv = static_cast<int>(m_->nv), na = static_cast<int>(m_->na);
+  if (force_start_hash_ != StateHash(d, true)) {
+    model_start_.MultiplyM(s.v_full.data(), s.force_start.data());
+    model_start_.MultiplyM(s.v_start.data(), s.M_dv.data());
+    for (int i = 0; i < nv; ++i) s.force_start[i] = (s.force_start[i] - s.M_dv[i]) / h;
   }
-  if (implicit_ctrl && !ControllerAt(d, qf_.data(), vf_.data())) return false;
-  LoadState(d, qf_.data(), vf_.data(), actf_.data());
-  EnsureStages(d);  // geometry query 2, at t + h
-  if (!PrepareController(d)) return false;
-  Actuation(d);
-  std::copy(d->act_dot, d->act_dot + na, act_dota_.begin());
-  BuildModel(d, 0.5 * h, &model_mid_);
+  if (ImplicitController() && !ControllerAt(d, s.q_full.data(), s.v_full.data())) return false;
+  LoadState(m_, d, s.q_full.data(), s.v_full.data(), s.act_full.data());
+  // Geometry query 2, at t + h.
+  if (!BuildAt(d, 0.5 * h, &model_mid_, s.act_rate_mid.data())) return false;
   // dq = q_t ⊖ q̂ + h/2 v_t
-  mj_differentiatePos(m_, dq_.data(), 1.0, qf_.data(), q0_.data());
-  for (int i = 0; i < nv; ++i) dq_[i] += 0.5 * h * v0_[i];
-  model_mid_.ShiftConfiguration(dq_.data());
+  mj_differentiatePos(m_, s.dq.data(), 1.0, s.q_full.data(), s.q_start.data());
+  for (int i = 0; i < nv; ++i) s.dq[i] += 0.5 * h * s.v_start[i];
+  model_mid_.ShiftConfiguration(s.dq.data());
   model_mid_.SetTimeStep(0.5 * h);
   // r: replace M̂ v̂ by M̂ v_t + h/2 F_t.
-  for (int i = 0; i < nv; ++i) vguess_[i] = v0_[i] - vf_[i];
-  model_mid_.MultiplyM(vguess_.data(), tmp_.data());
-  for (int i = 0; i < nv; ++i) model_mid_.r[i] += tmp_[i] + 0.5 * h * f_start_[i];
-  const bool ok = Solve(model_mid_, vf_.data(), v1_.data(), tol);
-  LoadState(d, q0_.data(), v0_.data(), act0_.data());
+  for (int i = 0; i < nv; ++i) s.dv[i] = s.v_start[i] - s.v_full[i];
+  model_mid_.MultiplyM(s.dv.data(), s.M_dv.data());
+  for (int i = 0; i < nv; ++i) s.impulse[i] = s.M_dv[i] + 0.5 * h * s.force_start[i];
+  model_mid_.AddImpulse(s.impulse.data());
+  const bool ok = Solve(model_mid_, s.v_full.data(), s.v_end.data(), tolerance);
+  LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
   if (!ok) return false;
-  std::copy(q0_.begin(), q0_.end(), q1_.begin());
-  mj_integratePos(m_, q1_.data(), v0_.data(), 0.5 * h);
-  mj_integratePos(m_, q1_.data(), v1_.data(), 0.5 * h);
-  for (int j = 0; j < na; ++j) act_dota_[j] = 0.5 * (act_dot0_[j] + act_dota_[j]);
-  IntegrateActivations(act0_.data(), act_dota_.data(), h, act1_.data());
-  *error = norm_.Compute(m_, qf_.data(), vf_.data(), actf_.data(), q1_.data(), v1_.data(),
-                          act1_.data(), worst);
+  std::copy(s.q_start.begin(), s.q_start.end(), s.q_end.begin());
+  mj_integratePos(m_, s.q_end.data(), s.v_start.data(), 0.5 * h);
+  mj_integratePos(m_, s.q_end.data(), s.v_end.data(), 0.5 * h);
+  for (int j = 0; j < na; ++j) s.act_rate_mid[j] = 0.5 * (s.act_rate_start[j] + s.act_rate_mid[j]);
+  IntegrateActivations(s.act_start.data(), s.act_rate_mid.data(), h, s.act_end.data());
+  *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(),
+                         s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);
   return true;
+}
+
+void Stepper::TrapezoidEndForce(const mjData* d, double h) {
+  // The end force of this step starts the next one (first same as last).
+  Scratch& s = scratch_;
+  for (int i = 0; i < m_->nv; ++i) s.dv[i] = s.v_end[i] - s.v_start[i];
+  model_mid_.MultiplyM(s.dv.data(), s.M_dv.data());
+  for (int i = 0; i < m_->nv; ++i) s.force_start[i] = 2 * s.M_dv[i] / h - s.force_start[i];
+  force_start_hash_ = StateHash(d, true);
 }
 
 absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   const double t0 = d->time;
-  std::copy(d->qpos, d->qpos + m_->nq, q0_.begin());
-  std::copy(d->qvel, d->qvel + m_->nv, v0_.begin());
-  std::copy(d->act, d->act + m_->na, act0_.begin());
+  Scratch& s = scratch_;
+  std::copy(d->qpos, d->qpos + m_->nq, s.q_start.begin());
+  std::copy(d->qvel, d->qvel + m_->nv, s.v_start.begin());
+  std::copy(d->act, d->act + m_->na, s.act_start.begin());
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
-  const double h_max = (fixed || !options_.error_control) ? (options_.max_step > 0 ? options_.max_step : timestep)
-                             : (options_.max_step > 0 ? options_.max_step : 0.1);
+  const double h_max = (fixed || !options_.error_control)
+                           ? (options_.max_step > 0 ? options_.max_step : timestep)
+                           : (options_.max_step > 0 ? options_.max_step : 0.1);
   const double h_min = std::max({1e-14, 1e-14 * std::abs(t0), options_.min_step});
   const bool controlled = !fixed && options_.error_control;
   if (!controlled) {
@@ -499,10 +458,10 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     }
     double error;
     int worst;
-    controller_failed_ = false;
-    const bool ok = Attempt(d, h, &error, &worst, tol);
-    if (controller_failed_) {
-      LoadState(d, q0_.data(), v0_.data(), act0_.data());
+    mujoco_->controller.ClearFailure();
+    const bool ok = Attempt(d, h, tol, &error, &worst);
+    if (mujoco_->controller.failed()) {
+      LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
       return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", t0));
     }
     if (!controlled) {
@@ -532,191 +491,27 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     ++stats_.rejected_steps;
     h = dec.h_next;
   }
-  LoadState(d, q1_.data(), v1_.data(), act1_.data());
+  LoadState(m_, d, s.q_end.data(), s.v_end.data(), s.act_end.data());
   d->time = (h == t_limit - t0) ? t_limit : t0 + h;
-  if (options_.mode == Mode::kTrapezoid) {
-    // End force of this step starts the next one: F_end = 2 M̂ (v − v_t)/h − F_t.
-    for (int i = 0; i < m_->nv; ++i) vguess_[i] = v1_[i] - v0_[i];
-    model_mid_.MultiplyM(vguess_.data(), tmp_.data());
-    for (int i = 0; i < m_->nv; ++i) f_start_[i] = 2 * tmp_[i] / h - f_start_[i];
-    fsal_hash_ = StateHash(d, true);
-  }
+  if (options_.mode == Mode::kTrapezoid) TrapezoidEndForce(d, h);
   RecordStep(h);
   return absl::OkStatus();
 }
 
-void Stepper::FillRowForces(mjData* d) {
-  // Limits, equalities and friction loss: each efc row of d (forwarded at the
-  // step's end) takes the impulse / h of the last solve's row with the same
-  // MuJoCo type, object and side / row number. Rows that were not in that
-  // solve (a limit that became active during the step) stay 0.
-  const std::vector<adapter::RowRecord>& rows = last_solved_ == &model0_ ? rows0_ : rows_mid_;
-  const double h = last_solved_->h;
-  if (rows.empty() || !(h > 0)) return;
-  const icf::IcfData& data = solver_.data();
-  adapter::RowRecord prev{-1, -1, -1, -1};
-  for (int i = 0; i < d->nefc; ++i) {
-    const int type = d->efc_type[i];
-    if (type == mjCNSTR_CONTACT_FRICTIONLESS || type == mjCNSTR_CONTACT_PYRAMIDAL ||
-        type == mjCNSTR_CONTACT_ELLIPTIC)
-      continue;
-    const adapter::RowRecord key{type, d->efc_id[i], adapter::EfcRowSub(m_, d, i, prev), -1};
-    prev = key;
-    const auto it = std::lower_bound(rows.begin(), rows.end(), key);
-    if (it == rows.end() || key < *it) continue;
-    const bool friction = type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON;
-    const std::vector<double>& gamma = type == mjCNSTR_EQUALITY ? data.couplings.gamma
-                                       : friction               ? data.dry_friction.gamma
-                                                                : data.limits.gamma;
-    if (it->index < 0 || it->index >= static_cast<int>(gamma.size())) continue;
-    const double f = gamma[it->index] / h;
-    d->efc_force[i] = f;
-    if (type == mjCNSTR_EQUALITY) {
-      d->efc_state[i] = mjCNSTRSTATE_QUADRATIC;
-    } else if (friction) {
-      const double F = d->efc_frictionloss[i];
-      // Saturated (sliding) where the regularized law is within 0.1 % of F.
-      d->efc_state[i] = f >= F * (1 - 1e-3)    ? mjCNSTRSTATE_LINEARNEG
-                        : f <= -F * (1 - 1e-3) ? mjCNSTRSTATE_LINEARPOS
-                                               : mjCNSTRSTATE_QUADRATIC;
-    } else {
-      d->efc_state[i] = f > 0 ? mjCNSTRSTATE_QUADRATIC : mjCNSTRSTATE_SATISFIED;
-    }
-  }
-}
-
-void Stepper::FillConstraintForces(mjData* d) {
-  for (int i = 0; i < d->nefc; ++i) {
-    d->efc_force[i] = 0;
-    d->efc_state[i] = 0;
-  }
-  if (!last_solved_ || (last_solved_ != &model0_ && last_solved_ != &model_mid_)) return;
-  FillRowForces(d);
-  const std::vector<adapter::ContactRecord>& rec =
-      last_solved_ == &model0_ ? records0_ : records_mid_;
-  const std::vector<double>& gamma = solver_.data().contacts.gamma;
-  const std::vector<double>& torque_gamma = solver_.data().contact_torques.gamma;
-  const double h = last_solved_->h;
-  const int nrec = static_cast<int>(rec.size());
-  if (nrec == 0 || !(h > 0) || static_cast<int>(gamma.size()) < 3 * nrec) return;
-  // Records sorted by geom pair, so each contact finds its pair by bisection.
-  auto key = [&](int r) {
-    return std::pair(std::min(rec[r].geom[0], rec[r].geom[1]),
-                     std::max(rec[r].geom[0], rec[r].geom[1]));
-  };
-  record_order_.resize(nrec);
-  for (int r = 0; r < nrec; ++r) record_order_[r] = r;
-  std::sort(record_order_.begin(), record_order_.end(),
-            [&](int a, int b) { return key(a) < key(b); });
-  record_used_.assign(nrec, 0);
-  const bool pyramidal = m_->opt.cone == mjCONE_PYRAMIDAL;
-  for (int i = 0; i < d->ncon; ++i) {
-    const mjContact& con = d->contact[i];
-    if (con.efc_address < 0 || con.exclude != 0) continue;
-    const std::pair<int, int> k(std::min(con.geom[0], con.geom[1]),
-                                std::max(con.geom[0], con.geom[1]));
-    auto it = std::lower_bound(record_order_.begin(), record_order_.end(), k,
-                               [&](int r, const std::pair<int, int>& x) { return key(r) < x; });
-    int best = -1;
-    double best_d2 = 0;
-    for (; it != record_order_.end() && key(*it) == k; ++it) {
-      if (record_used_[*it]) continue;
-      double d2 = 0;
-      for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);
-      if (best < 0 || d2 < best_d2) best = *it, best_d2 = d2;
-    }
-    if (best < 0) continue;
-    record_used_[best] = 1;
-    // Force on geom 2 relative to geom 1 in world coordinates: frameᵀ γ / h
-    // (a swapped pair reverses it), then in this contact's frame.
-    const adapter::ContactRecord& r = rec[best];
-    const double sign = r.geom[0] == con.geom[0] ? 1.0 : -1.0;
-    double F[3] = {0, 0, 0}, T[3] = {0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
-    for (int a = 0; a < 3; ++a)
-      for (int j = 0; j < 3; ++j) F[j] += sign * r.frame[3 * a + j] * gamma[3 * best + a] / h;
-    if (r.torque >= 0 && static_cast<int>(torque_gamma.size()) >= 3 * (r.torque + 1))
-      for (int a = 0; a < 3; ++a)
-        for (int j = 0; j < 3; ++j)
-          T[j] += sign * r.frame[3 * a + j] * torque_gamma[3 * r.torque + a] / h;
-    for (int a = 0; a < 3; ++a)
-      for (int j = 0; j < 3; ++j) {
-        f[a] += con.frame[3 * a + j] * F[j];
-        f[3 + a] += con.frame[3 * a + j] * T[j];  // spin, roll 1, roll 2
-      }
-    f[0] = std::max(f[0], 0.0);
-    const int dim = con.dim;
-    if (dim == 1) {
-      d->efc_force[con.efc_address] = f[0];
-      continue;
-    }
-    if (pyramidal) {
-      // Inside MuJoCo's pyramid: Σ |f_j| / μ_j ≤ f_n over the friction
-      // components (the ICF bounds are separate: a round sliding cone and
-      // separate torque bounds).
-      double l1 = 0;
-      for (int j = 1; j < dim; ++j)
-        l1 += con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
-      if (l1 > f[0] && l1 > 0)
-        for (int j = 1; j < dim; ++j) f[j] *= f[0] / l1;
-      // Edge pairs (2j, 2j+1) carry a_j = |f_j|/μ_j plus an equal share of
-      // the slack, so that all edges are ≥ 0 and MuJoCo's decoding returns
-      // f_n = Σ edges and f_j = μ_j (e_2j − e_2j+1).
-      double used = 0;
-      for (int j = 1; j < dim; ++j) {
-        if (!(con.friction[j - 1] > 0)) f[j] = 0;
-        else used += std::abs(f[j]) / con.friction[j - 1];
-      }
-      const double share = std::max(f[0] - used, 0.0) / (dim - 1);
-      for (int j = 1; j < dim; ++j) {
-        const double t = f[j] != 0 ? f[j] / con.friction[j - 1] : 0.0;
-        const double a = std::abs(t) + share;
-        d->efc_force[con.efc_address + 2 * (j - 1)] = 0.5 * (a + t);
-        d->efc_force[con.efc_address + 2 * (j - 1) + 1] = 0.5 * (a - t);
-      }
-    } else {
-      // Inside MuJoCo's elliptic cone Σ (f_j/μ_j)² ≤ f_n² (ICF bounds sliding
-      // and torques separately, so their combination can exceed it).
-      double e2 = 0;
-      for (int j = 1; j < dim; ++j) {
-        if (!(con.friction[j - 1] > 0)) f[j] = 0;
-        else e2 += (f[j] / con.friction[j - 1]) * (f[j] / con.friction[j - 1]);
-      }
-      const double e = std::sqrt(e2);
-      if (e > f[0] && e > 0)
-        for (int j = 1; j < dim; ++j) f[j] *= f[0] / e;
-      for (int j = 0; j < dim; ++j) d->efc_force[con.efc_address + j] = f[j];
-    }
-  }
-}
-
 void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   const auto t0 = Clock::now();
-  const bool energy = m_->opt.enableflags & mjENBL_ENERGY;
   if (StateHash(d, false) != stages_hash_) {
-    const mjModel* ms = StageModel();
-    mj_fwdPosition(ms, d);
-    mj_fwdVelocity(ms, d);
+    mujoco_->stages.PositionVelocity(d);
     ++stats_.geometry_queries;
-    stats_.max_penetration =
-        std::max(stats_.max_penetration, adapter::MujocoAdapter::MaxPenetration(d));
+    stats_.max_penetration = std::max(stats_.max_penetration, MaxPenetration(d));
   }
-  mj_sensorPos(m_, d);
-  if (energy) mj_energyPos(m_, d);
-  mj_sensorVel(m_, d);
-  if (energy) mj_energyVel(m_, d);
-  Actuation(d);
-  mj_fwdAcceleration(m_, d);
-  FillConstraintForces(d);
-  for (int i = 0; i < m_->nv; ++i) d->qacc[i] = H > 0 ? (d->qvel[i] - v_start[i]) / H : 0;
-  std::copy(d->qacc, d->qacc + m_->nv, d->qacc_warmstart);
-  mj_mulM(m_, d, d->qfrc_constraint, d->qacc);
-  for (int i = 0; i < m_->nv; ++i) d->qfrc_constraint[i] -= d->qfrc_smooth[i];
-  d->flg_rnepost = 0;
-  mj_sensorAcc(m_, d);
-  for (int i = 0; i < m_->nplugin; ++i) {
-    const mjpPlugin* p = mjp_getPluginAtSlot(m_->plugin[i]);
-    if (p && p->advance) p->advance(m_, d, i);
-  }
+  mujoco_->stages.SensorsAndForces(d);
+  // efc_force from the impulses of the step's last solve.
+  const adapter::BuildRecords* records = last_solved_ == &model_start_ ? &mujoco_->records_start
+                                         : last_solved_ == &model_mid_ ? &mujoco_->records_mid
+                                                                       : nullptr;
+  mujoco_->forces.Write(m_, records, solver_.solution(), records ? last_solved_->h : 0, d);
+  mujoco_->stages.FinishStep(d, H, v_start);
   stages_hash_ = StateHash(d, false);
   stats_.time_geometry += Seconds(t0, Clock::now());
 }
@@ -732,17 +527,17 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
     return absl::InvalidArgumentError(absl::StrCat("mjcenic: cannot advance from time ",
                                                    d->time, " to ", t));
   const double t_start = d->time;
-  std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
+  std::copy(d->qvel, d->qvel + m_->nv, scratch_.v_call_start.begin());
   EnsureStages(d);
-  if (mjcb_control && !Disabled(m_, mjDSBL_ACTUATION)) mjcb_control(m_, d);
-  if (controller_ && options_.controller == ControllerTreatment::kZeroOrderHold &&
-      !CallController(d))
+  mujoco_->stages.ControlCallback(d);
+  if (mujoco_->controller.installed() &&
+      options_.controller == ControllerTreatment::kZeroOrderHold && !mujoco_->controller.Call(d))
     return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
   absl::Status status;
   do {
     status = InternalStep(d, t);
   } while (status.ok() && !single_step && d->time < t);
-  PostStep(d, d->time - t_start, v_outer_.data());
+  PostStep(d, d->time - t_start, scratch_.v_call_start.data());
   stats_.time_total += Seconds(start, Clock::now());
   if (!status.ok()) return status;
   if (FirstNonFinite(d->qpos, m_->nq) >= 0 || FirstNonFinite(d->qvel, m_->nv) >= 0)

@@ -4,18 +4,21 @@
 // independent (safe to use from different threads on different mjData).
 // After the first steps no per-step allocation happens.
 //
-// One code path serves every mode: an attempt from x_t over h gives the new
-// state and (error-controlled modes) an error estimate; the controller
-// accepts or rejects it; time advances only on acceptance.
+// The integrator owns time only. An attempt from x_t over h reads top to
+// bottom (docs/cenic-math.md §11): linearize the controller, build the
+// problem at x_t (adapter), the full step (shared by every scheme), then the
+// scheme's own part: nothing (fixed), two half steps (step doubling) or the
+// trapezoid corrector, and the error. The step-size controller accepts or
+// rejects the attempt; time advances only on acceptance. MuJoCo is reached
+// only through the adapter (stages, problem build, constraint forces).
 //
 // After Step()/AdvanceTo() the mjData satisfies the "post-step contract"
 // (docs/mujoco-mapping.md §1.4): qpos, qvel, act, time describe the new state
 // and kinematics, contacts, sensors and actuator forces are evaluated there.
-// qacc holds the interval-average acceleration; efc_force is zero.
+// qacc holds the interval-average acceleration; efc_force holds the impulses
+// of the step's last solve divided by its step (rows it did not solve are 0).
 #pragma once
 
-#include <array>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,18 +27,17 @@
 #include <absl/status/statusor.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/adapter/mujoco_adapter.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
+#include "mjcenic/integrator/controller.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/options.h"
 
 namespace mjcenic {
 
-// A user controller: reads the state in d (qpos, qvel, time; kinematics,
-// mass matrix and bias forces are evaluated) and writes d->ctrl and/or
-// d->qfrc_applied. Returns false to abort the step with an error.
-using Controller = std::function<bool(const mjModel* m, mjData* d)>;
+// Penetration max(−dist) over d's active contacts [m]: the measure behind
+// StepperStats::max_penetration, for a run of mj_step to compare with.
+double MaxPenetration(const mjData* d);
 
 class Stepper {
  public:
@@ -57,12 +59,12 @@ class Stepper {
   // Installs (or, with an empty function, removes) a user controller, treated
   // as options().controller says: zero-order hold, explicit per solve, or
   // implicit (finite-difference linearization per attempt, cenic-math §9.2).
-  void SetController(Controller controller) { controller_ = std::move(controller); }
+  void SetController(Controller controller);
 
   const StepperOptions& options() const { return options_; }
   const StepperStats& stats() const;
   void ResetStats();
-  const std::vector<std::string>& warnings() const { return adapter_.warnings(); }
+  const std::vector<std::string>& warnings() const;
   const mjModel* model() const { return m_; }
   // Step size the controller proposes next [s].
   double next_step() const { return h_ideal_; }
@@ -72,81 +74,94 @@ class Stepper {
   double length_scale() const { return norm_.length_scale(); }
 
  private:
+  struct Mujoco;  // the adapter side: problem builder, stages, records, forces, controller
+
+  // The state buffers of one attempt, x = (q, v, act) (cenic-math §11 names):
+  // x_t the accepted start, x̂ the full step, x_m the second build's state
+  // (step doubling: the midpoint after the first half step; trapezoid: x̂),
+  // x_{t+h} the attempt's result. Sized once; nothing allocates per step.
+  struct Scratch {
+    std::vector<double> q_start, v_start, act_start;  // x_t
+    std::vector<double> act_rate_start;               // act_dot at x_t
+    std::vector<double> q_full, v_full, act_full;     // x̂: one step of h
+    std::vector<double> q_mid, v_mid, act_mid;        // x_m (step doubling)
+    std::vector<double> act_rate_mid;                 // act_dot at the second build
+    std::vector<double> q_end, v_end, act_end;        // x_{t+h}
+    std::vector<double> v_guess;                      // Newton's initial guess
+    std::vector<double> dv, M_dv;                     // a velocity difference, M̂ times it
+    std::vector<double> dq;                           // a configuration difference
+    std::vector<double> impulse;                      // trapezoid: M̂ (v_t − v̂) + h/2 F_t
+    std::vector<double> force_start;                  // trapezoid: F_t (first same as last)
+    std::vector<double> v_call_start;                 // qvel when Step()/AdvanceTo() began
+    void Resize(int nq, int nv, int na);
+  };
+
   Stepper(const mjModel* m, const StepperOptions& options);
   absl::Status CheckInputs(const mjData* d) const;
   // The outer loop behind AdvanceTo (to t) and StepOnce (single_step).
   absl::Status Advance(mjData* d, double t, bool single_step);
-  // Runs the position/velocity stages at d's state unless d still holds them.
-  void EnsureStages(mjData* d);
-  void Actuation(mjData* d);
-  // Builds `model` at the state in d for step h (stages must be current).
-  void BuildModel(mjData* d, double h, icf::IcfModel* model);
-  bool PrepareController(mjData* d);  // explicit treatment: controller at d's state
-  // Solves model from guess into v; false (status filled) on failure.
-  bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance);
   // One internal step from the state in d, limited to end at t_limit.
   absl::Status InternalStep(mjData* d, double t_limit);
-  // Attempts one step of size h from x0 (stored in q0_, v0_, act0_); on
-  // success the result is in q1_, v1_, act1_ and *error the error estimate.
+
+  // One attempt of step h from x_t (scratch_ *_start); on success the result
+  // is in scratch_ *_end and *error holds the error estimate.
+  bool Attempt(mjData* d, double h, double tolerance, double* error, int* worst);
+  // The problem at x_t: built (controller linearized first), or the one kept
+  // from a rejected attempt at the same state with only h changed.
+  bool ProblemAtStart(mjData* d, double h);
+  // x̂: the full step of h on the problem at x_t (every scheme's first solve).
+  bool FullStep(double h, double tolerance);
+  void FixedStep();  // x_{t+h} = x̂
+  bool StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst);
+  bool Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst);
   void Extrapolate();  // options_.extrapolate: x ← 2x − x̂
-  // efc_force of d's rows from the impulses of the step's last solve:
-  // contacts matched by geom pair and nearest point, limits, equalities and
-  // friction loss by MuJoCo type, object and row; rows not solved stay zero.
-  void FillConstraintForces(mjData* d);
-  void FillRowForces(mjData* d);  // limit, equality and friction-loss rows
-  bool Attempt(mjData* d, double h, double* error, int* worst, double tolerance);
-  // Linearizes the controller's generalized force per dof at x0 into
-  // feedback_ (cenic-math §9.2); false if the controller failed.
-  bool LinearizeController(mjData* d);
-  // Controller force at (q, v) into feedback_.tau (sensitivities kept).
-  bool ControllerAt(mjData* d, const double* q, const double* v);
-  void RestoreInputs(mjData* d);
-  // Controller force qfrc_actuator + qfrc_applied at (q, v) (act0_), into tau.
-  bool ControllerForce(mjData* d, const double* q, const double* v, double* tau);
-  bool CallController(mjData* d);
+  // End force of an accepted trapezoid step, F_end = 2 M̂ (v − v_t)/h − F_t.
+  void TrapezoidEndForce(const mjData* d, double h);
+
+  // Builds the problem `model` at the state in d for step h (stages run as
+  // needed, explicit controller called, actuation at d's inputs); act_dot at
+  // that state into act_rate. False if the controller failed.
+  bool BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate);
+  // Solves model from guess into v; false (status kept) on failure.
+  bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance);
+  // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
+  void Integrate(const double* q, const double* v, const double* act, const double* act_rate,
+                 double h, double* q_out, double* act_out) const;
   void IntegrateActivations(const double* act, const double* act_dot, double h,
                             double* out) const;
-  void LoadState(mjData* d, const double* q, const double* v, const double* act) const;
+  // The controller linearization and its evaluation at a solve's start state
+  // (implicit treatment), and the explicit call before a build.
+  bool LinearizeController(mjData* d);
+  bool ControllerAt(mjData* d, const double* q, const double* v);
+  bool ExplicitController(mjData* d);
+  bool ImplicitController() const;
+
+  // Runs the position/velocity stages at d's state unless d still holds them.
+  void EnsureStages(mjData* d);
   void PostStep(mjData* d, double H, const double* v_start);
   unsigned long long StateHash(const mjData* d, bool with_inputs) const;
   void RecordStep(double h);
 
-  // Model for MuJoCo's stages: m_, or a private copy with widened gaps
-  // (speculative_margin); its opt is refreshed from m_ before every use.
-  const mjModel* StageModel();
-
   const mjModel* m_;
-  mjModel* m_stage_ = nullptr;
   StepperOptions options_;
   mutable StepperStats stats_;
-  adapter::MujocoAdapter adapter_;
+  std::unique_ptr<Mujoco> mujoco_;
   ErrorNorm norm_;
   icf::IcfSolver solver_;
-  icf::IcfModel model0_, model_mid_;     // built at x_t, at the midpoint / end
-  // Contact records of model0_ / model_mid_, the model of the last solve and
-  // the solver's impulses of that solve (for efc_force after the step).
-  std::vector<adapter::ContactRecord> records0_, records_mid_;
-  std::vector<adapter::RowRecord> rows0_, rows_mid_;
+  icf::IcfModel model_start_, model_mid_;  // built at x_t, at x_m
   const icf::IcfModel* last_solved_ = nullptr;
-  std::vector<int> record_order_;
-  std::vector<char> record_used_;
-  const icf::IcfModel* last_problem_ = &model0_;
+  const icf::IcfModel* last_problem_ = &model_start_;
   icf::SolveStatus last_status_ = icf::SolveStatus::kConverged;
-  unsigned long long stages_hash_ = 0;   // state d's stages belong to
-  unsigned long long model0_hash_ = 0;   // state model0_ was built at
-  unsigned long long fsal_hash_ = 0;     // state (with inputs) f_start_ belongs to
-  double h_ideal_ = 0;                   // controller's proposal for the next step
+  // Stage-cache keys (StateHash): the state d's stages belong to, the state
+  // (with inputs) model_start_ was built at, and the one force_start belongs to.
+  unsigned long long stages_hash_ = 0;
+  unsigned long long model_start_hash_ = 0;
+  unsigned long long force_start_hash_ = 0;
+  double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
-  // State buffers: start, full step, half step, result.
-  std::vector<double> q0_, v0_, act0_, act_dot0_;
-  std::vector<double> qf_, vf_, actf_, qa_, va_, acta_, act_dota_;
-  std::vector<double> q1_, v1_, act1_, vguess_, v_outer_, dq_, f_start_, tmp_;
-  Controller controller_;
-  bool controller_failed_ = false;
-  adapter::DofFeedback feedback_;
-  std::vector<double> ctrl_user_, qfrc_user_, tau_a_, tau_b_, q_pert_, v_pert_, unit_;
+  Scratch scratch_;
   // Step-size histogram (log-spaced) for the median without storing steps.
-  static constexpr int kBins = 2400;       // 1e-10 s .. 1e2 s, 200 bins per decade
+  static constexpr int kBins = 2400;  // 1e-10 s .. 1e2 s, 200 bins per decade
   std::vector<long> h_hist_;
 };
 

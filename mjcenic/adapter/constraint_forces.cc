@@ -1,0 +1,158 @@
+#include "mjcenic/adapter/constraint_forces.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace mjcenic::adapter {
+
+void ConstraintForces::Write(const mjModel* m, const BuildRecords* records,
+                             const icf::IcfData& data, double h, mjData* d) {
+  for (int i = 0; i < d->nefc; ++i) {
+    d->efc_force[i] = 0;
+    d->efc_state[i] = 0;
+  }
+  if (!records) return;
+  WriteRows(m, records->rows, data, h, d);
+  WriteContacts(m, records->contacts, data, h, d);
+}
+
+void ConstraintForces::WriteRows(const mjModel* m, const std::vector<RowRecord>& rows,
+                                 const icf::IcfData& data, double h, mjData* d) {
+  // Limits, equalities and friction loss: each efc row of d takes the impulse
+  // / h of the solved row with the same MuJoCo type, object and side / row
+  // number. Rows that were not solved (a limit that became active during the
+  // step) stay 0.
+  if (rows.empty() || !(h > 0)) return;
+  RowRecord prev{-1, -1, -1, -1};
+  for (int i = 0; i < d->nefc; ++i) {
+    const int type = d->efc_type[i];
+    if (type == mjCNSTR_CONTACT_FRICTIONLESS || type == mjCNSTR_CONTACT_PYRAMIDAL ||
+        type == mjCNSTR_CONTACT_ELLIPTIC)
+      continue;
+    const RowRecord key{type, d->efc_id[i], EfcRowSub(m, d, i, prev), -1};
+    prev = key;
+    const auto it = std::lower_bound(rows.begin(), rows.end(), key);
+    if (it == rows.end() || key < *it) continue;
+    const bool friction = type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON;
+    const std::vector<double>& gamma = type == mjCNSTR_EQUALITY ? data.couplings.gamma
+                                       : friction               ? data.dry_friction.gamma
+                                                                : data.limits.gamma;
+    if (it->index < 0 || it->index >= static_cast<int>(gamma.size())) continue;
+    const double f = gamma[it->index] / h;
+    d->efc_force[i] = f;
+    if (type == mjCNSTR_EQUALITY) {
+      d->efc_state[i] = mjCNSTRSTATE_QUADRATIC;
+    } else if (friction) {
+      const double F = d->efc_frictionloss[i];
+      // Saturated (sliding) where the regularized law is within 0.1 % of F.
+      d->efc_state[i] = f >= F * (1 - 1e-3)    ? mjCNSTRSTATE_LINEARNEG
+                        : f <= -F * (1 - 1e-3) ? mjCNSTRSTATE_LINEARPOS
+                                               : mjCNSTRSTATE_QUADRATIC;
+    } else {
+      d->efc_state[i] = f > 0 ? mjCNSTRSTATE_QUADRATIC : mjCNSTRSTATE_SATISFIED;
+    }
+  }
+}
+
+void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<ContactRecord>& rec,
+                                     const icf::IcfData& data, double h, mjData* d) {
+  const std::vector<double>& gamma = data.contacts.gamma;
+  const std::vector<double>& torque_gamma = data.contact_torques.gamma;
+  const int nrec = static_cast<int>(rec.size());
+  if (nrec == 0 || !(h > 0) || static_cast<int>(gamma.size()) < 3 * nrec) return;
+  // Records sorted by geom pair, so each contact finds its pair by bisection.
+  auto key = [&](int r) {
+    return std::pair(std::min(rec[r].geom[0], rec[r].geom[1]),
+                     std::max(rec[r].geom[0], rec[r].geom[1]));
+  };
+  order_.resize(nrec);
+  for (int r = 0; r < nrec; ++r) order_[r] = r;
+  std::sort(order_.begin(), order_.end(), [&](int a, int b) { return key(a) < key(b); });
+  used_.assign(nrec, 0);
+  const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& con = d->contact[i];
+    if (con.efc_address < 0 || con.exclude != 0) continue;
+    const std::pair<int, int> k(std::min(con.geom[0], con.geom[1]),
+                                std::max(con.geom[0], con.geom[1]));
+    auto it = std::lower_bound(order_.begin(), order_.end(), k,
+                               [&](int r, const std::pair<int, int>& x) { return key(r) < x; });
+    int best = -1;
+    double best_d2 = 0;
+    for (; it != order_.end() && key(*it) == k; ++it) {
+      if (used_[*it]) continue;
+      double d2 = 0;
+      for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);
+      if (best < 0 || d2 < best_d2) best = *it, best_d2 = d2;
+    }
+    if (best < 0) continue;
+    used_[best] = 1;
+    // Force on geom 2 relative to geom 1 in world coordinates: frameᵀ γ / h
+    // (a swapped pair reverses it), then in this contact's frame.
+    const ContactRecord& r = rec[best];
+    const double sign = r.geom[0] == con.geom[0] ? 1.0 : -1.0;
+    double F[3] = {0, 0, 0}, T[3] = {0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
+    for (int a = 0; a < 3; ++a)
+      for (int j = 0; j < 3; ++j) F[j] += sign * r.frame[3 * a + j] * gamma[3 * best + a] / h;
+    if (r.torque >= 0 && static_cast<int>(torque_gamma.size()) >= 3 * (r.torque + 1))
+      for (int a = 0; a < 3; ++a)
+        for (int j = 0; j < 3; ++j)
+          T[j] += sign * r.frame[3 * a + j] * torque_gamma[3 * r.torque + a] / h;
+    for (int a = 0; a < 3; ++a)
+      for (int j = 0; j < 3; ++j) {
+        f[a] += con.frame[3 * a + j] * F[j];
+        f[3 + a] += con.frame[3 * a + j] * T[j];  // spin, roll 1, roll 2
+      }
+    EncodeContact(con, pyramidal, f, d);
+  }
+}
+
+void ConstraintForces::EncodeContact(const mjContact& con, bool pyramidal, double f[6],
+                                     mjData* d) {
+  f[0] = std::max(f[0], 0.0);
+  const int dim = con.dim;
+  if (dim == 1) {
+    d->efc_force[con.efc_address] = f[0];
+    return;
+  }
+  if (pyramidal) {
+    // Inside MuJoCo's pyramid: Σ |f_j| / μ_j ≤ f_n over the friction
+    // components (the ICF bounds are separate: a round sliding cone and
+    // separate torque bounds).
+    double l1 = 0;
+    for (int j = 1; j < dim; ++j)
+      l1 += con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
+    if (l1 > f[0] && l1 > 0)
+      for (int j = 1; j < dim; ++j) f[j] *= f[0] / l1;
+    // Edge pairs (2j, 2j+1) carry a_j = |f_j|/μ_j plus an equal share of
+    // the slack, so that all edges are ≥ 0 and MuJoCo's decoding returns
+    // f_n = Σ edges and f_j = μ_j (e_2j − e_2j+1).
+    double used = 0;
+    for (int j = 1; j < dim; ++j) {
+      if (!(con.friction[j - 1] > 0)) f[j] = 0;
+      else used += std::abs(f[j]) / con.friction[j - 1];
+    }
+    const double share = std::max(f[0] - used, 0.0) / (dim - 1);
+    for (int j = 1; j < dim; ++j) {
+      const double t = f[j] != 0 ? f[j] / con.friction[j - 1] : 0.0;
+      const double a = std::abs(t) + share;
+      d->efc_force[con.efc_address + 2 * (j - 1)] = 0.5 * (a + t);
+      d->efc_force[con.efc_address + 2 * (j - 1) + 1] = 0.5 * (a - t);
+    }
+  } else {
+    // Inside MuJoCo's elliptic cone Σ (f_j/μ_j)² ≤ f_n² (ICF bounds sliding
+    // and torques separately, so their combination can exceed it).
+    double e2 = 0;
+    for (int j = 1; j < dim; ++j) {
+      if (!(con.friction[j - 1] > 0)) f[j] = 0;
+      else e2 += (f[j] / con.friction[j - 1]) * (f[j] / con.friction[j - 1]);
+    }
+    const double e = std::sqrt(e2);
+    if (e > f[0] && e > 0)
+      for (int j = 1; j < dim; ++j) f[j] *= f[0] / e;
+    for (int j = 0; j < dim; ++j) d->efc_force[con.efc_address + j] = f[j];
+  }
+}
+
+}  // namespace mjcenic::adapter
