@@ -1,15 +1,14 @@
 #include "mjcenic/integrator/options.h"
 
-#include <cstdio>
-#include <string_view>
-
-#include "mjcenic/integrator/options_table.h"
-
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include <absl/strings/str_cat.h>
+
+#include "mjcenic/integrator/options_table.h"
 
 namespace mjcenic {
 
@@ -102,12 +101,13 @@ bool ParseControllerTreatment(const char* s, ControllerTreatment* t) {
 
 absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value) {
   // One branch per row of MJCENIC_OPTIONS: the codec parses into the member.
-#define MJCENIC_SET_OPTION(name, member, codec, doc)                                      \
-  if (key == #name) {                                                                     \
-    if (option_codec::codec::Parse(value, &options->member)) return absl::OkStatus();     \
-    return absl::InvalidArgumentError(                                                    \
-        absl::StrCat("mjcenic option '", #name, "': bad value '", std::string(value), "' (expected ", \
-                     option_codec::codec::Expect(), ")"));                                \
+#define MJCENIC_SET_OPTION(name, member, codec, doc)                                  \
+  if (key == #name) {                                                                 \
+    if (option_codec::codec::Parse(value, &options->member)) return absl::OkStatus(); \
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic option '", #name,           \
+                                                   "': bad value '", std::string(value), \
+                                                   "' (expected ",                      \
+                                                   option_codec::codec::Expect(), ")")); \
   }
   MJCENIC_OPTIONS(MJCENIC_SET_OPTION)
 #undef MJCENIC_SET_OPTION

@@ -2,7 +2,10 @@
 // registry behind mjcenic_step, plugin config errors, statistics by name.
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -161,6 +164,71 @@ TEST(Plugin, SecondInstanceIsAnError) {
   const std::string e = CompileError(Sphere(Plugin(
       R"(<instance name="a"/><instance name="b"><config key="accuracy" value="1e-2"/></instance>)")));
   EXPECT_NE(e.find("more than one mjcenic plugin instance ('a' and 'b')"), std::string::npos) << e;
+}
+
+// Issue 12 item 2: models/clutter.xml with a 40 KB arena overflows it as the
+// clutter settles: mj_step calls mju_error. The C API returns a status, d
+// keeps its state, and the process goes on.
+ModelPtr TinyArenaClutter() {
+  std::ifstream f(ModelPath("clutter.xml"));
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string xml = text.str();
+  const std::string root = "<mujoco model=\"clutter\">";
+  xml.replace(xml.find(root), root.size(), root + "<size memory=\"40K\"/>");
+  std::string error;
+  ModelPtr m = ModelFromXml(xml, &error);
+  EXPECT_TRUE(m) << error;
+  return m;
+}
+
+// Steps until the call fails; returns the message ("" if it never failed)
+// and checks that d is the state from before the failed call.
+std::string StepUntilFatal(const mjModel* m, mjData* d) {
+  char err[1000] = "";
+  mjcenicStepper* s = mjcenic_create(m, err, sizeof(err));
+  EXPECT_NE(s, nullptr) << err;
+  std::string message;
+  for (int i = 0; i < 2000 && s; ++i) {
+    const double t = d->time;
+    const std::vector<double> q(d->qpos, d->qpos + m->nq);
+    if (mjcenic_stepper_step(s, d, err, sizeof(err))) {
+      message = err;
+      EXPECT_EQ(d->time, t);
+      for (int j = 0; j < m->nq; ++j) EXPECT_EQ(d->qpos[j], q[j]);
+      EXPECT_EQ(d->pstack, 0u);
+      break;
+    }
+  }
+  mjcenic_destroy(s);
+  return message;
+}
+
+TEST(CApi, MujocoFatalErrorInAStepIsAStatus) {
+  ModelPtr m = TinyArenaClutter();
+  ASSERT_TRUE(m);
+  mjData* d = mj_makeData(m.get());
+  mj_resetDataKeyframe(m.get(), d, 0);
+  const std::string e = StepUntilFatal(m.get(), d);
+  EXPECT_EQ(e.rfind("MuJoCo fatal error during the mjcenic step: ", 0), 0u) << e;
+  EXPECT_NE(e.find("memory"), std::string::npos) << e;
+  mj_deleteData(d);
+}
+
+TEST(CApi, MujocoFatalErrorsOnTwoThreadsStayOnTheirThreads) {
+  ModelPtr m = TinyArenaClutter();
+  ASSERT_TRUE(m);
+  std::string errors[2];
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k)
+    threads.emplace_back([&, k] {
+      mjData* d = mj_makeData(m.get());
+      mj_resetDataKeyframe(m.get(), d, 0);
+      errors[k] = StepUntilFatal(m.get(), d);
+      mj_deleteData(d);
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::string& e : errors) EXPECT_NE(e.find("MuJoCo fatal error"), std::string::npos);
 }
 
 TEST(CApi, StatisticsByNameMatchTheStruct) {
