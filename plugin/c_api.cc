@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include <absl/strings/string_view.h>
+
 #include "mjcenic/integrator/options_table.h"
 #include "mjcenic/integrator/stepper.h"
 #include "mujoco_errors.h"
@@ -25,6 +27,13 @@ namespace {
 
 void CopyError(const std::string& msg, char* error, int error_sz) {
   if (error && error_sz > 0) std::snprintf(error, error_sz, "%s", msg.c_str());
+}
+
+// How mjcenic_step reports a failure (it has mj_step's signature): a MuJoCo
+// warning with the text, and mjWARN_BADQACC counted in d.
+void Warn(mjData* d, absl::string_view message) {
+  mju_warning("%s", std::string(message).c_str());
+  mj_warning(d, mjWARN_BADQACC, 0);
 }
 
 mjcenicStepper* Wrap(std::unique_ptr<mjcenic::Stepper> s) {
@@ -118,8 +127,7 @@ std::shared_ptr<mjcenic::Stepper> FindOrMake(Registry& r, const mjModel* m, mjDa
   auto s = os.ok() ? mjcenic::Stepper::Create(m, options)
                    : absl::StatusOr<std::unique_ptr<mjcenic::Stepper>>(os);
   if (!s.ok()) {
-    mju_warning("%s", std::string(s.status().message()).c_str());
-    mj_warning(d, mjWARN_BADQACC, 0);
+    Warn(d, s.status().message());
     return nullptr;
   }
   r.entries.push_front(Entry{now, std::move(*s)});
@@ -236,16 +244,11 @@ int mjcenic_stepper_step(mjcenicStepper* s, mjData* d, char* error, int error_sz
 void mjcenic_step(const mjModel* m, mjData* d) {
   if (!m || !d) return;
   if (const absl::Status c = CheckData(m, d); !c.ok()) {
-    mju_warning("%s", std::string(c.message()).c_str());
-    mj_warning(d, mjWARN_BADQACC, 0);
+    Warn(d, c.message());
     return;
   }
   if (mjcenic::Stepper* plugin_stepper = mjcenic::plugin::StepperOf(m, d)) {
-    const absl::Status st = plugin_stepper->Step(d);
-    if (!st.ok()) {
-      mju_warning("%s", std::string(st.message()).c_str());
-      mj_warning(d, mjWARN_BADQACC, 0);
-    }
+    if (const absl::Status st = plugin_stepper->Step(d); !st.ok()) Warn(d, st.message());
     return;
   }
   Registry& r = GetRegistry();
@@ -261,10 +264,7 @@ void mjcenic_step(const mjModel* m, mjData* d) {
     for (Entry& e : r.entries)
       if (e.stepper == stepper) e.seen.time = d->time;
   }
-  if (!st.ok()) {
-    mju_warning("%s", std::string(st.message()).c_str());
-    mj_warning(d, mjWARN_BADQACC, 0);
-  }
+  if (!st.ok()) Warn(d, st.message());
 }
 
 void mjcenic_forget(const mjData* d) {
