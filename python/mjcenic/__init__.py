@@ -104,6 +104,12 @@ class Stepper:
     differences at each attempt and integrated implicitly, paper §V-C),
     "explicit" (evaluated at the start of every convex solve) or
     "zero_order_hold" (once per step() call, like mjcb_control).
+
+    step(), advance_to() and step_once() raise ValueError for bad input and
+    RuntimeError when the step fails (e.g. step-size underflow), leaving the data
+    at its last good state, and mujoco.FatalError for a MuJoCo fatal error inside
+    the step (e.g. an arena too small for the contacts), leaving the data as it
+    was before the call.
     """
 
     def __init__(self, model, data=None, controller=None, **options):
