@@ -20,13 +20,16 @@ extern "C" {
 typedef struct mjcenicStepper_ mjcenicStepper;
 typedef struct mjcenicOptions_ mjcenicOptions;
 
-/* Statistics (see README "Statistics"). */
+/* Statistics (README "Statistics"). Members are only ever appended, so a
+ * program built against an older header keeps working; mjcenic_get_stat reads
+ * any statistic by name, including ones added after this struct was frozen. */
 typedef struct {
   long steps, rejected_steps, solves, newton_iterations, factorizations, ls_iterations,
       geometry_queries;
   double h_min, h_median, h_max, last_h;  /* accepted internal step sizes [s] */
   double max_penetration;                 /* [m] */
   double time_geometry, time_assembly, time_solve, time_total;  /* wall time [s] */
+  long controller_calls;                  /* user controller evaluations */
 } mjcenicStats;
 
 /* Options: defaults, overlaid by m's mjcenic plugin <config> if m is given
@@ -39,11 +42,21 @@ int mjcenic_options_set(mjcenicOptions* o, const char* key, const char* value, c
                         int error_sz);
 mjcenicStepper* mjcenic_create_with_options(const mjModel* m, const mjcenicOptions* o,
                                             char* error, int error_sz);
-/* Advances d to time t (>= d->time), ending exactly on t. 0 on success. */
+/* The stepping calls below return 0 on success, else 1 with the reason in
+ * error: bad input, solver failure, step-size underflow, an mjData made for
+ * another model, or a MuJoCo fatal error (mju_error, e.g. an arena too small)
+ * inside the step; d then keeps its state from before the call, and the
+ * process goes on (MuJoCo's error handler is not called; see README). */
+/* Advances d to time t (>= d->time), ending exactly on t. */
 int mjcenic_advance_to(mjcenicStepper* s, mjData* d, double t, char* error, int error_sz);
 /* One accepted internal step of the size the controller chooses. */
 int mjcenic_step_once(mjcenicStepper* s, mjData* d, char* error, int error_sz);
 void mjcenic_get_stats(const mjcenicStepper* s, mjcenicStats* stats);
+/* One statistic by name (as in the README table); 0, or 1 for an unknown name. */
+int mjcenic_get_stat(const mjcenicStepper* s, const char* name, double* value);
+/* Names of the statistics and of the options, i = 0, 1, ...; NULL past the end. */
+const char* mjcenic_stat_name(int i);
+const char* mjcenic_option_name(int i);
 
 /* Creates a stepper for m with default options overlaid by m's plugin
  * config, if any; NULL on error (message in
@@ -51,19 +64,22 @@ void mjcenic_get_stats(const mjcenicStepper* s, mjcenicStats* stats);
 mjcenicStepper* mjcenic_create(const mjModel* m, char* error, int error_sz);
 void mjcenic_destroy(mjcenicStepper* s);
 
-/* Advances d by m->opt.timestep. Returns 0 on success; otherwise d is left
- * unchanged and error holds the reason. */
+/* Advances d by m->opt.timestep. */
 int mjcenic_stepper_step(mjcenicStepper* s, mjData* d, char* error, int error_sz);
 
 /* Same signature as mj_step. Uses the stepper of d's mjcenic plugin instance
- * if the model declares one; otherwise keeps one stepper per (m, d) pair internally
- * (released with mjcenic_forget). On failure d is left unchanged, a MuJoCo
+ * if the model declares one; otherwise one it keeps per (m, d): a new mjData
+ * or mjModel at a reused address, or a d whose time the caller changed
+ * (a reset), gets a fresh stepper; at most 64 are kept (least recently
+ * stepped released first). On failure d is left unchanged, a MuJoCo
  * warning is raised (mjWARN_BADQACC) and the message is printed through
- * mju_warning. */
+ * mju_warning; a MuJoCo fatal error goes to MuJoCo's handler, as in mj_step. */
 void mjcenic_step(const mjModel* m, mjData* d);
 
-/* Releases the stepper mjcenic_step keeps for d (call before mj_deleteData). */
+/* Releases the stepper mjcenic_step keeps for d (optional; frees it early). */
 void mjcenic_forget(const mjData* d);
+/* Number of steppers mjcenic_step keeps (diagnostics). */
+int mjcenic_registry_size(void);
 
 #ifdef __cplusplus
 }

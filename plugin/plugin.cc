@@ -18,16 +18,32 @@ int Slot() {
   return slot;
 }
 
+const char* InstanceName(const mjModel* m, int instance) {
+  const char* name = mj_id2name(m, mjOBJ_PLUGIN, instance);
+  return name ? name : "";
+}
+
+// Called by mj_makeData (also while MuJoCo compiles the model). A failure is
+// reported with mju_error and our text: while compiling, MuJoCo's compiler
+// catches it and its load error (mj_loadXML's error, Python's ValueError)
+// carries the text; outside compilation it is as fatal as MuJoCo's own
+// "plugin->init failed" would be, but names the problem.
 int Init(const mjModel* m, mjData* d, int instance) {
+  d->plugin_data[instance] = 0;
+  const int first = FindInstance(m);
+  if (first != instance) {
+    mju_error("mjcenic: the model declares more than one mjcenic plugin instance ('%s' and "
+              "'%s'); a model has one stepper configuration",
+              InstanceName(m, first), InstanceName(m, instance));
+    return -1;
+  }
   StepperOptions options;
   absl::Status s = OptionsFromModel(m, &options);
   absl::StatusOr<std::unique_ptr<Stepper>> stepper =
       s.ok() ? Stepper::Create(m, options) : absl::StatusOr<std::unique_ptr<Stepper>>(s);
   if (!stepper.ok()) {
-    mju_warning("mjcenic plugin instance '%s': %s",
-                mj_id2name(m, mjOBJ_PLUGIN, instance) ? mj_id2name(m, mjOBJ_PLUGIN, instance) : "",
-                std::string(stepper.status().message()).c_str());
-    d->plugin_data[instance] = 0;
+    mju_error("mjcenic plugin instance '%s': %s", InstanceName(m, instance),
+              std::string(stepper.status().message()).c_str());
     return -1;
   }
   d->plugin_data[instance] = reinterpret_cast<uintptr_t>(stepper->release());
@@ -39,9 +55,12 @@ void Destroy(mjData* d, int instance) {
   d->plugin_data[instance] = 0;
 }
 
+// mj_copyData into an existing dest: MuJoCo has put dest's own plugin_data
+// back before calling this, so dest still owns a stepper; release it before
+// giving dest a fresh one (statistics and warm start restart).
 void Copy(mjData* dest, const mjModel* m, const mjData* src, int instance) {
-  (void)src;
-  Init(m, dest, instance);  // a fresh stepper (statistics and warm start restart)
+  if (dest->plugin_data[instance] != src->plugin_data[instance]) Destroy(dest, instance);
+  Init(m, dest, instance);
 }
 
 void Reset(const mjModel*, mjtNum* state, void*, int) { state[0] = 0; }

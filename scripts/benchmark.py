@@ -28,7 +28,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "python"))
 
 import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
 
 import mjcenic  # noqa: E402
 
@@ -54,16 +53,9 @@ def fresh(path, key):
 
 
 def error(m, q, q_ref, length_scale):
-    dq = np.zeros(m.nv)
-    mujoco.mj_differentiatePos(m, dq, 1.0, q_ref, q)
-    w = np.ones(m.nv)
-    for j in range(m.njnt):
-        a = m.jnt_dofadr[j]
-        if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
-            w[a:a + 3] = 1.0 / length_scale
-        elif m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE:
-            w[a] = 1.0 / length_scale
-    return float(np.max(np.abs(dq) * w))
+    """The stepper's weighted error norm of the qpos difference (translations / L,
+    rotations in radians, infinity norm)."""
+    return mjcenic.error_norm(m, q_ref, q, length_scale=length_scale)
 
 
 def run_mjcenic(path, key, T, opts):

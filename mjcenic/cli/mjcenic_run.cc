@@ -147,6 +147,16 @@ bool Parse(int argc, char** argv, Args* a) {
     Usage();
     return false;
   }
+  // Each chunk is one AdvanceTo target (i + 1)·chunk: their number must be
+  // countable and each must move time forward.
+  constexpr double kMaxChunks = 1e9;
+  if (!a->chunk_is_step && a->duration / a->chunk > kMaxChunks) {
+    std::fprintf(stderr,
+                 "mjcenic-run: --chunk %g s is too small for --duration %g s (at most %g chunks: "
+                 "use --chunk >= %g, or --chunk step)\n",
+                 a->chunk, a->duration, kMaxChunks, a->duration / kMaxChunks);
+    return false;
+  }
   if (a->no_keyframe && !a->keyframe.empty()) {
     std::fprintf(stderr, "mjcenic-run: --keyframe and --no-keyframe exclude each other\n");
     return false;
@@ -171,6 +181,8 @@ std::string Num(double x) {
   std::snprintf(b, sizeof(b), "%.17g", x);
   return b;
 }
+std::string JsonValue(double x) { return Num(x); }
+std::string JsonValue(long n) { return std::to_string(n); }
 
 // Largest |q - q_start| over hinge and slide joints.
 double JointDrift(const mjModel* m, const mjData* d, const std::vector<double>& q_start) {
@@ -288,19 +300,13 @@ int main(int argc, char** argv) {
      << ",\n  \"accuracy\": " << Num(options.accuracy)
      << ",\n  \"ccd_iterations\": " << m->opt.ccd_iterations
      << ",\n  \"ccd_tolerance\": " << Num(m->opt.ccd_tolerance)
-     << ",\n  \"steps\": " << st.steps << ",\n  \"accepted_steps\": " << st.steps
-     << ",\n  \"rejected_steps\": " << st.rejected_steps << ",\n  \"h_min\": " << Num(st.h_min)
-     << ",\n  \"h_median\": " << Num(st.h_median) << ",\n  \"h_max\": " << Num(st.h_max)
-     << ",\n  \"solves\": " << st.solves
-     << ",\n  \"newton_iterations\": " << st.newton_iterations
-     << ",\n  \"factorizations\": " << st.factorizations
-     << ",\n  \"ls_iterations\": " << st.ls_iterations
-     << ",\n  \"geometry_queries\": " << st.geometry_queries
-     << ",\n  \"max_penetration\": " << Num(st.max_penetration)
-     << ",\n  \"time_geometry\": " << Num(st.time_geometry)
-     << ",\n  \"time_assembly\": " << Num(st.time_assembly)
-     << ",\n  \"time_solve\": " << Num(st.time_solve)
-     << ",\n  \"max_joint_drift\": " << Num(drift) << ",\n  \"finite\": "
+     << ",\n  \"accepted_steps\": " << st.steps;  // alias of steps
+  // Every statistic of the table (options_table.h), under its own name.
+#define MJCENIC_JSON_STAT(name, type, doc) \
+  js << ",\n  \"" #name "\": " << JsonValue(st.name);
+  MJCENIC_STATS(MJCENIC_JSON_STAT)
+#undef MJCENIC_JSON_STAT
+  js << ",\n  \"max_joint_drift\": " << Num(drift) << ",\n  \"finite\": "
      << (finite ? "true" : "false") << ",\n  \"final_qpos\": [";
   for (int i = 0; i < m->nq; ++i) js << (i ? ", " : "") << Num(d->qpos[i]);
   js << "],\n  \"warnings\": [";

@@ -1,5 +1,5 @@
 // Stepper options and statistics: one plain struct each, with documented
-// defaults. The C API, Python and the CLI expose exactly these.
+// defaults. The front ends expose them through the table in options_table.h.
 #pragma once
 
 #include <string>
@@ -69,28 +69,37 @@ struct StepperOptions {
   icf::SolverOptions solver;         // Newton tolerances, reuse, line search, linear solver
 };
 
+// The statistics, one line each: X(name, type, doc). StepperStats has one
+// member per line; every front end lists them from here (options_table.h).
+#define MJCENIC_STATS(X)                                                                   \
+  X(steps, long, "accepted (internal) steps")                                              \
+  X(rejected_steps, long, "rejected step attempts")                                        \
+  X(h_min, double, "smallest accepted step [s]")                                           \
+  X(h_median, double, "median accepted step [s] (0.5 %-resolution histogram, no per-step storage)") \
+  X(h_max, double, "largest accepted step [s]")                                            \
+  X(last_h, double, "last accepted step [s]")                                              \
+  X(solves, long, "convex solves")                                                         \
+  X(newton_iterations, long, "Newton iterations")                                          \
+  X(factorizations, long, "Hessian factorizations")                                        \
+  X(ls_iterations, long, "line-search evaluations")                                        \
+  X(geometry_queries, long, "MuJoCo position stages run (collision + kinematics)")         \
+  X(controller_calls, long, "user controller evaluations (incl. finite differences)")      \
+  X(max_penetration, double, "max(−dist) over the active contacts seen [m]")               \
+  X(time_geometry, double, "wall time in kinematics, collision, M, bias forces [s]")       \
+  X(time_assembly, double, "wall time in the ICF problem build [s]")                       \
+  X(time_solve, double, "wall time in Newton (factorization + line search) [s]")           \
+  X(time_total, double, "wall time in the stepper [s]")
+
 struct StepperStats {
-  long steps = 0;             // accepted (internal) steps
-  long rejected_steps = 0;
-  double h_min = 0, h_max = 0, h_median = 0;  // accepted step sizes [s]
-  double last_h = 0;          // last accepted step [s]
-  long solves = 0;            // convex solves
-  long newton_iterations = 0;
-  long factorizations = 0;
-  long ls_iterations = 0;
-  long geometry_queries = 0;  // MuJoCo position stages run (collision + kinematics)
-  long controller_calls = 0;  // user controller evaluations (incl. finite differences)
-  double max_penetration = 0; // max(−dist) over active contacts seen [m]
-  // Wall time per phase [s].
-  double time_geometry = 0;   // kinematics, collision, M, bias forces
-  double time_assembly = 0;   // ICF problem build
-  double time_solve = 0;      // Newton (factorization + line search)
-  double time_total = 0;
+#define MJCENIC_STATS_MEMBER(name, type, doc) type name = 0;
+  MJCENIC_STATS(MJCENIC_STATS_MEMBER)
+#undef MJCENIC_STATS_MEMBER
 };
 
 // Sets one option from text, as used by the MJCF plugin config, Python
-// keyword arguments and the CLI. Keys are listed by OptionKeys(); an unknown
-// key or a bad value gives an error naming the key.
+// keyword arguments and the CLI. Keys are listed by OptionKeys() (the order
+// of MJCENIC_OPTIONS in options_table.h); an unknown key or a bad value
+// (including an empty one) gives an error naming the key.
 absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value);
 const std::vector<std::string>& OptionKeys();
 

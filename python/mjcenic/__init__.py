@@ -19,7 +19,8 @@ if mujoco.__version__ != BUILT_FOR_MUJOCO:
 
 from . import _mjcenic  # noqa: E402
 
-__all__ = ["Stepper", "load_model", "make_data", "option_keys", "BUILT_FOR_MUJOCO"]
+__all__ = ["Stepper", "load_model", "make_data", "option_keys", "option_table", "stat_table",
+           "error_norm", "BUILT_FOR_MUJOCO"]
 
 
 def option_keys():
@@ -27,11 +28,49 @@ def option_keys():
     return list(_mjcenic.option_keys())
 
 
+def option_table():
+    """One dict per option: key, default (as MJCF text), expect (valid values), doc."""
+    return list(_mjcenic.option_table())
+
+
+def stat_table():
+    """One dict per statistic of Stepper.stats: name, type (long or double), doc."""
+    return list(_mjcenic.stat_table())
+
+
+def error_norm(model, q_ref, q, v_ref=None, v=None, act_ref=None, act=None, kind="weighted",
+               length_scale=0.0):
+    """The stepper's error norm of the state difference (q, v, act) - (q_ref, v_ref, act_ref).
+
+    kind: "weighted" (default: tangent-space qpos difference, translations divided
+    by length_scale L, rotations in radians, infinity norm), "drake" (raw qpos) or
+    "full_state" (weighted plus velocities / L). Activations, if given, count in
+    every kind, each divided by its range. Velocities and activations that are not
+    given count as equal. length_scale 0 takes the model's (Stepper.length_scale)."""
+    return float(_mjcenic.error_norm(model, q_ref, q, v_ref, v, act_ref, act, kind,
+                                     float(length_scale)))
+
+
+def _check_plugin_text(path):
+    """What a compiled model cannot show: an empty config value (MuJoCo stores
+    it like an absent key) names the key here."""
+    spec = mujoco.MjSpec.from_file(str(path))
+    for p in spec.plugins:
+        if p.plugin_name != "mjcenic":
+            continue
+        for key, value in dict(p.config).items():
+            if value.strip() == "":
+                raise ValueError(f"mjcenic plugin instance '{p.name}': option '{key}' has an "
+                                 f"empty value (give a value or leave the key out)")
+
+
 def load_model(path):
     """Loads an MJCF file and validates its mjcenic plugin configuration, if any.
 
-    Raises ValueError naming the offending key for a bad config value (MuJoCo
-    itself rejects unknown keys at compile time)."""
+    Raises ValueError naming the offending key for a bad or empty config value
+    (MuJoCo itself rejects unknown keys, bad values and a second mjcenic
+    instance at compile time, naming them)."""
+    _check_plugin_text(path)
     model = mujoco.MjModel.from_xml_path(str(path))
     _mjcenic.validate_model_config(model)
     return model
@@ -65,6 +104,12 @@ class Stepper:
     differences at each attempt and integrated implicitly, paper §V-C),
     "explicit" (evaluated at the start of every convex solve) or
     "zero_order_hold" (once per step() call, like mjcb_control).
+
+    step(), advance_to() and step_once() raise ValueError for bad input and
+    RuntimeError when the step fails (e.g. step-size underflow), leaving the data
+    at its last good state, and mujoco.FatalError for a MuJoCo fatal error inside
+    the step (e.g. an arena too small for the contacts), leaving the data as it
+    was before the call.
     """
 
     def __init__(self, model, data=None, controller=None, **options):

@@ -52,10 +52,11 @@ How it is measured
     mj_energyPos/mj_energyVel on a scratch MjData of a model copy with the
     mjENBL_ENERGY flag set (the stepped data is not touched). E(T) is taken at
     the run's final state (for mj_step, the first step at or after T).
-  * trajectory_error [-] = max over the common sample times of the infinity
-    norm of mj_differentiatePos(reference qpos -> run qpos) with translational
-    dofs (slide joints, free-joint positions) divided by the model's mjcenic
-    length_scale L and rotational dofs in radians.
+  * trajectory_error [-] = max over the common sample times of the stepper's
+    weighted error norm (mjcenic.error_norm) of the qpos difference: the
+    infinity norm of mj_differentiatePos(reference qpos -> run qpos) with
+    translational dofs (slide joints, free-joint positions) divided by the
+    model's mjcenic length_scale L and rotational dofs in radians.
   * finite is false if the state became non-finite or MuJoCo flagged an
     instability (mjWARN_BADQACC/BADQPOS/BADQVEL, after which mj_step resets the
     data). A run that fails has its text in `error`; values that do not exist
@@ -191,22 +192,12 @@ class _Probe:
 
     def __init__(self, m):
         import mujoco
-        import numpy as np
-        self.mujoco, self.np = mujoco, np
+        self.mujoco = mujoco
         self.m = m
         self.cd = mujoco.MjData(m)              # contacts
         self.em = copy.deepcopy(m)              # energy
         self.em.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_ENERGY)
         self.ed = mujoco.MjData(self.em)
-        self.vtmp = np.zeros(m.nv)
-        trans = np.zeros(m.nv, dtype=bool)
-        for j in range(m.njnt):
-            adr, typ = m.jnt_dofadr[j], m.jnt_type[j]
-            if typ == mujoco.mjtJoint.mjJNT_FREE:
-                trans[adr:adr + 3] = True
-            elif typ == mujoco.mjtJoint.mjJNT_SLIDE:
-                trans[adr] = True
-        self.trans = trans
 
     def penetration(self, d):
         mj, cd = self.mujoco, self.cd
@@ -242,11 +233,9 @@ class _Probe:
         return float(ed.energy[0] + ed.energy[1])
 
     def tangent_error(self, q, qref, length_scale):
-        v = self.vtmp
-        self.mujoco.mj_differentiatePos(self.m, v, 1.0, qref, q)
-        w = self.np.abs(v)
-        w[self.trans] /= length_scale
-        return float(w.max()) if w.size else 0.0
+        """The stepper's weighted error norm of the qpos difference (mjcenic.error_norm)."""
+        from . import error_norm
+        return error_norm(self.m, qref, q, length_scale=length_scale)
 
 
 def _reset(m, d):

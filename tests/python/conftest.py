@@ -14,6 +14,16 @@ if str(PYTHON_PKG) not in sys.path:
     sys.path.insert(0, str(PYTHON_PKG))
 
 
+# A sphere above a floor; {ext} takes an <extension> block (or "").
+SPHERE = """<mujoco>
+  {ext}
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 .1"/>
+    <body pos="0 0 1"><freejoint/><geom type="sphere" size=".1" mass="1"/></body>
+  </worldbody>
+</mujoco>"""
+
+
 def python_env():
     """Environment for subprocesses that import the in-tree mjcenic package."""
     env = dict(os.environ)

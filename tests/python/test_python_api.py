@@ -9,18 +9,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from conftest import BUILD, ROOT, SHARED_MODELS, python_env
+from conftest import BUILD, ROOT, SHARED_MODELS, SPHERE, python_env
 
 import mjcenic  # noqa: E402  (conftest puts build/python on sys.path)
-
-SPHERE = """<mujoco>
-  {ext}
-  <worldbody>
-    <geom name="floor" type="plane" size="2 2 .1"/>
-    <body pos="0 0 1"><freejoint/><geom type="sphere" size=".1" mass="1"/></body>
-  </worldbody>
-</mujoco>"""
-
 
 def plugin_xml(**config):
     cfg = "".join(f'<config key="{k}" value="{v}"/>' for k, v in config.items())

@@ -1,0 +1,190 @@
+// The one table of stepper options and statistics. Every front end visits it:
+// SetOption/OptionKeys (options.cc, hence the MJCF plugin <config> and the
+// CLI's --option), the C API (mjcenic_get_stat, mjcenicStats), the Python
+// bindings (option_table(), stats, options), the CLI's JSON and the README
+// generator (scripts/gen_readme_tables.py). Adding an option is one line here
+// (plus its member in StepperOptions); adding a statistic is one line in
+// MJCENIC_STATS (options.h), which also declares the StepperStats member.
+//
+// MJCENIC_OPTIONS(X): X(key, member of StepperOptions, codec, doc). The codec
+// (namespace option_codec) parses and formats the value and says what it
+// expects; the default shown in the README is the member of a
+// default-constructed StepperOptions, formatted by the codec.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "mjcenic/integrator/options.h"
+
+namespace mjcenic {
+
+const char* ToString(icf::LineSearchGuess g);
+const char* ToString(icf::LinearSolverKind k);
+
+namespace option_codec {
+
+bool ParseReal(std::string_view text, double* x);  // the whole text, finite
+std::string FormatReal(double x);                   // shortest text that reads back exactly
+
+// A real number with a lower bound (open if kStrict).
+template <double kLo, bool kStrict>
+struct Real {
+  using Value = double;
+  static bool Parse(std::string_view s, double* x) {
+    double y;
+    if (!ParseReal(s, &y) || (kStrict ? !(y > kLo) : !(y >= kLo))) return false;
+    *x = y;
+    return true;
+  }
+  static std::string Format(double x) { return FormatReal(x); }
+  static std::string Expect() { return (kStrict ? "> " : ">= ") + FormatReal(kLo); }
+};
+using Positive = Real<0.0, true>;
+using NonNegative = Real<0.0, false>;
+using AtLeastOne = Real<1.0, false>;
+
+// >= 0, or -1 for "from the MJCF parameters".
+struct NonNegativeOrAuto {
+  using Value = double;
+  static bool Parse(std::string_view s, double* x);
+  static std::string Format(double x) { return FormatReal(x); }
+  static std::string Expect() { return ">= 0, or -1 for the solref mapping"; }
+};
+
+struct Count {  // an integer in [1, 1e6]
+  using Value = int;
+  static bool Parse(std::string_view s, int* n);
+  static std::string Format(int n) { return std::to_string(n); }
+  static std::string Expect() { return "an integer >= 1"; }
+};
+
+struct Flag {
+  using Value = bool;
+  static bool Parse(std::string_view s, bool* b);
+  static std::string Format(bool b) { return b ? "true" : "false"; }
+  static std::string Expect() { return "true or false"; }
+};
+
+// An enumeration whose names are ToString(value) for the listed values.
+template <class T, T... kValues>
+struct Enum {
+  using Value = T;
+  static bool Parse(std::string_view s, T* v) {
+    for (T x : {kValues...})
+      if (s == ToString(x)) {
+        *v = x;
+        return true;
+      }
+    return false;
+  }
+  static std::string Format(T v) { return ToString(v); }
+  static std::string Expect() {
+    std::string e;
+    const T all[] = {kValues...};
+    const int n = sizeof...(kValues);
+    for (int i = 0; i < n; ++i)
+      e += std::string(i == 0 ? "" : (i == n - 1 ? " or " : ", ")) + ToString(all[i]);
+    return e;
+  }
+};
+using ModeName = Enum<Mode, Mode::kFixed, Mode::kCenic, Mode::kTrapezoid>;
+using ErrorNormName = Enum<ErrorNormKind, ErrorNormKind::kWeighted, ErrorNormKind::kDrake,
+                           ErrorNormKind::kFullState>;
+using ControllerName =
+    Enum<ControllerTreatment, ControllerTreatment::kZeroOrderHold, ControllerTreatment::kExplicit,
+         ControllerTreatment::kImplicit>;
+using LineSearchGuessName =
+    Enum<icf::LineSearchGuess, icf::LineSearchGuess::kCubic, icf::LineSearchGuess::kQuadratic>;
+using LinearSolverName =
+    Enum<icf::LinearSolverKind, icf::LinearSolverKind::kAuto, icf::LinearSolverKind::kDense,
+         icf::LinearSolverKind::kSparse, icf::LinearSolverKind::kIslands,
+         icf::LinearSolverKind::kPcg>;
+
+// ContactOptions::frictionloss_stiction: "mujoco" (false) or "stiction" (true).
+struct FrictionlossName {
+  using Value = bool;
+  static bool Parse(std::string_view s, bool* b);
+  static std::string Format(bool b) { return b ? "stiction" : "mujoco"; }
+  static std::string Expect() { return "mujoco or stiction"; }
+};
+
+}  // namespace option_codec
+
+// clang-format off
+#define MJCENIC_OPTIONS(X)                                                                        \
+  X(mode, mode, ModeName,                                                                         \
+    "`fixed`: one convex solve per step; `cenic`: step doubling with error control; "             \
+    "`trapezoid`: second-order variant with error control")                                       \
+  X(accuracy, accuracy, Positive,                                                                 \
+    "ε_acc: allowed local error per step in the weighted norm below (≈ fraction of the model size)") \
+  X(max_step, max_step, NonNegative,                                                              \
+    "[s] fixed: the step (0: `opt.timestep`); error control: largest step (0: 0.1 s)")            \
+  X(initial_step, initial_step, NonNegative,                                                      \
+    "[s] first step (0: min(0.1·max_step, opt.timestep))")                                        \
+  X(min_step, min_step, NonNegative,                                                              \
+    "[s] below max(min_step, 1e-14·max(1,\\|t\\|)) the step errors out")                           \
+  X(error_norm, error_norm, ErrorNormName,                                                        \
+    "`weighted` (translations / L, rotations in rad), `drake` (raw qpos, Drake's), "              \
+    "`full_state` (adds velocities · 1 s / L; used by `global_accuracy`)")                        \
+  X(length_scale, length_scale, NonNegative,                                                      \
+    "L [m] of the weighted norm (0: mean `dof_length` of the rotational dofs)")                   \
+  X(global_accuracy, global_accuracy, Flag,                                                       \
+    "cenic: make the end error track the accuracy (see \"Accuracy: local and global error\"): "   \
+    "sets `error_norm=full_state`, `extrapolate=true` and, if 0, `speculative_margin` = 0.1·L; "  \
+    "≈50× the steps")                                                                              \
+  X(extrapolate, extrapolate, Flag,                                                               \
+    "cenic: propagate 2·x_half − x_full (local Richardson extrapolation, beyond the paper): "      \
+    "exact in free fall, global error ∝ accuracy in smooth phases; same steps (refused in other " \
+    "modes)")                                                                                      \
+  X(error_control, error_control, Flag,                                                           \
+    "false: cenic/trapezoid take every step at `max_step` (convergence studies)")                 \
+  X(adaptive_tolerance, adaptive_tolerance, Flag,                                                 \
+    "Newton tolerance ε = κ·ε_acc (paper §VI-B); off: `solver_tolerance`")                        \
+  X(kappa, kappa, Positive, "κ of the adaptive Newton tolerance")                                 \
+  X(controller_mode, controller, ControllerName,                                                  \
+    "how a user controller enters the step (see \"User controllers\")")                           \
+  X(hessian_reuse, solver.hessian_reuse, Flag,                                                    \
+    "reuse factorizations across iterations/solves/steps with the θ-test (P35)")                  \
+  X(island_line_search, solver.island_line_search, Flag,                                          \
+    "one exact line search per island (trees joined by constraints) instead of one step length "  \
+    "for the whole system")                                                                        \
+  X(line_search_guess, solver.line_search_guess, LineSearchGuessName,                             \
+    "`cubic` (paper) or `quadratic` (SAP) initial guess")                                         \
+  X(linear_solver, solver.linear_solver, LinearSolverName,                                        \
+    "`dense` (Eigen LLT), `sparse` (CHOLMOD), `islands` (one dense LLT per island), `pcg` "        \
+    "(conjugate gradients, matrix-free, block-Jacobi over the trees; no factorization), `auto` "  \
+    "(`islands` when there are several islands of ≤ 128 dofs, or ≤ 320 dofs when the trees "      \
+    "average ≥ 12 dofs; else `pcg` when an island has ≥ 1000 dofs and no tree more than 12; "     \
+    "else sparse when nv ≥ 64 and the tree blocks cover < 25 % of the matrix; else dense)")       \
+  X(pcg_tolerance, solver.pcg_tolerance, Positive,                                                \
+    "`pcg`: relative residual of each Newton direction (inexact Newton; every CG iterate is a "   \
+    "descent direction, so the Newton tolerance still decides convergence)")                      \
+  X(solver_tolerance, solver.tolerance, Positive, "Newton tolerance (fixed mode)")                \
+  X(max_iterations, solver.max_iterations, Count, "Newton iteration cap per convex solve")        \
+  X(stiction_tolerance, icf.stiction_tolerance, Positive,                                         \
+    "v_s [m/s] of the regularized contact friction")                                              \
+  X(frictionloss_regularization, contact.frictionloss_stiction, FrictionlossName,                 \
+    "joint/tendon friction loss regularized like MuJoCo's soft row (`mujoco`) or with v_s "       \
+    "(`stiction`)")                                                                                \
+  X(transition_width, icf.transition_width, Positive, "Δ of the μ_s → μ_d blend")                 \
+  X(speculative_margin, speculative_margin, NonNegative,                                          \
+    "> 0 [m]: MuJoCo also reports pairs this far apart (gaps widened on a private model copy), "  \
+    "so ICF's speculative contacts stop bodies that would cross into contact within one large "   \
+    "step; costs extra contacts; not with a Python `mjcb_contactfilter`")                         \
+  X(sigma_r, icf.sigma_R, NonNegative,                                                            \
+    "σ_R of the friction regularization ε = max(v_s, μ·σ_R·w_t·h·f_n) (0: ε = v_s; the term "     \
+    "grows with h and lets tight grasps creep at large steps)")                                   \
+  X(contact_stiffness, contact.stiffness, NonNegative,                                            \
+    "> 0: use this k [N/m] for every contact instead of the solref mapping")                      \
+  X(contact_dissipation, contact.dissipation, NonNegativeOrAuto,                                  \
+    "≥ 0: Hunt–Crossley d [s/m] for every contact (-1: from solref)")                             \
+  X(stiffness_scale, contact.stiffness_scale, Positive, "multiplies the mapped stiffness")        \
+  X(contact_stiffening, contact.stiffening, Flag,                                                 \
+    "deeper contacts follow MuJoCo's nonlinear force–penetration curve (see the mapping)")        \
+  X(mu_static, contact.mu_static, NonNegative,                                                    \
+    "static friction floor: μ_s = max(μ_d·mu_static_ratio, mu_static, per-geom value) (-1: none)") \
+  X(mu_static_ratio, contact.mu_static_ratio, AtLeastOne, "μ_s / μ_d for every contact")
+// clang-format on
+
+}  // namespace mjcenic

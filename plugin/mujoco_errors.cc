@@ -1,0 +1,85 @@
+#include "mujoco_errors.h"
+
+#include <cstdio>
+
+#include <absl/strings/cord.h>
+#include <absl/strings/str_cat.h>
+
+// libmujoco's thread-local log handler (exported, not in the public headers;
+// the mujoco Python package uses it the same way). Returns the previous one.
+extern "C" {
+mjfLogHandler _mjPRIVATE_setTlsLogHandler(mjfLogHandler handler);
+mjfLogHandler _mjPRIVATE_getGlobalLogHandler(void);
+}
+
+namespace mjcenic::plugin {
+
+namespace {
+
+constexpr const char* kPayload = "mjcenic/mujoco-fatal-error";
+
+// Per thread: the handler that warnings go to while a guard is active, and
+// how many guards are active (guards nest when a controller steps another
+// stepper). Thread-local, not shared: each thread has its own.
+thread_local mjfLogHandler tls_forward = nullptr;
+thread_local int tls_depth = 0;
+
+void OnLog(const mjLogMessage* msg) {
+  if (msg->level == mjLOG_ERROR) {
+    FatalErrorGuard::MujocoError e;
+    std::snprintf(e.message, sizeof(e.message), "%s%s%s", msg->subject,
+                  msg->body ? ": " : "", msg->body ? msg->body : "");
+    throw e;
+  }
+  mjfLogHandler next = tls_forward ? tls_forward : _mjPRIVATE_getGlobalLogHandler();
+  if (next) next(msg);
+}
+
+}  // namespace
+
+bool IsMujocoFatalError(const absl::Status& s) { return s.GetPayload(kPayload).has_value(); }
+
+FatalErrorGuard::FatalErrorGuard(const mjModel* m)
+    : state_(mj_stateSize(m, mjSTATE_INTEGRATION)) {}
+
+void FatalErrorGuard::Enter(const mjModel* m, mjData* d) {
+  mj_getState(m, d, state_.data(), mjSTATE_INTEGRATION);
+  pstack_ = d->pstack;
+  pbase_ = d->pbase;
+  const mjfLogHandler previous = _mjPRIVATE_setTlsLogHandler(&OnLog);
+  previous_ = reinterpret_cast<void*>(previous);
+  if (tls_depth++ == 0) tls_forward = previous;
+}
+
+void FatalErrorGuard::Leave() {
+  _mjPRIVATE_setTlsLogHandler(reinterpret_cast<mjfLogHandler>(previous_));
+  if (--tls_depth == 0) tls_forward = nullptr;
+}
+
+void FatalErrorGuard::Reinstall() {
+  if (tls_depth > 0) _mjPRIVATE_setTlsLogHandler(&OnLog);
+}
+
+absl::Status FatalErrorGuard::Recover(const mjModel* m, mjData* d, const MujocoError& e) {
+  mj_setState(m, d, state_.data(), mjSTATE_INTEGRATION);
+  d->pstack = pstack_;
+  d->pbase = pbase_;
+  // The stages were left half-computed: recompute them at the restored state
+  // (guarded too: the same error may recur; then d keeps its state only).
+  const mjfLogHandler previous = _mjPRIVATE_setTlsLogHandler(&OnLog);
+  try {
+    mj_fwdPosition(m, d);
+    mj_fwdVelocity(m, d);
+  } catch (const MujocoError&) {
+  }
+  _mjPRIVATE_setTlsLogHandler(previous);
+  d->pstack = pstack_;
+  d->pbase = pbase_;
+  absl::Status s = absl::InternalError(
+      absl::StrCat("MuJoCo fatal error during the mjcenic step: ", e.message,
+                   " (the data keeps its state from before the call)"));
+  s.SetPayload(kPayload, absl::Cord("1"));
+  return s;
+}
+
+}  // namespace mjcenic::plugin

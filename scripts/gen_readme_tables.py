@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Writes the README's options and statistics tables from the one table in
+mjcenic/integrator/options_table.h (through the built Python bindings), between
+the marker comments
+
+    <!-- BEGIN GENERATED options (scripts/gen_readme_tables.py) -->
+    <!-- END GENERATED options -->
+
+(and the same for `stats`). Run after `make build`:
+
+    python3 scripts/gen_readme_tables.py            # rewrite README.md
+    python3 scripts/gen_readme_tables.py --check    # exit 1 if README.md is out of date
+"""
+import argparse
+import os
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "python"))
+
+import mjcenic  # noqa: E402
+
+
+def _cell(text):
+    return str(text).replace("\n", " ")
+
+
+def options_table():
+    rows = ["| key | default | values | meaning |", "|---|---|---|---|"]
+    for o in mjcenic.option_table():
+        rows.append(f"| `{o['key']}` | `{o['default']}` | {_cell(o['expect'])} | {_cell(o['doc'])} |")
+    return "\n".join(rows)
+
+
+def stats_table():
+    rows = ["| statistic | type | meaning |", "|---|---|---|"]
+    for s in mjcenic.stat_table():
+        kind = "integer" if s["type"] == "long" else "real"
+        rows.append(f"| `{s['name']}` | {kind} | {_cell(s['doc'])} |")
+    return "\n".join(rows)
+
+
+def render(readme):
+    """README text with every generated block replaced."""
+    for name, table in (("options", options_table()), ("stats", stats_table())):
+        begin = f"<!-- BEGIN GENERATED {name} (scripts/gen_readme_tables.py) -->"
+        end = f"<!-- END GENERATED {name} -->"
+        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+        if not pattern.search(readme):
+            raise SystemExit(f"README.md has no block {begin} ... {end}")
+        readme = pattern.sub(lambda _: f"{begin}\n{table}\n{end}", readme)
+    return readme
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="only check; exit 1 if out of date")
+    p.add_argument("--readme", default=str(ROOT / "README.md"))
+    a = p.parse_args(argv)
+    path = pathlib.Path(a.readme)
+    text = path.read_text()
+    new = render(text)
+    if a.check:
+        if new != text:
+            print(f"{path} is out of date: run python3 scripts/gen_readme_tables.py", file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        path.write_text(new)
+        print(f"updated {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
