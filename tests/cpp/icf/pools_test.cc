@@ -33,7 +33,9 @@ TEST(Pools, ConstraintsAreStoredContiguouslyInAdditionOrder) {
     ASSERT_EQ(m.gains.rows.ndof(c), static_cast<int>(dofs[c].size()));
     const auto d = m.gains.rows.dofs(c);
     EXPECT_EQ(std::vector<int>(d.begin(), d.end()), dofs[c]);
-    if (c > 0) EXPECT_EQ(m.gains.rows.J(c), m.gains.rows.J(c - 1) + m.gains.rows.ndof(c - 1));
+    if (c > 0) {
+      EXPECT_EQ(m.gains.rows.J(c), m.gains.rows.J(c - 1) + m.gains.rows.ndof(c - 1));
+    }
   }
   m.gains.Clear();
   EXPECT_EQ(m.gains.size(), 0);
