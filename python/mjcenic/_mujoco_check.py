@@ -1,0 +1,29 @@
+"""Import-time check that the loaded MuJoCo is the one mjcenic was compiled against.
+
+mjcenic's extension shares mjModel/mjData with MuJoCo and links libmujoco by its
+full-version soname, so any other MuJoCo release is ABI-incompatible: refuse with
+the exact command that rebuilds mjcenic against the installed MuJoCo."""
+import os
+import shlex
+import sys
+
+
+def rebuild_command(build_kind, source_dir, build_dir):
+    """A shell command that rebuilds mjcenic against the MuJoCo now installed."""
+    src = shlex.quote(source_dir) if os.path.isdir(source_dir) else "<path to the mjcenic source>"
+    if build_kind == "cmake":
+        return f"cmake --build {shlex.quote(build_dir)}"
+    # The backend compiles against the mujoco installed in this environment.
+    return (f"{shlex.quote(sys.executable)} -m pip install --force-reinstall --no-deps "
+            f"{src}")
+
+
+def check(mujoco_module, built_for, build_kind, source_dir, build_dir):
+    if mujoco_module.__version__ == built_for:
+        return
+    raise ImportError(
+        f"mjcenic was compiled against MuJoCo {built_for} but MuJoCo "
+        f"{mujoco_module.__version__} is installed (MuJoCo releases are not ABI-compatible). "
+        f"Rebuild mjcenic against it:\n    "
+        f"{rebuild_command(build_kind, source_dir, build_dir)}\n"
+        f"or go back to the MuJoCo it was built for:  pip install mujoco=={built_for}")
