@@ -32,12 +32,12 @@ def _clean_env():
 def wheel(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
     build_dir = tmp / "build-tree"
-    proc = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp / "dist",
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp / "dist",
                 f"--config-settings=build-dir={build_dir}", ROOT], env=_clean_env())
     assert build_dir.exists(), "the wheel was not built in the requested build tree"
     shutil.rmtree(build_dir)  # the installed wheel must not need it
     (whl,) = (tmp / "dist").glob("mjcenic-*.whl")
-    print(proc.stderr[-2000:])
+    print(f"\nbuilt {whl.name} ({whl.stat().st_size / 1e6:.1f} MB)")
     return whl
 
 
@@ -68,6 +68,7 @@ def test_extension_loads_only_libmujoco_and_system_libraries_from_outside(unpack
         assert d == mujoco_dir or unpacked.resolve() in d.parents, d
     bundled = {f.name for d in libdirs if d.exists() for f in d.iterdir()}
     outside = [n for n in needed if n not in bundled and n not in SYSTEM_LIBS]
+    print(f"\n{ext.name}: RUNPATH {':'.join(runpath)}; bundled {sorted(bundled)}")
     assert outside == [f"libmujoco.so.{mujoco.__version__}"], (needed, outside)
     # abseil and SuiteSparse are bundled: they and their dependencies load only
     # system libraries, libmujoco or each other.
