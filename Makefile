@@ -18,7 +18,7 @@ deps:
 	@PYTHON=$(PYTHON) scripts/install_deps.sh
 
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
 
 configure: $(BUILD)/CMakeCache.txt
 
@@ -52,7 +52,7 @@ test-mujoco:
 # ASan + UBSan build of the C++ tests (separate build tree).
 sanitize: deps
 	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMJCENIC_SANITIZE=ON -DMJCENIC_BUILD_PYTHON=OFF \
-	  -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+	  -DPython3_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
 	cmake --build $(BUILD)-sanitize -j$(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS)
 

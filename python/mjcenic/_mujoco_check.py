@@ -11,11 +11,12 @@ import sys
 def rebuild_command(build_kind, source_dir, build_dir):
     """A shell command that rebuilds mjcenic against the MuJoCo now installed."""
     src = shlex.quote(source_dir) if os.path.isdir(source_dir) else "<path to the mjcenic source>"
-    if build_kind == "cmake":
-        return f"cmake --build {shlex.quote(build_dir)}"
+    py = shlex.quote(sys.executable)
+    if build_kind == "cmake":  # reconfigure for this interpreter's mujoco, then build
+        build = shlex.quote(build_dir)
+        return f"cmake -S {src} -B {build} -DPython3_EXECUTABLE={py} && cmake --build {build}"
     # The backend compiles against the mujoco installed in this environment.
-    return (f"{shlex.quote(sys.executable)} -m pip install --force-reinstall --no-deps "
-            f"{src}")
+    return f"{py} -m pip install --force-reinstall --no-deps {src}"
 
 
 def check(mujoco_module, built_for, build_kind, source_dir, build_dir):

@@ -37,9 +37,11 @@ def test_other_mujoco_is_refused_with_a_rebuild_command_that_works():
     msg = str(e.value)
     assert "compiled against MuJoCo 3.12.0 but MuJoCo 9.9.9 is installed" in msg
     command = msg.splitlines()[1].strip()
-    assert command == f"cmake --build {BUILD}"
-    # The command rebuilds this tree (here a no-op: it is up to date).
-    assert subprocess.run(command.split(), capture_output=True, timeout=600).returncode == 0
+    assert command == (f"cmake -S {ROOT} -B {BUILD} -DPython3_EXECUTABLE={sys.executable} && "
+                       f"cmake --build {BUILD}")
+    # The command reconfigures and rebuilds this tree (here: nothing to recompile).
+    proc = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # pip installs: reinstall from the recorded source tree, against the installed mujoco.
     with pytest.raises(ImportError) as e:
         _mujoco_check.check(other, "3.12.0", "pip", str(ROOT), "/nonexistent")
