@@ -1,11 +1,16 @@
 # The two commands of the README:
 #   make demo   install what is missing, build, run mjcenic on a bundled scene
-#   make test   build, then run every C++ and Python test
+#   make test   build, then run every C++ and Python test (+ the CMake package test)
+# Packaging checks run by CI (.ci/run), each a few minutes:
+#   make test-wheel                 `pip wheel .` is portable (tests/packaging/test_wheel.py)
+#   make test-mujoco MUJOCO=4.0.0   pip install, C++ tests and Python smoke tests against
+#                                   another MuJoCo in its own venv (scripts/test_mujoco_version.sh)
 PYTHON ?= python3
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test test-cpp test-python sanitize clean
+.PHONY: all deps configure build demo test test-cpp test-python test-packaging test-wheel \
+        test-mujoco sanitize clean
 
 all: build
 
@@ -13,7 +18,7 @@ deps:
 	@PYTHON=$(PYTHON) scripts/install_deps.sh
 
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
 
 configure: $(BUILD)/CMakeCache.txt
 
@@ -30,14 +35,26 @@ test-cpp: build
 test-python: build
 	MJCENIC_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/python
 
-test: test-cpp test-python
+# Versions, the MuJoCo ABI check, and `cmake --install` used by a C and C++ consumer project.
+test-packaging: build
+	MJCENIC_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/packaging \
+	  --ignore=tests/packaging/test_wheel.py
+
+test: test-cpp test-python test-packaging
+
+test-wheel: deps
+	$(PYTHON) -m pytest -q -s tests/packaging/test_wheel.py
+
+MUJOCO ?= 4.0.0
+test-mujoco:
+	PYTHON=$(PYTHON) JOBS=$(JOBS) scripts/test_mujoco_version.sh $(MUJOCO) $(BUILD)-mujoco-$(MUJOCO)
 
 # ASan + UBSan build of the C++ tests (separate build tree).
 sanitize: deps
 	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMJCENIC_SANITIZE=ON -DMJCENIC_BUILD_PYTHON=OFF \
-	  -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+	  -DPython3_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
 	cmake --build $(BUILD)-sanitize -j$(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-mujoco-* $(BUILD)/skbuild

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs what mjcenic needs on a fresh Debian machine (as root) and nothing
-# that is already there: Debian packages for the C++ build and the MuJoCo wheel
-# pinned in MUJOCO_VERSION (plus numpy, matplotlib, pytest for scripts/tests).
+# that is already there: Debian packages for the C++ build, and the `default`
+# MuJoCo wheel of the file MUJOCO_VERSION only when no MuJoCo in its supported
+# range is installed (an installed one in range is never changed), plus numpy,
+# matplotlib, pytest, pybind11, scikit-build-core for scripts/tests/builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-PIN=$(tr -d '[:space:]' < MUJOCO_VERSION)
+range_value() { sed -n "s/^$1=//p" MUJOCO_VERSION; }
+MJ_MIN=$(range_value minimum)
+MJ_BELOW=$(range_value below)
+MJ_DEFAULT=$(range_value default)
 
 # libosmesa6 + xvfb: offscreen rendering and the passive-viewer test.
 debs=(cmake g++ make libeigen3-dev libsuitesparse-dev libabsl-dev libgtest-dev libosmesa6 xvfb)
@@ -35,7 +40,13 @@ fi
 
 have=$($PY -c "import mujoco; print(mujoco.__version__)" 2>/dev/null || true)
 pips=()
-[ "$have" = "$PIN" ] || pips+=("mujoco==$PIN")
+if [ -z "$have" ]; then
+  pips+=("mujoco==$MJ_DEFAULT")
+elif ! $PY -c "import sys; v = lambda s: tuple(int(x) for x in s.split('.')[:3]); \
+sys.exit(not v('$MJ_MIN') <= v('$have') < v('$MJ_BELOW'))"; then
+  echo "mjcenic: mujoco $have is outside the supported range >=$MJ_MIN,<$MJ_BELOW; installing $MJ_DEFAULT"
+  pips+=("mujoco==$MJ_DEFAULT")
+fi
 $PY -c "import numpy" 2>/dev/null || pips+=(numpy)
 $PY -c "import matplotlib" 2>/dev/null || pips+=(matplotlib)
 $PY -c "import pytest" 2>/dev/null || pips+=(pytest)

@@ -16,6 +16,7 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/integrator/stepper.h"
+#include "mjcenic/version.h"  // generated in the build tree (cmake/version.h.in)
 
 namespace {
 
@@ -32,7 +33,7 @@ struct Args {
 
 void Usage() {
   std::fprintf(stderr,
-               "usage: mjcenic-run MODEL.xml [--duration T] [--keyframe NAME | --no-keyframe]\n"
+               "usage: mjcenic-run --version | MODEL.xml [--duration T] [--keyframe NAME | --no-keyframe]\n"
                "                   [--json OUT] [--compare-mjstep] [--mode fixed|cenic|trapezoid]\n"
                "                   [--accuracy A] [--max-step H] [--chunk DT|step]\n"
                "                   [--option KEY=VALUE]... [--ccd-iterations N] [--ccd-tolerance T]\n"
@@ -132,6 +133,10 @@ bool Parse(int argc, char** argv, Args* a) {
       a->compare = true;
     } else if (s == "-h" || s == "--help") {
       Usage();
+      std::exit(0);
+    } else if (s == "--version") {
+      std::printf("mjcenic-run %s (MuJoCo %s, built against %s)\n", MJCENIC_VERSION_STRING,
+                  mj_versionString(), MJCENIC_MUJOCO_BUILD_VERSION_STRING);
       std::exit(0);
     } else if (!s.empty() && s[0] == '-') {
       std::fprintf(stderr, "mjcenic-run: unknown option '%s'\n", s.c_str());

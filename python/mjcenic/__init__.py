@@ -9,18 +9,16 @@
 """
 import mujoco  # first: loads the libmujoco the extension shares
 
-from ._version import MUJOCO_VERSION as BUILT_FOR_MUJOCO
+from . import _mujoco_check, _version
+from ._version import MUJOCO_VERSION as BUILT_FOR_MUJOCO, __version__  # noqa: F401
 
-if mujoco.__version__ != BUILT_FOR_MUJOCO:
-    raise ImportError(
-        f"mjcenic was built against mujoco {BUILT_FOR_MUJOCO} but mujoco {mujoco.__version__} "
-        f"is installed; install the matching wheel (pip install mujoco=={BUILT_FOR_MUJOCO}) "
-        f"or rebuild mjcenic")
+_mujoco_check.check(mujoco, BUILT_FOR_MUJOCO, _version.BUILD_KIND, _version.SOURCE_DIR,
+                    _version.BUILD_DIR)
 
 from . import _mjcenic  # noqa: E402
 
 __all__ = ["Stepper", "load_model", "make_data", "option_keys", "option_table", "stat_table",
-           "error_norm", "BUILT_FOR_MUJOCO"]
+           "error_norm", "BUILT_FOR_MUJOCO", "__version__"]
 
 
 def option_keys():

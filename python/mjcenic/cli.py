@@ -3,6 +3,7 @@
     mjcenic run MODEL.xml [--duration T] [--out traj.npz|traj.csv] [--mode cenic] [--accuracy 1e-3]
     mjcenic view MODEL.xml [--accuracy 1e-3] [--mode cenic]
     mjcenic compare PATH... [--json OUT] [--markdown OUT] [--plots DIR]
+    mjcenic --version
 """
 import argparse
 import sys
@@ -107,6 +108,11 @@ def main(argv=None):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        import mujoco
+        from . import BUILT_FOR_MUJOCO, __version__
+        print(f"mjcenic {__version__} (MuJoCo {mujoco.__version__}, built against {BUILT_FOR_MUJOCO})")
+        return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "run":
         return run(rest)
