@@ -202,4 +202,21 @@ const std::vector<std::string>& OptionKeys() {
   return *keys;
 }
 
+absl::Status CheckStepBounds(const StepperOptions& o) {
+  // The largest step: max_step, or its default where the mode has one
+  // (fixed-step modes default to opt.timestep, which may change later).
+  const bool controlled = o.mode != Mode::kFixed && o.error_control;
+  const double h_max = o.max_step > 0 ? o.max_step : controlled ? kDefaultMaxStep : 0;
+  const std::string max_name =
+      o.max_step > 0 ? absl::StrCat("max_step (", o.max_step, " s)")
+                     : absl::StrCat("the default max_step (", kDefaultMaxStep, " s)");
+  if (h_max > 0 && o.min_step > h_max)
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid options: min_step (",
+                                                   o.min_step, " s) exceeds ", max_name));
+  if (h_max > 0 && o.initial_step > h_max)
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid options: initial_step (",
+                                                   o.initial_step, " s) exceeds ", max_name));
+  return absl::OkStatus();
+}
+
 }  // namespace mjcenic

@@ -35,6 +35,8 @@ enum class ControllerTreatment {
 bool ParseControllerTreatment(const char* s, ControllerTreatment* t);
 const char* ToString(ControllerTreatment t);
 
+inline constexpr double kDefaultMaxStep = 0.1;  // error-controlled largest step [s]
+
 struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
@@ -91,5 +93,11 @@ struct StepperStats {
 // key or a bad value gives an error naming the key.
 absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value);
 const std::vector<std::string>& OptionKeys();
+
+// Consistency of the step bounds (min_step ≤ max_step, initial_step ≤
+// max_step, with max_step's default kDefaultMaxStep in error-controlled
+// modes); an error names the keys. Stepper::Create calls it.
+absl::Status CheckStepBounds(const StepperOptions& options);
+
 
 }  // namespace mjcenic

@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
   if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
     return bad("initial_step (must be >= 0)");
   if (!(o.min_step >= 0) || !std::isfinite(o.min_step)) return bad("min_step (must be >= 0)");
+  if (absl::Status s = CheckStepBounds(o); !s.ok()) return s;
   if (!(o.kappa > 0)) return bad("kappa (must be > 0)");
   if (!(o.icf.stiction_tolerance > 0)) return bad("stiction_tolerance (must be > 0)");
   if (!(o.contact.mu_static_ratio >= 1)) return bad("mu_static_ratio (must be >= 1)");
@@ -471,7 +472,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
   const double h_max = (fixed || !options_.error_control) ? (options_.max_step > 0 ? options_.max_step : timestep)
-                             : (options_.max_step > 0 ? options_.max_step : 0.1);
+                             : (options_.max_step > 0 ? options_.max_step : kDefaultMaxStep);
   const double h_min = std::max({1e-14, 1e-14 * std::abs(t0), options_.min_step});
   const bool controlled = !fixed && options_.error_control;
   if (!controlled) {
