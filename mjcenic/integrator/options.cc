@@ -53,7 +53,8 @@ const std::map<std::string, Setter>& Setters() {
          return ParseMode(v.c_str(), &o->mode) ? absl::OkStatus()
                                                : Bad("", v, "fixed, cenic or trapezoid");
        }},
-      {"accuracy", Number([](StepperOptions* o) { return &o->accuracy; }, 0, true, "> 0")},
+      {"accuracy", Number([](StepperOptions* o) { return &o->accuracy; }, kMinAccuracy, false,
+                          ">= 1e-12; smaller errors are double round-off")},
       {"max_step", Number([](StepperOptions* o) { return &o->max_step; }, 0, false, ">= 0")},
       {"initial_step",
        Number([](StepperOptions* o) { return &o->initial_step; }, 0, false, ">= 0")},
@@ -69,7 +70,13 @@ const std::map<std::string, Setter>& Setters() {
          return Bad("", v, "weighted, drake or full_state");
        }},
       {"length_scale",
-       Number([](StepperOptions* o) { return &o->length_scale; }, 0, false, ">= 0")},
+       [](StepperOptions* o, const std::string& v) -> absl::Status {
+         double x;
+         if (!ParseDouble(v, &x) || !(x == 0 || x >= kMinLengthScale))
+           return Bad("", v, "0 (from the model) or >= 1e-6 [m]");
+         o->length_scale = x;
+         return absl::OkStatus();
+       }},
       {"error_control", Flag([](StepperOptions* o) { return &o->error_control; })},
       {"adaptive_tolerance", Flag([](StepperOptions* o) { return &o->adaptive_tolerance; })},
       {"kappa", Number([](StepperOptions* o) { return &o->kappa; }, 0, true, "> 0")},
@@ -142,6 +149,14 @@ const std::map<std::string, Setter>& Setters() {
        Number([](StepperOptions* o) { return &o->solver.pcg_tolerance; }, 0, true, "> 0")},
       {"solver_tolerance",
        Number([](StepperOptions* o) { return &o->solver.tolerance; }, 0, true, "> 0")},
+      {"max_steps_per_call",
+       [](StepperOptions* o, const std::string& v) -> absl::Status {
+         double x;
+         if (!ParseDouble(v, &x) || x < 1 || x != std::floor(x) || x > 1e15)
+           return Bad("", v, "an integer >= 1");
+         o->max_steps_per_call = static_cast<long>(x);
+         return absl::OkStatus();
+       }},
       {"max_iterations",
        [](StepperOptions* o, const std::string& v) -> absl::Status {
          double x;

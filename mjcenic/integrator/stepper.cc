@@ -65,12 +65,17 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
   auto bad = [](const char* what) {
     return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid option ", what));
   };
-  if (!(o.accuracy > 0) || !std::isfinite(o.accuracy)) return bad("accuracy (must be > 0)");
+  if (!(o.accuracy >= kMinAccuracy) || !std::isfinite(o.accuracy))
+    return bad("accuracy (must be >= 1e-12: smaller errors are double round-off)");
   if (!(o.max_step >= 0) || !std::isfinite(o.max_step)) return bad("max_step (must be >= 0)");
   if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
     return bad("initial_step (must be >= 0)");
   if (!(o.min_step >= 0) || !std::isfinite(o.min_step)) return bad("min_step (must be >= 0)");
+  if (!(o.length_scale == 0 || o.length_scale >= kMinLengthScale) ||
+      !std::isfinite(o.length_scale))
+    return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
   if (absl::Status s = CheckStepBounds(o); !s.ok()) return s;
+  if (o.max_steps_per_call < 1) return bad("max_steps_per_call (must be >= 1)");
   if (!(o.kappa > 0)) return bad("kappa (must be > 0)");
   if (!(o.icf.stiction_tolerance > 0)) return bad("stiction_tolerance (must be > 0)");
   if (!(o.contact.mu_static_ratio >= 1)) return bad("mu_static_ratio (must be >= 1)");
@@ -464,6 +469,13 @@ bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol
   return true;
 }
 
+double Stepper::LargestStep() const {
+  const double h_max = options_.max_step > 0 ? options_.max_step : 0;
+  if (options_.mode == Mode::kFixed || !options_.error_control)
+    return h_max > 0 ? h_max : m_->opt.timestep;
+  return h_max > 0 ? h_max : kDefaultMaxStep;
+}
+
 absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   const double t0 = d->time;
   std::copy(d->qpos, d->qpos + m_->nq, q0_.begin());
@@ -471,9 +483,9 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   std::copy(d->act, d->act + m_->na, act0_.begin());
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
-  const double h_max = (fixed || !options_.error_control) ? (options_.max_step > 0 ? options_.max_step : timestep)
-                             : (options_.max_step > 0 ? options_.max_step : kDefaultMaxStep);
-  const double h_min = std::max({1e-14, 1e-14 * std::abs(t0), options_.min_step});
+  const double h_max = LargestStep();
+  const double h_min = std::max(
+      {kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step});
   const bool controlled = !fixed && options_.error_control;
   if (!controlled) {
     h_ideal_ = h_max;
@@ -487,6 +499,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
                          : options_.solver.tolerance;
   double h = std::min(h_ideal_, h_max);
   at_minimum_ = false;
+  bool solve_failed = false;  // some attempt of this step failed its convex solve
   for (;;) {
     bool limited = false;
     const double remaining = t_limit - t0;
@@ -502,6 +515,8 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     int worst;
     controller_failed_ = false;
     const bool ok = Attempt(d, h, &error, &worst, tol);
+    solve_failed = solve_failed || !ok;
+    if (!ok) failed_status_ = last_status_;
     if (controller_failed_) {
       LoadState(d, q0_.data(), v0_.data(), act0_.data());
       return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", t0));
@@ -527,6 +542,20 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
           " (minimum ", h_min, "); worst coordinate: ", norm_.WorstName(m_, worst),
           ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
     if (dec.accept) {
+      // Progress guarantee: steps sized by solver failures, not by the
+      // accuracy, for kMaxSolverLimitedSteps accepted steps in a row (e.g.
+      // max_iterations = 1 converges only at h ~ 1e-8 s) end in an error.
+      solver_limited_steps_ = solve_failed ? solver_limited_steps_ + 1 : 0;
+      if (solver_limited_steps_ >= kMaxSolverLimitedSteps) {
+        solver_limited_steps_ = 0;
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "mjcenic: no progress guarantee at time ", t0, ": the convex solve failed at a "
+            "larger step before each of the last ", kMaxSolverLimitedSteps, " accepted steps (",
+            "now h = ", h, " s; last failure: ", icf::ToString(failed_status_), ", max_iterations ",
+            options_.solver.max_iterations, "): steps are sized by the solver, not the "
+            "accuracy. Raise max_iterations or solver_tolerance; the state is the last accepted "
+            "step"));
+      }
       if (!limited) h_ideal_ = dec.h_next;
       break;
     }
@@ -733,6 +762,15 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
     return absl::InvalidArgumentError(absl::StrCat("mjcenic: cannot advance from time ",
                                                    d->time, " to ", t));
   const double t_start = d->time;
+  // Progress guarantee: refuse a call that needs more than max_steps_per_call
+  // steps even at the largest step (e.g. opt.timestep = 1e10, max_step = 1e-9).
+  if (const double h_max = LargestStep();
+      !single_step && (t - t_start) > h_max * static_cast<double>(options_.max_steps_per_call))
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "mjcenic: advancing from time ", t_start, " to ", t, " needs more than ",
+        options_.max_steps_per_call, " (max_steps_per_call) steps of the largest step ", h_max,
+        " s (max_step", options_.max_step > 0 ? "" : " default", "); the state was not advanced. "
+        "Raise max_step or max_steps_per_call, or advance in shorter calls"));
   std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
   EnsureStages(d);
   if (mjcb_control && !Disabled(m_, mjDSBL_ACTUATION)) mjcb_control(m_, d);
@@ -740,8 +778,15 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
       !CallController(d))
     return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
   absl::Status status;
+  long steps = 0;
   do {
     status = InternalStep(d, t);
+    if (status.ok() && ++steps >= options_.max_steps_per_call && !single_step && d->time < t)
+      status = absl::ResourceExhaustedError(absl::StrCat(
+          "mjcenic: no progress guarantee: ", steps, " accepted steps (max_steps_per_call) ",
+          "took the state only from time ", t_start, " to ", d->time, " of the target ", t,
+          " (last step ", stats_.last_h, " s); the state is the last accepted step. Raise "
+          "max_steps_per_call, relax accuracy / max_iterations, or advance in shorter calls"));
   } while (status.ok() && !single_step && d->time < t);
   PostStep(d, d->time - t_start, v_outer_.data());
   stats_.time_total += Seconds(start, Clock::now());

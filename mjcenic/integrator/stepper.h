@@ -84,6 +84,8 @@ class Stepper {
   bool PrepareController(mjData* d);  // explicit treatment: controller at d's state
   // Solves model from guess into v; false (status filled) on failure.
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance);
+  // Largest internal step of the mode [s] (max_step or its default).
+  double LargestStep() const;
   // One internal step from the state in d, limited to end at t_limit.
   absl::Status InternalStep(mjData* d, double t_limit);
   // Attempts one step of size h from x0 (stored in q0_, v0_, act0_); on
@@ -137,6 +139,11 @@ class Stepper {
   unsigned long long fsal_hash_ = 0;     // state (with inputs) f_start_ belongs to
   double h_ideal_ = 0;                   // controller's proposal for the next step
   bool at_minimum_ = false;
+  // Consecutive accepted steps that each followed a failed convex solve at a
+  // larger step (progress guarantee, README "Errors and progress").
+  static constexpr int kMaxSolverLimitedSteps = 200;
+  int solver_limited_steps_ = 0;
+  icf::SolveStatus failed_status_ = icf::SolveStatus::kConverged;
   // State buffers: start, full step, half step, result.
   std::vector<double> q0_, v0_, act0_, act_dot0_;
   std::vector<double> qf_, vf_, actf_, qa_, va_, acta_, act_dota_;
