@@ -801,7 +801,21 @@ absl::Status Stepper::AdvanceTo(mjData* d, double t) {
   return Advance(d, t, false);
 }
 
-absl::Status Stepper::Step(mjData* d) { return AdvanceTo(d, d->time + m_->opt.timestep); }
+absl::Status Stepper::Step(mjData* d) {
+  // A timestep below the minimum step at this time (README: 1e-14·|t|, ≈ 45
+  // ulp of t) cannot be taken: at t = 1e17, t + 0.002 == t and the call
+  // would otherwise succeed without moving.
+  const double dt = m_->opt.timestep;
+  if (std::isfinite(d->time) && dt > 0 && dt < kRelativeMinStep * std::abs(d->time))
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "mjcenic: step size underflow at time ", d->time, ": opt.timestep ", dt,
+        " is below the minimum step ", kRelativeMinStep * std::abs(d->time),
+        " (1e-14 |t|; one ulp of t is ",
+        std::nextafter(std::abs(d->time), std::numeric_limits<double>::infinity()) -
+            std::abs(d->time),
+        "); the state was not advanced. Reset time closer to 0"));
+  return AdvanceTo(d, d->time + dt);
+}
 
 absl::Status Stepper::StepOnce(mjData* d) {
   return Advance(d, std::numeric_limits<double>::infinity(), true);
