@@ -469,6 +469,28 @@ bool Stepper::Attempt(mjData* d, double h, double* error, int* worst, double tol
   return true;
 }
 
+absl::Status Stepper::OverflowingProblem(const mjData* d, double t, double h) const {
+  // A solve failed on a non-finite value. If the problem's momentum term
+  // r = M v + h f (cenic-math §3) has an entry whose square overflows
+  // (|r_i| ≥ 1e150), no smaller step repairs it: name the dof and its inputs.
+  if (!last_solved_) return absl::OkStatus();
+  const std::vector<double>& r = last_solved_->r;
+  for (int i = 0; i < m_->nv && i < static_cast<int>(r.size()); ++i) {
+    if (std::abs(r[i]) < 1e150) continue;
+    const char* name = mj_id2name(m_, mjOBJ_JOINT, m_->dof_jntid[i]);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mjcenic: non-finite convex problem at time ", t, " (h = ", h, "): the momentum r[", i,
+        "] = M v + h f of dof ", i, " (joint ",
+        name && name[0] ? absl::StrCat("'", name, "'") : absl::StrCat("#", m_->dof_jntid[i]),
+        ") is ", r[i],
+        ", beyond double range when squared; at this dof qvel = ", v0_[i],
+        ", qfrc_applied = ", d->qfrc_applied[i], ", qfrc_bias = ", d->qfrc_bias[i],
+        ", qfrc_passive = ", d->qfrc_passive[i], ", qfrc_actuator = ", d->qfrc_actuator[i],
+        "; the state was not advanced"));
+  }
+  return absl::OkStatus();
+}
+
 double Stepper::LargestStep() const {
   const double h_max = options_.max_step > 0 ? options_.max_step : 0;
   if (options_.mode == Mode::kFixed || !options_.error_control)
@@ -517,6 +539,12 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     const bool ok = Attempt(d, h, &error, &worst, tol);
     solve_failed = solve_failed || !ok;
     if (!ok) failed_status_ = last_status_;
+    if (!ok && last_status_ == icf::SolveStatus::kNonFinite) {
+      if (absl::Status s = OverflowingProblem(d, t0, h); !s.ok()) {
+        LoadState(d, q0_.data(), v0_.data(), act0_.data());
+        return s;
+      }
+    }
     if (controller_failed_) {
       LoadState(d, q0_.data(), v0_.data(), act0_.data());
       return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", t0));

@@ -84,6 +84,9 @@ class Stepper {
   bool PrepareController(mjData* d);  // explicit treatment: controller at d's state
   // Solves model from guess into v; false (status filled) on failure.
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance);
+  // After a solve failed on a non-finite value: an error naming the dof if
+  // the problem itself overflows (no step size can repair it), else OK.
+  absl::Status OverflowingProblem(const mjData* d, double t, double h) const;
   // Largest internal step of the mode [s] (max_step or its default).
   double LargestStep() const;
   // One internal step from the state in d, limited to end at t_limit.
