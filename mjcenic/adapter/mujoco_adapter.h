@@ -12,6 +12,11 @@
 
 namespace mjcenic::adapter {
 
+// Opening of the warning that lists mj_step integrator / solver settings of
+// the model that mjcenic replaces by design (integrator, solver, noslip).
+inline constexpr char kReplacedSettingsWarning[] =
+    "MJCF options replaced by mjcenic and ignored";
+
 // How MuJoCo's contact parameters become point-contact stiffness and dissipation.
 struct ContactOptions {
   double stiffness = 0;          // > 0: use this k [N/m] for every contact
