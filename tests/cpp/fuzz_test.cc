@@ -192,7 +192,7 @@ struct Snapshot {
         act(d->act, d->act + m->na), time(d->time) {}
   bool Same(const mjData* d) const {
     auto same = [](const std::vector<double>& a, const double* b) {
-      return std::memcmp(a.data(), b, sizeof(double) * a.size()) == 0;
+      return a.empty() || std::memcmp(a.data(), b, sizeof(double) * a.size()) == 0;
     };
     return same(qpos, d->qpos) && same(qvel, d->qvel) && same(act, d->act) &&
            std::memcmp(&time, &d->time, sizeof(double)) == 0;
