@@ -152,8 +152,8 @@ const std::map<std::string, Setter>& Setters() {
       {"max_steps_per_call",
        [](StepperOptions* o, const std::string& v) -> absl::Status {
          double x;
-         if (!ParseDouble(v, &x) || x < 1 || x != std::floor(x) || x > 1e15)
-           return Bad("", v, "an integer >= 1");
+         if (!ParseDouble(v, &x) || x < 0 || x != std::floor(x) || x > 1e15)
+           return Bad("", v, "an integer >= 0 (0: no cap)");
          o->max_steps_per_call = static_cast<long>(x);
          return absl::OkStatus();
        }},

@@ -48,10 +48,13 @@ const char* ToString(ControllerTreatment t);
 //    the rounding of any position, so error estimates are rounded to 0 and
 //    the steps crawl at the size where h²·g vanishes in q's last digit.
 //  * no step below max(min_step, kRelativeMinStep·max(1, |t|)) (≈ 45 ulp of t).
-//  * at most max_steps_per_call accepted internal steps per Step()/AdvanceTo().
+//  * a Step()/AdvanceTo() that needs more than max_steps_per_call (unset:
+//    kMaxStepsAtLargestStep) steps even at the largest step is refused; with
+//    max_steps_per_call set, a call also ends after that many accepted steps.
 inline constexpr double kMinAccuracy = 1e-12;
 inline constexpr double kRelativeMinStep = 1e-14;
 inline constexpr double kMinLengthScale = 1e-6;  // [m]
+inline constexpr long kMaxStepsAtLargestStep = 1000000;
 inline constexpr double kDefaultMaxStep = 0.1;  // error-controlled largest step [s]
 
 struct StepperOptions {
@@ -69,9 +72,11 @@ struct StepperOptions {
                                      //      error control: largest step (0: 0.1 s)
   double initial_step = 0;           // [s]; 0: min(0.1 max_step, m->opt.timestep)
   double min_step = 0;               // [s]; below max(this, 1e-14 max(1,|t|)): error
-  long max_steps_per_call = 100000;  // accepted internal steps per Step()/AdvanceTo()
-                                     // call; more: error (a call that needs more
-                                     // than this many steps of max_step is refused)
+  long max_steps_per_call = 0;       // > 0: accepted internal steps per Step()/AdvanceTo()
+                                     // call, more: error; 0: no cap (tight accuracies
+                                     // may need millions). A call that needs more than
+                                     // this (0: kMaxStepsAtLargestStep) steps of the
+                                     // largest step is refused before it starts.
   ErrorNormKind error_norm = ErrorNormKind::kWeighted;
   double length_scale = 0;           // L [m] of the weighted norm; 0: from the model
   StepSizeControl control;           // ρ, growth/shrink limits, dead band, order

@@ -75,7 +75,7 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
       !std::isfinite(o.length_scale))
     return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
   if (absl::Status s = CheckStepBounds(o); !s.ok()) return s;
-  if (o.max_steps_per_call < 1) return bad("max_steps_per_call (must be >= 1)");
+  if (o.max_steps_per_call < 0) return bad("max_steps_per_call (must be >= 0)");
   if (!(o.kappa > 0)) return bad("kappa (must be > 0)");
   if (!(o.icf.stiction_tolerance > 0)) return bad("stiction_tolerance (must be > 0)");
   if (!(o.contact.mu_static_ratio >= 1)) return bad("mu_static_ratio (must be >= 1)");
@@ -791,12 +791,16 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
                                                    d->time, " to ", t));
   const double t_start = d->time;
   // Progress guarantee: refuse a call that needs more than max_steps_per_call
-  // steps even at the largest step (e.g. opt.timestep = 1e10, max_step = 1e-9).
+  // (unset: kMaxStepsAtLargestStep) steps even at the largest step (e.g.
+  // opt.timestep = 1e10, max_step = 1e-9).
+  const long cap = options_.max_steps_per_call > 0 ? options_.max_steps_per_call
+                                                   : kMaxStepsAtLargestStep;
   if (const double h_max = LargestStep();
-      !single_step && (t - t_start) > h_max * static_cast<double>(options_.max_steps_per_call))
+      !single_step && (t - t_start) > h_max * static_cast<double>(cap))
     return absl::ResourceExhaustedError(absl::StrCat(
-        "mjcenic: advancing from time ", t_start, " to ", t, " needs more than ",
-        options_.max_steps_per_call, " (max_steps_per_call) steps of the largest step ", h_max,
+        "mjcenic: advancing from time ", t_start, " to ", t, " needs more than ", cap,
+        options_.max_steps_per_call > 0 ? " (max_steps_per_call)" : " (the limit when max_steps_per_call is 0)",
+        " steps of the largest step ", h_max,
         " s (max_step", options_.max_step > 0 ? "" : " default", "); the state was not advanced. "
         "Raise max_step or max_steps_per_call, or advance in shorter calls"));
   std::copy(d->qvel, d->qvel + m_->nv, v_outer_.begin());
@@ -809,7 +813,7 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   long steps = 0;
   do {
     status = InternalStep(d, t);
-    if (status.ok() && ++steps >= options_.max_steps_per_call && !single_step && d->time < t)
+    if (status.ok() && ++steps == options_.max_steps_per_call && !single_step && d->time < t)
       status = absl::ResourceExhaustedError(absl::StrCat(
           "mjcenic: no progress guarantee: ", steps, " accepted steps (max_steps_per_call) ",
           "took the state only from time ", t_start, " to ", d->time, " of the target ", t,
