@@ -64,7 +64,7 @@ TEST(Reliability, RoundOffFloorsAreRefusedAtOptionTime) {
 TEST(Reliability, CallNeedingTooManyStepsIsRefusedUpFront) {
   auto scene = Resting();
   StepperOptions o;
-  o.max_step = 1e-9;  // Step() of 1 ms: 1e6 steps > 1e5
+  o.max_step = 1e-10;  // Step() of 1 ms: 1e7 steps > the 1e6 limit
   auto s = Stepper::Create(scene.model.get(), o).value();
   const double z = scene.data->qpos[2];
   const absl::Status st = s->Step(scene.data.get());

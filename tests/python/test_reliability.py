@@ -89,7 +89,7 @@ def test_max_steps_per_call_is_an_option():
         s.advance_to(0.5, d)
     assert s.stats["steps"] == 10 and 0 < d.time < 0.5 and np.all(np.isfinite(d.qpos))
     with pytest.raises(ValueError, match="max_steps_per_call"):
-        mjcenic.Stepper(m, max_steps_per_call=0)
+        mjcenic.Stepper(m, max_steps_per_call=-1)
 
 
 def test_step_at_huge_time_underflows():
