@@ -10,7 +10,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 
 .PHONY: all deps configure build demo test test-cpp test-python test-packaging test-wheel \
-        test-mujoco sanitize clean
+        test-mujoco sanitize sanitize-build fuzz clean
 
 all: build
 
@@ -50,11 +50,24 @@ test-mujoco:
 	PYTHON=$(PYTHON) JOBS=$(JOBS) scripts/test_mujoco_version.sh $(MUJOCO) $(BUILD)-mujoco-$(MUJOCO)
 
 # ASan + UBSan build of the C++ tests (separate build tree).
-sanitize: deps
+sanitize-build: deps
 	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMJCENIC_SANITIZE=ON -DMJCENIC_BUILD_PYTHON=OFF \
 	  -DPython3_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
 	cmake --build $(BUILD)-sanitize -j$(JOBS)
+
+sanitize: sanitize-build
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS)
+
+# Long fuzz sweep (README, "Development"): C++ cases under ASan + UBSan, then
+# Python/plugin cases. FUZZ_SEED picks another sweep.
+FUZZ_ITERATIONS ?= 2000
+FUZZ_PY_ITERATIONS ?= 5000
+FUZZ_SEED ?= 1
+fuzz: sanitize-build build
+	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=0 MJCENIC_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) \
+	  MJCENIC_FUZZ_SEED=$(FUZZ_SEED) ./mjcenic_tests --gtest_filter='Fuzz.*'
+	MJCENIC_BUILD=$(abspath $(BUILD)) MJCENIC_FUZZ_ITERATIONS=$(FUZZ_PY_ITERATIONS) \
+	  MJCENIC_FUZZ_SEED=$(FUZZ_SEED) $(PYTHON) -m pytest -q tests/python/test_fuzz.py
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-mujoco-* $(BUILD)/skbuild

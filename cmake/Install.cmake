@@ -42,6 +42,9 @@ set_target_properties(mjcenic PROPERTIES EXPORT_NAME c)
 # use include/ instead.
 foreach(_t ${_mjcenic_cxx_targets} mjcenic)
   get_target_property(_dirs ${_t} INTERFACE_INCLUDE_DIRECTORIES)
+  if(NOT _dirs)  # a part that takes its include directories from its dependencies
+    continue()
+  endif()
   set(_wrapped)
   foreach(_d IN LISTS _dirs)
     if(_d MATCHES "^\\$<")

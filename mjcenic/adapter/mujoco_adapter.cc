@@ -128,6 +128,28 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
   ScanActuators(m);
   if (m->opt.enableflags & mjENBL_SLEEP)
     warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
+  ScanReplacedSettings(m);
+}
+
+void MujocoAdapter::ScanReplacedSettings(const mjModel* m) {
+  // Settings of mj_step's integrator and constraint solver, which mjcenic
+  // replaces by design (error-controlled implicit steps, docs/cenic-math.md;
+  // one convex ICF solve per step instead of PGS/CG/Newton plus noslip).
+  // Only values other than MuJoCo's defaults are listed.
+  std::vector<std::string> replaced;
+  const char* integrators[] = {"Euler", "RK4", "implicit", "implicitfast"};
+  if (m->opt.integrator != mjINT_EULER && m->opt.integrator >= 0 && m->opt.integrator < 4)
+    replaced.push_back(std::string("integrator=\"") + integrators[m->opt.integrator] + "\"");
+  const char* solvers[] = {"PGS", "CG", "Newton"};
+  if (m->opt.solver != mjSOL_NEWTON && m->opt.solver >= 0 && m->opt.solver < 3)
+    replaced.push_back(std::string("solver=\"") + solvers[m->opt.solver] + "\"");
+  if (m->opt.noslip_iterations > 0)
+    replaced.push_back("noslip_iterations=" + std::to_string(m->opt.noslip_iterations));
+  Warn(&warnings_,
+       std::string(kReplacedSettingsWarning) +
+           " (mjcenic integrates with its own error-controlled implicit steps and solves "
+           "contacts with one convex ICF problem per step)",
+       replaced);
 }
 
 void MujocoAdapter::ScanActuators(const mjModel* m) {

@@ -15,6 +15,11 @@
 
 namespace mjcenic::adapter {
 
+// Opening of the warning that lists mj_step integrator / solver settings of
+// the model that mjcenic replaces by design (integrator, solver, noslip).
+inline constexpr char kReplacedSettingsWarning[] =
+    "MJCF options replaced by mjcenic and ignored";
+
 // Generalized force of a user controller linearized per dof (cenic-math §9):
 // along the step, τ_i(v) = tau_i − kq_i·(h v_i) − kv_i·(v_i − v0_i), i.e. a gain
 // row with κ = h kq + kv (made explicit where κ < 0). When given to Build it
@@ -87,6 +92,8 @@ class MujocoAdapter {
   // Actuators as implicit gain rows or explicit forces, merged force limits
   // (mapping §4.4), and the warnings about actuator features.
   void ScanActuators(const mjModel* m);
+  // Warns once about mj_step settings mjcenic replaces by design.
+  void ScanReplacedSettings(const mjModel* m);
   void AddContacts(const mjModel* m, const mjData* d, const icf::IcfParameters& params,
                    icf::IcfModel* model, std::vector<ContactRecord>* records, BuildInfo* info);
   void AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model);

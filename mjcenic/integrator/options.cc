@@ -1,6 +1,7 @@
 #include "mjcenic/integrator/options.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -35,6 +36,20 @@ bool NonNegativeOrAuto::Parse(std::string_view s, double* x) {
   double y;
   if (!ParseReal(s, &y) || !(y >= 0 || y == -1)) return false;
   *x = y;
+  return true;
+}
+
+bool LengthScaleValue::Parse(std::string_view s, double* x) {
+  double y;
+  if (!ParseReal(s, &y) || !(y == 0 || y >= kMinLengthScale)) return false;
+  *x = y;
+  return true;
+}
+
+bool StepCount::Parse(std::string_view s, long* n) {
+  double x;
+  if (!ParseReal(s, &x) || x < 0 || x != std::floor(x) || x > 1e15) return false;
+  *n = static_cast<long>(x);
   return true;
 }
 
@@ -78,6 +93,24 @@ const char* ToString(icf::LinearSolverKind k) {
     case icf::LinearSolverKind::kPcg: return "pcg";
   }
   return "unknown";
+}
+
+const char* ToString(Mode mode) {
+  switch (mode) {
+    case Mode::kFixed: return "fixed";
+    case Mode::kCenic: return "cenic";
+    case Mode::kTrapezoid: return "trapezoid";
+  }
+  return "unknown";
+}
+
+bool ParseMode(const char* s, Mode* mode) {
+  for (Mode x : {Mode::kFixed, Mode::kCenic, Mode::kTrapezoid})
+    if (std::strcmp(s, ToString(x)) == 0) {
+      *mode = x;
+      return true;
+    }
+  return false;
 }
 
 const char* ToString(ControllerTreatment t) {
@@ -128,11 +161,17 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   auto bad = [](const char* what) {
     return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid option ", what));
   };
-  if (!(o.accuracy > 0) || !std::isfinite(o.accuracy)) return bad("accuracy (must be > 0)");
+  if (!(o.accuracy >= kMinAccuracy) || !std::isfinite(o.accuracy))
+    return bad("accuracy (must be >= 1e-12: smaller errors are double round-off)");
   if (!(o.max_step >= 0) || !std::isfinite(o.max_step)) return bad("max_step (must be >= 0)");
   if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
     return bad("initial_step (must be >= 0)");
   if (!(o.min_step >= 0) || !std::isfinite(o.min_step)) return bad("min_step (must be >= 0)");
+  if (!(o.length_scale == 0 || o.length_scale >= kMinLengthScale) ||
+      !std::isfinite(o.length_scale))
+    return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
+  if (absl::Status s = CheckStepBounds(o); !s.ok()) return s;
+  if (o.max_steps_per_call < 0) return bad("max_steps_per_call (must be >= 0)");
   if (!(o.kappa > 0)) return bad("kappa (must be > 0)");
   if (!(o.icf.stiction_tolerance > 0)) return bad("stiction_tolerance (must be > 0)");
   if (!(o.contact.mu_static_ratio >= 1)) return bad("mu_static_ratio (must be >= 1)");
@@ -159,6 +198,23 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   if (g.speculative_margin == 0)
     g.speculative_margin = 0.1 * ErrorNorm(m, g.error_norm, g.length_scale).length_scale();
   return g;
+}
+
+absl::Status CheckStepBounds(const StepperOptions& o) {
+  // The largest step: max_step, or its default where the mode has one
+  // (fixed-step modes default to opt.timestep, which may change later).
+  const bool controlled = o.mode != Mode::kFixed && o.error_control;
+  const double h_max = o.max_step > 0 ? o.max_step : controlled ? kDefaultMaxStep : 0;
+  const std::string max_name =
+      o.max_step > 0 ? absl::StrCat("max_step (", o.max_step, " s)")
+                     : absl::StrCat("the default max_step (", kDefaultMaxStep, " s)");
+  if (h_max > 0 && o.min_step > h_max)
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid options: min_step (",
+                                                   o.min_step, " s) exceeds ", max_name));
+  if (h_max > 0 && o.initial_step > h_max)
+    return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid options: initial_step (",
+                                                   o.initial_step, " s) exceeds ", max_name));
+  return absl::OkStatus();
 }
 
 }  // namespace mjcenic

@@ -37,6 +37,28 @@ enum class ControllerTreatment {
 bool ParseControllerTreatment(const char* s, ControllerTreatment* t);
 const char* ToString(ControllerTreatment t);
 
+// Progress guarantee (README, "Errors and progress"): documented bounds that
+// turn every would-be livelock into a clear error.
+//  * accuracy >= kMinAccuracy: the error estimate is the difference of two
+//    computed states whose norm-weighted components are O(1); each carries
+//    rounding error of a few ε_mach ≈ 2.2e-16 per operation, accumulated
+//    over a factorization and a Newton solve (hundreds to thousands of
+//    operations per component), so differences below ~1e-12 are round-off,
+//    not truncation error, and no step size can certify them.
+//  * length_scale 0 (from the model) or >= kMinLengthScale: the weighted norm
+//    asks translations to be exact to accuracy·L; at L = 1e-300 that is below
+//    the rounding of any position, so error estimates are rounded to 0 and
+//    the steps crawl at the size where h²·g vanishes in q's last digit.
+//  * no step below max(min_step, kRelativeMinStep·max(1, |t|)) (≈ 45 ulp of t).
+//  * a Step()/AdvanceTo() that needs more than max_steps_per_call (unset:
+//    kMaxStepsAtLargestStep) steps even at the largest step is refused; with
+//    max_steps_per_call set, a call also ends after that many accepted steps.
+inline constexpr double kMinAccuracy = 1e-12;
+inline constexpr double kRelativeMinStep = 1e-14;
+inline constexpr double kMinLengthScale = 1e-6;  // [m]
+inline constexpr long kMaxStepsAtLargestStep = 1000000;
+inline constexpr double kDefaultMaxStep = 0.1;  // error-controlled largest step [s]
+
 struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
@@ -52,6 +74,11 @@ struct StepperOptions {
                                      //      error control: largest step (0: 0.1 s)
   double initial_step = 0;           // [s]; 0: min(0.1 max_step, m->opt.timestep)
   double min_step = 0;               // [s]; below max(this, 1e-14 max(1,|t|)): error
+  long max_steps_per_call = 0;       // > 0: accepted internal steps per Step()/AdvanceTo()
+                                     // call, more: error; 0: no cap (tight accuracies
+                                     // may need millions). A call that needs more than
+                                     // this (0: kMaxStepsAtLargestStep) steps of the
+                                     // largest step is refused before it starts.
   ErrorNormKind error_norm = ErrorNormKind::kWeighted;
   double length_scale = 0;           // L [m] of the weighted norm; 0: from the model
   StepSizeControl control;           // ρ, growth/shrink limits, dead band, order
@@ -109,5 +136,10 @@ const std::vector<std::string>& OptionKeys();
 // speculative_margin = 0.1 L), and model features the stepper cannot honour
 // (history buffers) refused.
 absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOptions& options);
+
+// Consistency of the step bounds (min_step ≤ max_step, initial_step ≤
+// max_step, with max_step's default kDefaultMaxStep in error-controlled
+// modes); an error names the keys. ResolveOptions calls it.
+absl::Status CheckStepBounds(const StepperOptions& options);
 
 }  // namespace mjcenic

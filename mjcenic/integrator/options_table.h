@@ -52,6 +52,29 @@ struct NonNegativeOrAuto {
   static std::string Expect() { return ">= 0, or -1 for the solref mapping"; }
 };
 
+// accuracy: at least kMinAccuracy (README, "Errors and progress").
+struct AccuracyValue {
+  using Value = double;
+  static bool Parse(std::string_view s, double* x) { return Real<kMinAccuracy, false>::Parse(s, x); }
+  static std::string Format(double x) { return FormatReal(x); }
+  static std::string Expect() { return ">= 1e-12; smaller errors are double round-off"; }
+};
+
+// length_scale: 0 (from the model) or at least kMinLengthScale [m].
+struct LengthScaleValue {
+  using Value = double;
+  static bool Parse(std::string_view s, double* x);
+  static std::string Format(double x) { return FormatReal(x); }
+  static std::string Expect() { return "0 (from the model) or >= 1e-6 [m]"; }
+};
+
+struct StepCount {  // an integer in [0, 1e15]; 0: no cap
+  using Value = long;
+  static bool Parse(std::string_view s, long* n);
+  static std::string Format(long n) { return std::to_string(n); }
+  static std::string Expect() { return "an integer >= 0 (0: no cap)"; }
+};
+
 struct Count {  // an integer in [1, 1e6]
   using Value = int;
   static bool Parse(std::string_view s, int* n);
@@ -116,18 +139,22 @@ struct FrictionlossName {
   X(mode, mode, ModeName,                                                                         \
     "`fixed`: one convex solve per step; `cenic`: step doubling with error control; "             \
     "`trapezoid`: second-order variant with error control")                                       \
-  X(accuracy, accuracy, Positive,                                                                 \
+  X(accuracy, accuracy, AccuracyValue,                                                                 \
     "ε_acc: allowed local error per step in the weighted norm below (≈ fraction of the model size)") \
   X(max_step, max_step, NonNegative,                                                              \
     "[s] fixed: the step (0: `opt.timestep`); error control: largest step (0: 0.1 s)")            \
   X(initial_step, initial_step, NonNegative,                                                      \
-    "[s] first step (0: min(0.1·max_step, opt.timestep))")                                        \
+    "[s] first step (0: min(0.1·max_step, opt.timestep)); not above max_step (or its 0.1 s default)")                                        \
   X(min_step, min_step, NonNegative,                                                              \
-    "[s] below max(min_step, 1e-14·max(1,\\|t\\|)) the step errors out")                           \
+    "[s] below max(min_step, 1e-14·max(1,\\|t\\|)) the step errors out; not above max_step "    \
+    "(or its 0.1 s default)")                           \
+  X(max_steps_per_call, max_steps_per_call, StepCount,                                            \
+    "> 0: a `step()`/`advance_to` call errors after this many accepted steps (0: no cap); a call " \
+    "needing more than this (0: 1e6) steps of the largest step is refused before it starts")      \
   X(error_norm, error_norm, ErrorNormName,                                                        \
     "`weighted` (translations / L, rotations in rad), `drake` (raw qpos, Drake's), "              \
     "`full_state` (adds velocities · 1 s / L; used by `global_accuracy`)")                        \
-  X(length_scale, length_scale, NonNegative,                                                      \
+  X(length_scale, length_scale, LengthScaleValue,                                                      \
     "L [m] of the weighted norm (0: mean `dof_length` of the rotational dofs)")                   \
   X(global_accuracy, global_accuracy, Flag,                                                       \
     "cenic: make the end error track the accuracy (see \"Accuracy: local and global error\"): "   \

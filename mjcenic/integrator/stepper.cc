@@ -39,24 +39,6 @@ int FirstNonFinite(const double* x, long n) {
 
 }  // namespace
 
-const char* ToString(Mode mode) {
-  switch (mode) {
-    case Mode::kFixed: return "fixed";
-    case Mode::kCenic: return "cenic";
-    case Mode::kTrapezoid: return "trapezoid";
-  }
-  return "unknown";
-}
-
-bool ParseMode(const char* s, Mode* mode) {
-  for (Mode x : {Mode::kFixed, Mode::kCenic, Mode::kTrapezoid})
-    if (std::strcmp(s, ToString(x)) == 0) {
-      *mode = x;
-      return true;
-    }
-  return false;
-}
-
 // The adapter side of one stepper (everything that reads or writes MuJoCo's
 // data), kept out of the public header.
 struct Stepper::Mujoco {
@@ -428,10 +410,9 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   std::copy(d->act, d->act + m_->na, s.act_start.begin());
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
-  const double h_max = (fixed || !options_.error_control)
-                           ? (options_.max_step > 0 ? options_.max_step : timestep)
-                           : (options_.max_step > 0 ? options_.max_step : 0.1);
-  const double h_min = std::max({1e-14, 1e-14 * std::abs(t0), options_.min_step});
+  const double h_max = LargestStep();
+  const double h_min =
+      std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step});
   const bool controlled = !fixed && options_.error_control;
   if (!controlled) {
     h_ideal_ = h_max;
@@ -445,6 +426,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
                          : options_.solver.tolerance;
   double h = std::min(h_ideal_, h_max);
   at_minimum_ = false;
+  bool solve_failed = false;  // some attempt of this step failed its convex solve
   for (;;) {
     bool limited = false;
     const double remaining = t_limit - t0;
@@ -460,6 +442,14 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     int worst;
     mujoco_->controller.ClearFailure();
     const bool ok = Attempt(d, h, tol, &error, &worst);
+    solve_failed = solve_failed || !ok;
+    if (!ok) failed_status_ = last_status_;
+    if (!ok && last_status_ == icf::SolveStatus::kNonFinite) {
+      if (absl::Status st = OverflowingProblem(d, t0, h); !st.ok()) {
+        LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
+        return st;
+      }
+    }
     if (mujoco_->controller.failed()) {
       LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
       return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", t0));
@@ -485,6 +475,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
           " (minimum ", h_min, "); worst coordinate: ", norm_.WorstName(m_, worst),
           ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
     if (dec.accept) {
+      if (absl::Status st = SolverProgress(t0, h, solve_failed); !st.ok()) return st;
       if (!limited) h_ideal_ = dec.h_next;
       break;
     }
@@ -496,6 +487,70 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   if (options_.mode == Mode::kTrapezoid) TrapezoidEndForce(d, h);
   RecordStep(h);
   return absl::OkStatus();
+}
+
+absl::Status Stepper::OverflowingProblem(const mjData* d, double t, double h) const {
+  // A solve failed on a non-finite value. If the problem's momentum term
+  // r = M v + h f (cenic-math §3) has an entry whose square overflows
+  // (|r_i| ≥ 1e150), no smaller step repairs it: name the dof and its inputs.
+  if (!last_solved_) return absl::OkStatus();
+  const std::vector<double>& r = last_solved_->r;
+  const Scratch& s = scratch_;
+  for (int i = 0; i < m_->nv && i < static_cast<int>(r.size()); ++i) {
+    if (std::abs(r[i]) < 1e150) continue;
+    const int joint = m_->dof_jntid[i];
+    const std::string name = adapter::ObjectName(m_, mjOBJ_JOINT, joint);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mjcenic: non-finite convex problem at time ", t, " (h = ", h, "): the momentum r[", i,
+        "] = M v + h f of dof ", i, " (joint ",
+        name.empty() ? absl::StrCat("#", joint) : absl::StrCat("'", name, "'"), ") is ", r[i],
+        ", beyond double range when squared; at this dof qvel = ", s.v_start[i],
+        ", qfrc_applied = ", d->qfrc_applied[i], ", qfrc_bias = ", d->qfrc_bias[i],
+        ", qfrc_passive = ", d->qfrc_passive[i], ", qfrc_actuator = ", d->qfrc_actuator[i],
+        "; the state was not advanced"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Stepper::SolverProgress(double t0, double h, bool solve_failed) {
+  // Progress guarantee: steps sized by solver failures, not by the accuracy,
+  // for kMaxSolverLimitedSteps accepted steps in a row (e.g. max_iterations =
+  // 1 converges only at h ~ 1e-8 s) end in an error.
+  solver_limited_steps_ = solve_failed ? solver_limited_steps_ + 1 : 0;
+  if (solver_limited_steps_ < kMaxSolverLimitedSteps) return absl::OkStatus();
+  solver_limited_steps_ = 0;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "mjcenic: no progress guarantee at time ", t0, ": the convex solve failed at a "
+      "larger step before each of the last ", kMaxSolverLimitedSteps, " accepted steps (",
+      "now h = ", h, " s; last failure: ", icf::ToString(failed_status_), ", max_iterations ",
+      options_.solver.max_iterations, "): steps are sized by the solver, not the "
+      "accuracy. Raise max_iterations or solver_tolerance; the state is the last accepted "
+      "step"));
+}
+
+double Stepper::LargestStep() const {
+  const double h_max = options_.max_step > 0 ? options_.max_step : 0;
+  if (options_.mode == Mode::kFixed || !options_.error_control)
+    return h_max > 0 ? h_max : m_->opt.timestep;
+  return h_max > 0 ? h_max : kDefaultMaxStep;
+}
+
+absl::Status Stepper::CheckStepCount(double t_start, double t) const {
+  // Progress guarantee: refuse a call that needs more than max_steps_per_call
+  // (unset: kMaxStepsAtLargestStep) steps even at the largest step (e.g.
+  // opt.timestep = 1e10, max_step = 1e-9).
+  const long cap = options_.max_steps_per_call > 0 ? options_.max_steps_per_call
+                                                   : kMaxStepsAtLargestStep;
+  const double h_max = LargestStep();
+  if (!((t - t_start) > h_max * static_cast<double>(cap))) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "mjcenic: advancing from time ", t_start, " to ", t, " needs more than ", cap,
+      options_.max_steps_per_call > 0 ? " (max_steps_per_call)"
+                                      : " (the limit when max_steps_per_call is 0)",
+      " steps of the largest step ", h_max, " s (max_step",
+      options_.max_step > 0 ? "" : " default",
+      "); the state was not advanced. Raise max_step or max_steps_per_call, or advance in "
+      "shorter calls"));
 }
 
 void Stepper::PostStep(mjData* d, double H, const double* v_start) {
@@ -527,6 +582,8 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
     return absl::InvalidArgumentError(absl::StrCat("mjcenic: cannot advance from time ",
                                                    d->time, " to ", t));
   const double t_start = d->time;
+  if (!single_step)
+    if (absl::Status s = CheckStepCount(t_start, t); !s.ok()) return s;
   std::copy(d->qvel, d->qvel + m_->nv, scratch_.v_call_start.begin());
   EnsureStages(d);
   mujoco_->stages.ControlCallback(d);
@@ -534,8 +591,15 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
       options_.controller == ControllerTreatment::kZeroOrderHold && !mujoco_->controller.Call(d))
     return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
   absl::Status status;
+  long steps = 0;
   do {
     status = InternalStep(d, t);
+    if (status.ok() && ++steps == options_.max_steps_per_call && !single_step && d->time < t)
+      status = absl::ResourceExhaustedError(absl::StrCat(
+          "mjcenic: no progress guarantee: ", steps, " accepted steps (max_steps_per_call) ",
+          "took the state only from time ", t_start, " to ", d->time, " of the target ", t,
+          " (last step ", stats_.last_h, " s); the state is the last accepted step. Raise "
+          "max_steps_per_call, relax accuracy / max_iterations, or advance in shorter calls"));
   } while (status.ok() && !single_step && d->time < t);
   PostStep(d, d->time - t_start, scratch_.v_call_start.data());
   stats_.time_total += Seconds(start, Clock::now());
@@ -550,7 +614,21 @@ absl::Status Stepper::AdvanceTo(mjData* d, double t) {
   return Advance(d, t, false);
 }
 
-absl::Status Stepper::Step(mjData* d) { return AdvanceTo(d, d->time + m_->opt.timestep); }
+absl::Status Stepper::Step(mjData* d) {
+  // A timestep below the minimum step at this time (README: 1e-14·|t|, ≈ 45
+  // ulp of t) cannot be taken: at t = 1e17, t + 0.002 == t and the call
+  // would otherwise succeed without moving.
+  const double dt = m_->opt.timestep;
+  if (std::isfinite(d->time) && dt > 0 && dt < kRelativeMinStep * std::abs(d->time))
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "mjcenic: step size underflow at time ", d->time, ": opt.timestep ", dt,
+        " is below the minimum step ", kRelativeMinStep * std::abs(d->time),
+        " (1e-14 |t|; one ulp of t is ",
+        std::nextafter(std::abs(d->time), std::numeric_limits<double>::infinity()) -
+            std::abs(d->time),
+        "); the state was not advanced. Reset time closer to 0"));
+  return AdvanceTo(d, d->time + dt);
+}
 
 absl::Status Stepper::StepOnce(mjData* d) {
   return Advance(d, std::numeric_limits<double>::infinity(), true);

@@ -102,6 +102,15 @@ class Stepper {
   absl::Status Advance(mjData* d, double t, bool single_step);
   // One internal step from the state in d, limited to end at t_limit.
   absl::Status InternalStep(mjData* d, double t_limit);
+  // Progress guarantee (README, "Errors and progress"): the largest step of
+  // the mode [s]; a call needing too many of them is refused; a run of steps
+  // sized by solver failures ends in an error.
+  double LargestStep() const;
+  absl::Status CheckStepCount(double t_start, double t) const;
+  absl::Status SolverProgress(double t0, double h, bool solve_failed);
+  // After a solve failed on a non-finite value: an error naming the dof if
+  // the problem itself overflows (no step size can repair it), else OK.
+  absl::Status OverflowingProblem(const mjData* d, double t, double h) const;
 
   // One attempt of step h from x_t (scratch_ *_start); on success the result
   // is in scratch_ *_end and *error holds the error estimate.
@@ -160,6 +169,11 @@ class Stepper {
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;
+  // Consecutive accepted steps that each followed a failed convex solve at a
+  // larger step (progress guarantee).
+  static constexpr int kMaxSolverLimitedSteps = 200;
+  int solver_limited_steps_ = 0;
+  icf::SolveStatus failed_status_ = icf::SolveStatus::kConverged;
   // Step-size histogram (log-spaced) for the median without storing steps.
   static constexpr int kBins = 2400;  // 1e-10 s .. 1e2 s, 200 bins per decade
   std::vector<long> h_hist_;

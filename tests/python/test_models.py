@@ -56,6 +56,16 @@ MODELS = [
     "mujoco_warp/unitree_g1/scene_hfield.xml",
     "mujoco_warp/franka_emika_panda/scene.xml",
 ]
+REPLACED_SETTINGS = "MJCF options replaced by mjcenic and ignored"
+
+
+def _replaced_settings(m):
+    """The model's mj_step settings other than MuJoCo's defaults that mjcenic ignores."""
+    return [s for s, default in ((m.opt.integrator, mujoco.mjtIntegrator.mjINT_EULER),
+                                 (m.opt.solver, mujoco.mjtSolver.mjSOL_NEWTON),
+                                 (m.opt.noslip_iterations, 0)) if s != default]
+
+
 # Measured single-core wall times dominate the sweep: start these first.
 SLOW_FIRST = ["mujoco/humanoid/100_humanoids.xml", "mujoco/replicate/particle.xml",
               "mujoco/replicate/leaves.xml", "mujoco/replicate/tendon.xml",
@@ -169,7 +179,12 @@ def test_model_runs_five_seconds_error_controlled(sweep, rel):
     assert abs(r["sim_time"] - round(5.0 / r["timestep"]) * r["timestep"]) < 1e-9
     nkey = _load(rel).nkey
     assert (r["keyframe"] is not None) == (nkey > 0), "must start from the first keyframe"
-    assert r["warnings"] == [], f"unexpected warnings: {r['warnings']}"
+    # The only warning allowed names the mj_step integrator/solver settings the
+    # model sets and mjcenic replaces by design (issue 12 item 9); right for
+    # the models that set integrator="implicitfast", solver="CG"/"PGS".
+    other = [w for w in r["warnings"] if not w.startswith(REPLACED_SETTINGS)]
+    assert other == [], f"unexpected warnings: {r['warnings']}"
+    assert len(r["warnings"]) - len(other) == int(bool(_replaced_settings(_load(rel))))
     pen, mj_pen = r["max_penetration"], r["mjstep_max_penetration"]
     print(f"{rel}: max penetration {1e3 * pen:.3f} mm vs mj_step {1e3 * mj_pen:.3f} mm; "
           f"{r['accepted_steps']} accepted + {r['rejected_steps']} rejected steps, "

@@ -1,0 +1,216 @@
+// Issue 12 regressions: every would-be livelock, silent no-op or unnamed
+// failure ends in a clear error (README, "Errors and progress").
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/integrator/options.h"
+#include "mjcenic/integrator/stepper.h"
+#include "test_util.h"
+
+namespace mjcenic {
+namespace {
+
+using test_util::DataPtr;
+using test_util::ModelPtr;
+
+bool Contains(const absl::Status& s, const std::string& what) {
+  return std::string(s.message()).find(what) != std::string::npos;
+}
+
+// Ball resting on the floor (contact active from the first step).
+test_util::Scene Resting() {
+  std::string err;
+  test_util::Scene s = test_util::LoadSceneAtKey("sphere_plane.xml", "rest", &err);
+  EXPECT_NE(s.model, nullptr) << err;
+  return s;
+}
+
+// Item 3: accuracies at or below round-off, and length scales that make the
+// translational tolerance unresolvable, are refused at option time.
+TEST(Reliability, RoundOffFloorsAreRefusedAtOptionTime) {
+  for (const char* a : {"1e-13", "1e-15", "1e-17", "1e-300"}) {
+    StepperOptions o;
+    const absl::Status s = SetOption(&o, "accuracy", a);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << a;
+    EXPECT_TRUE(Contains(s, "'accuracy'") && Contains(s, "1e-12")) << s.message();
+  }
+  StepperOptions o;
+  EXPECT_TRUE(SetOption(&o, "accuracy", "1e-12").ok());
+  auto scene = Resting();
+  StepperOptions tiny;
+  tiny.accuracy = 1e-15;
+  const absl::Status c = Stepper::Create(scene.model.get(), tiny).status();
+  EXPECT_EQ(c.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(c, "accuracy")) << c.message();
+  // length_scale = 1e-300 asks translations to be exact to 1e-303 m: refused.
+  for (const char* l : {"1e-300", "1e-7"}) {
+    const absl::Status ls = SetOption(&o, "length_scale", l);
+    EXPECT_TRUE(Contains(ls, "'length_scale'") && Contains(ls, "1e-6")) << ls.message();
+  }
+  EXPECT_TRUE(SetOption(&o, "length_scale", "0").ok());
+  EXPECT_TRUE(SetOption(&o, "length_scale", "1e-6").ok());
+  StepperOptions tiny_l;
+  tiny_l.length_scale = 1e-300;
+  const absl::Status cl = Stepper::Create(scene.model.get(), tiny_l).status();
+  EXPECT_TRUE(Contains(cl, "length_scale")) << cl.message();
+}
+
+// Item 3: a call that needs more than max_steps_per_call steps even at
+// max_step is refused before it starts, the state untouched.
+TEST(Reliability, CallNeedingTooManyStepsIsRefusedUpFront) {
+  auto scene = Resting();
+  StepperOptions o;
+  o.max_step = 1e-10;  // Step() of 1 ms: 1e7 steps > the 1e6 limit
+  auto s = Stepper::Create(scene.model.get(), o).value();
+  const double z = scene.data->qpos[2];
+  const absl::Status st = s->Step(scene.data.get());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(st, "max_steps_per_call") && Contains(st, "max_step")) << st.message();
+  EXPECT_EQ(scene.data->time, 0.0);
+  EXPECT_EQ(scene.data->qpos[2], z);
+  EXPECT_EQ(s->stats().steps, 0);
+  // <option timestep="1e10">: one Step() would integrate 1e10 s.
+  auto scene2 = Resting();
+  scene2.model->opt.timestep = 1e10;
+  auto s2 = Stepper::Create(scene2.model.get()).value();
+  const absl::Status st2 = s2->Step(scene2.data.get());
+  EXPECT_EQ(st2.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(st2, "to 1e+10")) << st2.message();
+  EXPECT_EQ(scene2.data->time, 0.0);
+}
+
+// Item 3: the per-call step cap itself (steps limited by the accuracy here).
+TEST(Reliability, MaxStepsPerCallEndsALongCall) {
+  std::string err;
+  auto scene = test_util::LoadSceneAtKey("sphere_plane.xml", "drop", &err);
+  ASSERT_NE(scene.model, nullptr) << err;
+  StepperOptions o;
+  o.max_steps_per_call = 20;
+  auto s = Stepper::Create(scene.model.get(), o).value();
+  const absl::Status st = s->AdvanceTo(scene.data.get(), 0.4);  // free fall: > 20 steps
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(st, "20 accepted steps (max_steps_per_call)")) << st.message();
+  EXPECT_EQ(s->stats().steps, 20);
+  // The state is the last accepted step: finite, between the start and the target.
+  EXPECT_GT(scene.data->time, 0.0);
+  EXPECT_LT(scene.data->time, 0.4);
+  EXPECT_TRUE(std::isfinite(scene.data->qpos[2]));
+}
+
+// Item 3: max_iterations = 1 converges only at tiny steps (contact makes the
+// problem non-quadratic): a bounded number of solver-sized steps, then an error.
+TEST(Reliability, OneNewtonIterationEndsInErrorNotACrawl) {
+  auto scene = Resting();
+  scene.data->qvel[0] = 1.0;  // sliding: friction keeps Newton busy
+  StepperOptions o;
+  o.solver.max_iterations = 1;
+  auto s = Stepper::Create(scene.model.get(), o).value();
+  absl::Status st;
+  for (int i = 0; i < 1000 && st.ok(); ++i) st = s->Step(scene.data.get());
+  ASSERT_FALSE(st.ok()) << "time " << scene.data->time << ", steps " << s->stats().steps;
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(st, "max_iterations 1")) << st.message();
+  EXPECT_LE(s->stats().steps, 200 * 1000);
+}
+
+// Item 6: at t = 1e17 the timestep is below one ulp: an underflow error, not
+// a success that moves nothing.
+TEST(Reliability, StepAtHugeTimeUnderflows) {
+  auto scene = Resting();
+  scene.data->time = 1e17;
+  auto s = Stepper::Create(scene.model.get()).value();
+  const absl::Status st = s->Step(scene.data.get());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(st, "step size underflow at time 1e+17")) << st.message();
+  EXPECT_EQ(scene.data->time, 1e17);
+  // Where the timestep is representable with margin, steps proceed.
+  scene.data->time = 1e6;
+  EXPECT_TRUE(s->Step(scene.data.get()).ok());
+  EXPECT_GT(scene.data->time, 1e6);
+}
+
+// Item 8: inconsistent step bounds are refused, naming the keys.
+TEST(Reliability, InconsistentStepBoundsAreRefused) {
+  auto scene = Resting();
+  struct Case { double min_step, max_step, initial_step; const char* key; };
+  for (const Case& c : {Case{0.5, 0.1, 0, "min_step (0.5 s) exceeds max_step (0.1 s)"},
+                        Case{2, 0, 0, "min_step (2 s) exceeds the default max_step (0.1 s)"},
+                        Case{0, 0, 10, "initial_step (10 s) exceeds the default max_step"},
+                        Case{0, 0.01, 0.02, "initial_step (0.02 s) exceeds max_step (0.01 s)"}}) {
+    StepperOptions o;
+    o.min_step = c.min_step;
+    o.max_step = c.max_step;
+    o.initial_step = c.initial_step;
+    EXPECT_FALSE(CheckStepBounds(o).ok());
+    const absl::Status st = Stepper::Create(scene.model.get(), o).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(Contains(st, c.key)) << st.message();
+  }
+  StepperOptions ok;
+  ok.min_step = 1e-6;
+  ok.max_step = 0.01;
+  ok.initial_step = 0.01;
+  EXPECT_TRUE(Stepper::Create(scene.model.get(), ok).ok());
+}
+
+// Item 9: mj_step settings that mjcenic replaces are named in one warning;
+// defaults give none.
+TEST(Reliability, ReplacedMjcfSettingsAreWarnedOnce) {
+  std::string err;
+  const char* xml = R"(<mujoco>
+    <option integrator="implicitfast" solver="CG" noslip_iterations="3"/>
+    <worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0 0 .2"><freejoint/><geom type="sphere" size=".1"/></body>
+    </worldbody></mujoco>)";
+  ModelPtr m = test_util::ModelFromXml(xml, &err);
+  ASSERT_NE(m, nullptr) << err;
+  auto s = Stepper::Create(m.get()).value();
+  ASSERT_EQ(s->warnings().size(), 1u);
+  const std::string& w = s->warnings()[0];
+  EXPECT_EQ(w.rfind(adapter::kReplacedSettingsWarning, 0), 0u) << w;
+  EXPECT_NE(w.find("integrator=\"implicitfast\""), std::string::npos) << w;
+  EXPECT_NE(w.find("solver=\"CG\""), std::string::npos) << w;
+  EXPECT_NE(w.find("noslip_iterations=3"), std::string::npos) << w;
+  for (const char* rk4 : {"RK4", "implicit"}) {
+    ModelPtr m2 = test_util::ModelFromXml(
+        std::string("<mujoco><option integrator=\"") + rk4 +
+            "\"/><worldbody><body><joint/><geom size=\".1\"/></body></worldbody></mujoco>",
+        &err);
+    ASSERT_NE(m2, nullptr) << err;
+    auto s2 = Stepper::Create(m2.get()).value();
+    ASSERT_EQ(s2->warnings().size(), 1u);
+    EXPECT_NE(s2->warnings()[0].find(std::string("integrator=\"") + rk4 + "\""),
+              std::string::npos);
+  }
+  auto scene = Resting();  // Euler, Newton, no noslip: nothing to say
+  EXPECT_TRUE(Stepper::Create(scene.model.get()).value()->warnings().empty());
+}
+
+// Item 11: overflowing velocities / forces name the dof and the quantity at
+// once (no 37 halvings ending in "error 0 ... worst coordinate: none").
+TEST(Reliability, OverflowingInputsNameTheDof) {
+  for (const char* field : {"qvel", "qfrc_applied"}) {
+    auto scene = Resting();
+    double* x = std::string(field) == "qvel" ? scene.data->qvel : scene.data->qfrc_applied;
+    x[4] = 1e300;  // dof 4: rotation about y of the ball's free joint
+    for (Mode mode : {Mode::kCenic, Mode::kFixed}) {
+      StepperOptions o;
+      o.mode = mode;
+      auto s = Stepper::Create(scene.model.get(), o).value();
+      const absl::Status st = s->Step(scene.data.get());
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << field << ": " << st.message();
+      EXPECT_TRUE(Contains(st, "dof 4 (joint 'ball')")) << st.message();
+      EXPECT_TRUE(Contains(st, std::string(field) + " = 1e+300")) << st.message();
+      EXPECT_EQ(s->stats().rejected_steps, 0) << st.message();
+      EXPECT_EQ(scene.data->time, 0.0);
+      EXPECT_EQ(x[4], 1e300);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mjcenic
