@@ -23,14 +23,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-void HashBytes(unsigned long long* h, const void* p, size_t n) {
-  const unsigned char* c = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) {
-    *h ^= c[i];
-    *h *= 1099511628211ull;  // FNV-1a
-  }
-}
-
 int FirstNonFinite(const double* x, long n) {
   for (long i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) return static_cast<int>(i);
@@ -122,24 +114,6 @@ void Stepper::RecordStep(double h) {
   ++h_hist_[std::clamp(b, 0, kBins - 1)];
 }
 
-unsigned long long Stepper::StateHash(const mjData* d, bool with_inputs) const {
-  unsigned long long h = 1469598103934665603ull;
-  HashBytes(&h, d->qpos, sizeof(double) * m_->nq);
-  HashBytes(&h, d->qvel, sizeof(double) * m_->nv);
-  HashBytes(&h, d->act, sizeof(double) * m_->na);
-  HashBytes(&h, d->mocap_pos, sizeof(double) * 3 * m_->nmocap);
-  HashBytes(&h, d->mocap_quat, sizeof(double) * 4 * m_->nmocap);
-  HashBytes(&h, d->eq_active, sizeof(mjtByte) * m_->neq);
-  HashBytes(&h, &m_->opt, sizeof(mjOption));
-  HashBytes(&h, &d, sizeof(d));
-  if (with_inputs) {
-    HashBytes(&h, d->ctrl, sizeof(double) * m_->nu);
-    HashBytes(&h, d->qfrc_applied, sizeof(double) * m_->nv);
-    HashBytes(&h, d->xfrc_applied, sizeof(double) * 6 * m_->nbody);
-  }
-  return h | 1;  // never 0
-}
-
 absl::Status Stepper::CheckInputs(const mjData* d) const {
   struct Field { const char* name; const double* x; long n; };
   const Field fields[] = {
@@ -165,14 +139,13 @@ absl::Status Stepper::CheckInputs(const mjData* d) const {
 }
 
 void Stepper::EnsureStages(mjData* d) {
-  const unsigned long long h = StateHash(d, false);
-  if (h == stages_hash_) return;
+  if (stages_state_.Matches(m_, d)) return;
   const auto t0 = Clock::now();
   mujoco_->stages.PositionVelocity(d);
   ++stats_.geometry_queries;
   stats_.max_penetration = std::max(stats_.max_penetration, MaxPenetration(d));
   stats_.time_geometry += Seconds(t0, Clock::now());
-  stages_hash_ = h;
+  stages_state_.Capture(m_, d);
 }
 
 bool Stepper::ImplicitController() const {
@@ -190,14 +163,14 @@ bool Stepper::LinearizeController(mjData* d) {
   const Scratch& s = scratch_;
   const bool ok =
       mujoco_->controller.Linearize(d, s.q_start.data(), s.v_start.data(), s.act_start.data());
-  stages_hash_ = 0;  // d's stages belong to an evaluation state now
+  stages_state_.Invalidate();  // d's stages belong to an evaluation state now
   return ok;
 }
 
 bool Stepper::ControllerAt(mjData* d, const double* q, const double* v) {
   // τ at a solve's start state (the sensitivities are reused).
   const bool ok = mujoco_->controller.ForceAt(d, q, v, scratch_.act_start.data());
-  stages_hash_ = 0;  // d's stages belong to an evaluation state now
+  stages_state_.Invalidate();  // d's stages belong to an evaluation state now
   return ok;
 }
 
@@ -301,14 +274,14 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
 
 bool Stepper::ProblemAtStart(mjData* d, double h) {
   // Built once per start state, reused after a rejection (only h changes).
-  if (StateHash(d, true) == model_start_hash_) {
+  if (model_start_state_.Matches(m_, d)) {
     model_start_.SetTimeStep(h);
     last_problem_ = &model_start_;
     return true;
   }
   if (ImplicitController() && !LinearizeController(d)) return false;
   if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
-  model_start_hash_ = StateHash(d, true);
+  model_start_state_.Capture(m_, d);
   return true;
 }
 
@@ -361,7 +334,7 @@ bool Stepper::Trapezoid(mjData* d, double h, double tolerance, double* error, in
   // without one, the implicit-Euler force of the full step.
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv), na = static_cast<int>(m_->na);
-  if (force_start_hash_ != StateHash(d, true)) {
+  if (!force_start_state_.Matches(m_, d)) {
     model_start_.MultiplyM(s.v_full.data(), s.force_start.data());
     model_start_.MultiplyM(s.v_start.data(), s.M_dv.data());
     for (int i = 0; i < nv; ++i) s.force_start[i] = (s.force_start[i] - s.M_dv[i]) / h;
@@ -399,7 +372,7 @@ void Stepper::TrapezoidEndForce(const mjData* d, double h) {
   for (int i = 0; i < m_->nv; ++i) s.dv[i] = s.v_end[i] - s.v_start[i];
   model_mid_.MultiplyM(s.dv.data(), s.M_dv.data());
   for (int i = 0; i < m_->nv; ++i) s.force_start[i] = 2 * s.M_dv[i] / h - s.force_start[i];
-  force_start_hash_ = StateHash(d, true);
+  force_start_state_.Capture(m_, d);
 }
 
 absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
@@ -555,7 +528,7 @@ absl::Status Stepper::CheckStepCount(double t_start, double t) const {
 
 void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   const auto t0 = Clock::now();
-  if (StateHash(d, false) != stages_hash_) {
+  if (!stages_state_.Matches(m_, d)) {
     mujoco_->stages.PositionVelocity(d);
     ++stats_.geometry_queries;
     stats_.max_penetration = std::max(stats_.max_penetration, MaxPenetration(d));
@@ -567,7 +540,7 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
                                                                        : nullptr;
   mujoco_->forces.Write(m_, records, solver_.solution(), records ? last_solved_->h : 0, d);
   mujoco_->stages.FinishStep(d, H, v_start);
-  stages_hash_ = StateHash(d, false);
+  stages_state_.Capture(m_, d);
   stats_.time_geometry += Seconds(t0, Clock::now());
 }
 

@@ -32,6 +32,7 @@
 #include "mjcenic/integrator/controller.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/options.h"
+#include "mjcenic/integrator/state_snapshot.h"
 
 namespace mjcenic {
 
@@ -148,7 +149,6 @@ class Stepper {
   // Runs the position/velocity stages at d's state unless d still holds them.
   void EnsureStages(mjData* d);
   void PostStep(mjData* d, double H, const double* v_start);
-  unsigned long long StateHash(const mjData* d, bool with_inputs) const;
   void RecordStep(double h);
 
   const mjModel* m_;
@@ -161,11 +161,11 @@ class Stepper {
   const icf::IcfModel* last_solved_ = nullptr;
   const icf::IcfModel* last_problem_ = &model_start_;
   icf::SolveStatus last_status_ = icf::SolveStatus::kConverged;
-  // Stage-cache keys (StateHash): the state d's stages belong to, the state
-  // (with inputs) model_start_ was built at, and the one force_start belongs to.
-  unsigned long long stages_hash_ = 0;
-  unsigned long long model_start_hash_ = 0;
-  unsigned long long force_start_hash_ = 0;
+  // Stage-cache keys: the state d's stages belong to, the state (with
+  // inputs) model_start_ was built at, and the one force_start belongs to.
+  StateSnapshot stages_state_{false};
+  StateSnapshot model_start_state_{true};
+  StateSnapshot force_start_state_{true};
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;
