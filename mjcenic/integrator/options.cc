@@ -81,6 +81,7 @@ const std::map<std::string, Setter>& Setters() {
       {"sigma_r",
        Number([](StepperOptions* o) { return &o->icf.sigma_R; }, 0, false,
               ">= 0 (ICF friction regularization factor)")},
+      {"stiction_anchors", Flag([](StepperOptions* o) { return &o->icf.stiction_anchors; })},
       {"transition_width",
        Number([](StepperOptions* o) { return &o->icf.transition_width; }, 0, true, "> 0")},
       {"contact_stiffness",

@@ -299,6 +299,9 @@ void Stepper::BuildModel(mjData* d, double h, icf::IcfModel* model) {
   adapter::BuildInfo info;
   const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
   adapter_.Build(m_, d, h, model, &info, implicit_ctrl ? &feedback_ : nullptr);
+  // The model at a step's start state advances the anchors (once per state).
+  if (model->params.stiction_anchors)
+    anchors_.Apply(m_, d, adapter_.contact_records(), h, model == &model0_, model);
   (model == &model0_ ? records0_ : records_mid_) = adapter_.contact_records();
   (model == &model0_ ? rows0_ : rows_mid_) = adapter_.row_records();
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);

@@ -25,6 +25,7 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/adapter/stiction_anchors.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/error_norm.h"
@@ -120,6 +121,7 @@ class Stepper {
   StepperOptions options_;
   mutable StepperStats stats_;
   adapter::MujocoAdapter adapter_;
+  adapter::StictionAnchors anchors_;  // elastic-slip state of sticking contacts
   ErrorNorm norm_;
   icf::IcfSolver solver_;
   icf::IcfModel model0_, model_mid_;     // built at x_t, at the midpoint / end
