@@ -3,7 +3,7 @@
 for mjcenic's defaults, candidate settings and mj_step.
 
     python3 scripts/bench_creep.py [--out-dir out/creep] [--quick]
-        [--scenes pinch,incline,panda,stack] [--series defaults,...]
+        [--scenes pinch,incline,panda,stack] [--series "defaults;..."]
 
 Scenes (all far inside the friction cone, so Coulomb's law says: no motion):
   pinch    models/pinch_grasp.xml, MuJoCo issue #3328's setting: a 45 g capsule
@@ -165,7 +165,7 @@ def main():
     ap.add_argument("--out-dir", default="out/creep")
     ap.add_argument("--quick", action="store_true", help="fewer fixed steps and accuracies")
     ap.add_argument("--scenes", default=",".join(SCENES))
-    ap.add_argument("--series", default=",".join(SERIES))
+    ap.add_argument("--series", default=";".join(SERIES), help="names separated by ;")
     args = ap.parse_args()
     out = pathlib.Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -181,7 +181,7 @@ def main():
         for name, cone, ns in MJ:
             rec(scene=scene, series="mj_step " + name, method="mj_step",
                 **creep(scene, "mj_step", cone=cone, noslip=ns))
-        for series in args.series.split(","):
+        for series in args.series.split(";"):
             opts = SERIES[series]
             for a in accs:
                 for method in ("loop", "chunks"):

@@ -39,7 +39,7 @@ const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const Co
 
 void StictionAnchors::Apply(const mjModel* m, const mjData* d,
                             const std::vector<ContactRecord>& records, double h, bool advance,
-                            icf::IcfModel* model) {
+                            const double* v_slip, icf::IcfModel* model) {
   icf::ContactPool& pool = model->contacts;
   const icf::IcfParameters& p = model->params;
   if (advance && d->time < last_time_) anchors_.clear();  // time reset: a new run
@@ -57,26 +57,26 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
     const Anchor* a = Match(m, rec, local);
     const bool touching = pool.fn0[c] > 0 && pool.mu_s[c] > 0;
     if (!touching || (!a && !advance)) continue;
-    // Anchor bias in the contact frame (rows 1, 2 of the frame: the tangents).
+    // Anchor β in the contact frame (rows 1, 2 of the frame: the tangents).
     double b1 = 0, b2 = 0;
     if (a) {
       double bw[3];
-      FromBody(d, body, a->bias, bw);
+      FromBody(d, body, a->beta, bw);
       b1 = mju_dot3(rec.frame + 3, bw);
       b2 = mju_dot3(rec.frame + 6, bw);
     }
     if (advance) {
+      // β += (J v_slip)_t / ε with this step's ε (§4.6), |β| ≤ κ.
       double vc[3];
-      pool.rows.Multiply(c, model->v0.data(), vc);  // physical slip (J v0)_t
-      b1 += vc[1];
-      b2 += vc[2];
-      // |b| ≤ κ ε with the largest ε the contact can have this step (μ ≤ μ_s).
+      pool.rows.Multiply(c, v_slip, vc);
       const double eps =
-          std::max(p.stiction_tolerance, pool.mu_s[c] * pool.Rt[c] * h * pool.fn0[c]);
-      const double norm = std::hypot(b1, b2), cap = kMaxBias * eps;
-      if (norm > cap) {
-        b1 *= cap / norm;
-        b2 *= cap / norm;
+          std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h * pool.fn0[c]);
+      b1 += vc[1] / eps;
+      b2 += vc[2] / eps;
+      const double norm = std::hypot(b1, b2);
+      if (norm > kMaxBias) {
+        b1 *= kMaxBias / norm;
+        b2 *= kMaxBias / norm;
       }
       Anchor& n = next_.emplace_back();
       n.geom[0] = rec.geom[0];
@@ -84,18 +84,14 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       std::copy(local, local + 3, n.pos);
       double bw[3];
       for (int i = 0; i < 3; ++i) bw[i] = b1 * rec.frame[3 + i] + b2 * rec.frame[6 + i];
-      ToBody(d, body, bw, false, n.bias);
+      ToBody(d, body, bw, false, n.beta);
     }
-    pool.bias[3 * c + 1] = b1;
-    pool.bias[3 * c + 2] = b2;
+    pool.anchor[2 * c] = b1;
+    pool.anchor[2 * c + 1] = b2;
     changed = changed || b1 != 0 || b2 != 0;
   }
   if (advance) anchors_.swap(next_);
-  if (changed) {
-    // μ(s) and ε see v_c = J v0 + b (§4.3, §4.6).
-    pool.Lag(model->v0.data(), p);
-    model->SetTimeStep(h);
-  }
+  if (changed) model->SetTimeStep(h);  // b_t = β ε
 }
 
 }  // namespace mjcenic::adapter

@@ -23,7 +23,7 @@ BOUND = {"pinch": 0.1, "incline": 0.1, "panda": 1.0}
 @pytest.mark.parametrize("scene", ["pinch", "incline", "panda"])
 def test_defaults_hold_at_every_accuracy_and_fixed_step(scene):
     runs = {f"loop {a:g}": bench_creep.creep(scene, "loop", accuracy=a) for a in ACCURACIES}
-    runs["chunks 1e-3"] = bench_creep.creep(scene, "chunks", accuracy=1e-3)
+    runs.update({f"chunks {a:g}": bench_creep.creep(scene, "chunks", accuracy=a) for a in ACCURACIES})
     runs.update({f"fixed {h * 1e3:g} ms": bench_creep.creep(scene, "fixed", h=h) for h in FIXED})
     for name, r in runs.items():
         print(f"{scene} {name}: creep {r['creep_um_s']:.3g} µm/s, {r['steps']} steps")
