@@ -8,7 +8,7 @@
 // shifts the friction's argument by b_t = β ε (v_c = J v + b), and β
 // integrates the contact's physical slip from one accepted state to the next,
 //     β ← clamp(β + (J v̄)_t / ε, |β| ≤ κ),
-// v̄ the mean velocity of the step that led there. In steady sticking β
+// v̄ the velocity of the accepted state. In steady sticking β
 // converges to ρ/sqrt(1 − ρ²), the same for every step size (ε changes with
 // h, β does not), and the physical slip to zero: the friction force is
 // unchanged, the creep is gone. With a stiff contact response the update is
@@ -52,9 +52,7 @@ class StictionAnchors {
   // state. With `advance` (d holds a newly accepted state, later than the last
   // one advanced), first integrates each contact's slip (J v_slip)_t into its
   // anchor and keeps the result; an earlier time clears the anchors. v_slip
-  // (nv): the velocity that moved the positions into d's state (the mean
-  // velocity of the step that ended there; step doubling's half steps can
-  // differ from the end velocity v0).
+  // (nv): the state's velocity (the step's end velocity).
   // Re-derives the time-step quantities (model at step h) where an anchor is set.
   void Apply(const mjModel* m, const mjData* d, const std::vector<ContactRecord>& records,
              double h, bool advance, const double* v_slip, icf::IcfModel* model);

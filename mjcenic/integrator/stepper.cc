@@ -110,7 +110,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
   const int nq = static_cast<int>(m->nq), nv = static_cast<int>(m->nv),
             na = static_cast<int>(m->na);
   for (auto* v : {&q0_, &qf_, &qa_, &q1_}) v->resize(nq);
-  for (auto* v : {&v0_, &vf_, &va_, &v1_, &vguess_, &v_outer_, &dq_, &f_start_, &tmp_, &v_slip_})
+  for (auto* v : {&v0_, &vf_, &va_, &v1_, &vguess_, &v_outer_, &dq_, &f_start_, &tmp_})
     v->resize(nv);
   for (auto* v : {&act0_, &act_dot0_, &actf_, &acta_, &act_dota_, &act1_}) v->resize(na);
   if (o.speculative_margin > 0) {
@@ -300,10 +300,10 @@ void Stepper::BuildModel(mjData* d, double h, icf::IcfModel* model) {
   const bool implicit_ctrl = controller_ && options_.controller == ControllerTreatment::kImplicit;
   adapter_.Build(m_, d, h, model, &info, implicit_ctrl ? &feedback_ : nullptr);
   // The model at a step's start state advances the anchors (once per state)
-  // by the slip of the step that ended there.
+  // by the contacts' slip at its velocity.
   if (model->params.stiction_anchors)
     anchors_.Apply(m_, d, adapter_.contact_records(), h, model == &model0_,
-                   d->time == slip_time_ ? v_slip_.data() : model->v0.data(), model);
+                   model->v0.data(), model);
   (model == &model0_ ? records0_ : records_mid_) = adapter_.contact_records();
   (model == &model0_ ? rows0_ : rows_mid_) = adapter_.row_records();
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
@@ -539,8 +539,6 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   }
   LoadState(d, q1_.data(), v1_.data(), act1_.data());
   d->time = (h == t_limit - t0) ? t_limit : t0 + h;
-  mj_differentiatePos(m_, v_slip_.data(), h, q0_.data(), q1_.data());
-  slip_time_ = d->time;
   if (options_.mode == Mode::kTrapezoid) {
     // End force of this step starts the next one: F_end = 2 M̂ (v − v_t)/h − F_t.
     for (int i = 0; i < m_->nv; ++i) vguess_[i] = v1_[i] - v0_[i];

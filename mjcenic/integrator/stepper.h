@@ -122,10 +122,6 @@ class Stepper {
   mutable StepperStats stats_;
   adapter::MujocoAdapter adapter_;
   adapter::StictionAnchors anchors_;  // elastic-slip state of sticking contacts
-  // Mean velocity (q1 ⊖ q0)/h of the last accepted step, which ended at
-  // slip_time_: the anchors integrate the slip that moved the positions.
-  std::vector<double> v_slip_;
-  double slip_time_ = -1;
   ErrorNorm norm_;
   icf::IcfSolver solver_;
   icf::IcfModel model0_, model_mid_;     // built at x_t, at the midpoint / end
