@@ -15,6 +15,11 @@ struct IcfParameters {
   // time scale τ_r (MuJoCo's solref) instead of within ~βh̄: a rigid
   // correction of a large violation would inject enormous velocities.
   double violation_tolerance = 1e-3;
+  // Stiction anchors (adapter/stiction_anchors.h): an elastic-slip bias per
+  // sticking contact that removes the creep ε ρ/sqrt(1 − ρ²) of the
+  // regularized friction. false (default for now): the paper's friction law
+  // alone. Opt-in until its cost on every shared model is benchmarked.
+  bool stiction_anchors = false;
 };
 
 }  // namespace mjcenic::icf

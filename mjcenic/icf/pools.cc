@@ -22,7 +22,7 @@ double FrictionCoefficient(double s, double mu_s, double mu_d, double width) {
 void ContactPool::Clear() {
   rows.Clear();
   fe0.clear(); k.clear(); d.clear(); mu_s.clear(); mu_d.clear(); Rt.clear();
-  bias.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
+  bias.clear(); anchor.clear(); anchor_bias.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
   N_hat.clear();
 }
 
@@ -32,6 +32,8 @@ int ContactPool::Add(std::span<const int> dofs, double fe0_, double k_, double d
   fe0.push_back(fe0_); k.push_back(k_); d.push_back(d_);
   mu_s.push_back(mu_s_); mu_d.push_back(mu_d_); Rt.push_back(Rt_);
   bias.insert(bias.end(), {0.0, 0.0, 0.0});
+  anchor.insert(anchor.end(), {0.0, 0.0});
+  anchor_bias.insert(anchor_bias.end(), {0.0, 0.0});
   fn0.push_back(0); mu.push_back(mu_s_); n0.push_back(0); eps.push_back(0); vhat.push_back(0);
   N_hat.push_back(0);
   return c;
@@ -54,6 +56,11 @@ void ContactPool::SetTimeStep(double h_, const IcfParameters& p) {
   for (int c = 0; c < size(); ++c) {
     n0[c] = h * fn0[c];
     eps[c] = std::max(p.stiction_tolerance, mu[c] * Rt[c] * n0[c]);  // §4.6
+    for (int i = 0; i < 2; ++i) {
+      bias[3 * c + 1 + i] -= anchor_bias[2 * c + i];
+      anchor_bias[2 * c + i] = anchor[2 * c + i] * eps[c];
+      bias[3 * c + 1 + i] += anchor_bias[2 * c + i];
+    }
     vhat[c] = std::min(fe0[c] / (h * (k[c] + kGuard)), 1.0 / (d[c] + kGuard));  // §4.4
     N_hat[c] = NormalPotential(c, vhat[c]);
   }

@@ -31,6 +31,11 @@ struct ContactPool {
   std::vector<double> mu_s, mu_d;
   std::vector<double> Rt;    // σ_R w_t (§4.6) [1/kg]
   std::vector<double> bias;  // surface-velocity bias b (3 per contact)
+  // Stiction anchor β (2 per contact, tangential, in units of ε): SetTimeStep
+  // adds β ε to the tangential bias (anchor_bias: the part added), so the
+  // anchor holds the same load fraction at every step size
+  // (adapter/stiction_anchors.h). Set after Lag, which sees no anchor.
+  std::vector<double> anchor, anchor_bias;
   // Lagged quantities (§4.3), set by Lag(v0).
   std::vector<double> fn0;   // f_n^0 [N]
   std::vector<double> mu;    // μ(s^0)

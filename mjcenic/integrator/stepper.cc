@@ -12,6 +12,7 @@
 #include "mjcenic/adapter/constraint_forces.h"
 #include "mjcenic/adapter/mujoco_adapter.h"
 #include "mjcenic/adapter/mujoco_stages.h"
+#include "mjcenic/adapter/stiction_anchors.h"
 #include "mjcenic/integrator/controller_linearizer.h"
 
 namespace mjcenic {
@@ -42,6 +43,7 @@ struct Stepper::Mujoco {
   adapter::ConstraintForces forces;
   // Where the constraints of model_start_ / model_mid_ came from.
   adapter::BuildRecords records_start, records_mid;
+  adapter::StictionAnchors anchors;  // elastic-slip state of sticking contacts
   ControllerLinearizer controller;
 };
 
@@ -186,6 +188,11 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
   mujoco_->builder.Build(m_, d, h, options_.icf,
                          ImplicitController() ? &mujoco_->controller.feedback() : nullptr, model,
                          records, &info);
+  // The problem at a step's start state advances the anchors (once per
+  // state) by the contacts' slip at its velocity.
+  if (model->params.stiction_anchors)
+    mujoco_->anchors.Apply(m_, d, records->contacts, h, model == &model_start_, model->v0.data(),
+                           model);
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
   stats_.time_assembly += Seconds(t0, Clock::now());
   last_problem_ = model;

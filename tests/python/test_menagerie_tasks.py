@@ -68,8 +68,7 @@ def test_panda_holds_box_for_five_seconds():
         return d.xmat[hand].reshape(3, 3).T @ (d.xpos[box] - d.xpos[hand])
 
     # A user loop at the model's 2 ms control rate (error control inside each
-    # step). With single 0.1 s steps the box creeps ~1.8 mm in 5 s: ICF's
-    # friction regularization ε = max(v_s, μ σ_R w_t h f_n) grows with h.
+    # step). Creep at other step sizes: scripts/bench_creep.py (issue 13).
     while d.time < 1.0 - 1e-9:  # grasp settles
         sim.step(d)
     r0 = rel()

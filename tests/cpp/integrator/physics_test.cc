@@ -18,6 +18,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include "mjcenic/adapter/stiction_anchors.h"
 #include "mjcenic/integrator/stepper.h"
 #include "test_util.h"
 
@@ -198,6 +199,7 @@ TEST(PhysicsIncline, BoxCreepsAtRegularizedSpeedBelowFrictionAngle) {
   const int box = mj_name2id(m.get(), mjOBJ_BODY, "box");
   const double h = m->opt.timestep, mass = m->body_mass[box];
   StepperOptions o;  // default v_s = 1e-4 m/s
+  o.icf.stiction_anchors = false;  // the paper's regularized law (anchors: test_creep.py)
   const double v_s = o.icf.stiction_tolerance;
   const double eps_load = mu * o.icf.sigma_R * 2.65 / mass * h * mass * g * std::cos(theta);
   ASSERT_LT(eps_load, v_s);  // so ε = v_s at every corner
@@ -248,6 +250,7 @@ TEST(PhysicsIncline, SingleContactCreepUsesLoadRegularization) {
   SetIncline(m.get(), theta);
   StepperOptions o;
   o.icf.stiction_tolerance = 1e-6;
+  o.icf.stiction_anchors = false;  // the paper's regularized law (anchors: test_creep.py)
   const double eps = std::max(o.icf.stiction_tolerance,
                               mu * o.icf.sigma_R * 2.65 * h * g * std::cos(theta));
   ASSERT_GT(eps, 5 * o.icf.stiction_tolerance);  // the load term dominates
@@ -266,6 +269,49 @@ TEST(PhysicsIncline, SingleContactCreepUsesLoadRegularization) {
   Report("single-contact creep speed predicted [m/s]", v_pred);
   Report("single-contact creep / predicted", v_creep / v_pred);
   EXPECT_NEAR(v_creep / v_pred, 1.0, 0.05);
+}
+
+// Issue 13, stiction anchors (opt-in: stiction_anchors): the same box at 20° (ρ = 0.73) holds
+// at every fixed step, where the regularized law alone creeps at
+// v_s ρ/sqrt(1 − ρ²) = 107 µm/s. On release (gravity along the normal only)
+// the box rocks back as its corners' normal loads even out, with or without
+// anchors; the anchors add at most their recoil κ ε h (κ =
+// StictionAnchors::kMaxBias, ε = v_s here) to that motion.
+TEST(PhysicsIncline, AnchorsHoldBoxAtEveryStepAndReleaseWithoutKick) {
+  for (double h : {1e-3, 5e-3, 2e-2}) {
+    double creep[2], recoil[2];
+    for (bool anchors : {true, false}) {
+      ModelPtr m = LoadScene("box_incline.xml");
+      ASSERT_NE(m, nullptr);
+      SetIncline(m.get(), 20 * kPi / 180);
+      m->opt.timestep = h;
+      StepperOptions o;
+      o.mode = Mode::kFixed;
+      o.icf.stiction_anchors = anchors;
+      DataPtr d = MakeData(m.get(), "rest");
+      auto s = MakeStepper(m.get(), o);
+      ASSERT_NE(s, nullptr);
+      ASSERT_TRUE(StepN(s.get(), d.get(), Steps(0.5, h)));
+      ASSERT_EQ(d->ncon, 4);
+      const double x0 = d->qpos[0], t0 = d->time;
+      ASSERT_TRUE(StepN(s.get(), d.get(), Steps(0.5, h)));
+      creep[anchors] = (d->qpos[0] - x0) / (d->time - t0);
+      EXPECT_NEAR(d->qpos[3], 1.0, 1e-6);
+      m->opt.gravity[0] = 0;  // release
+      const double x1 = d->qpos[0];
+      ASSERT_TRUE(StepN(s.get(), d.get(), Steps(0.2, h)));
+      recoil[anchors] = d->qpos[0] - x1;
+      EXPECT_LT(std::abs(d->qvel[0]), 1e-6);
+    }
+    Report("box at 20deg, fixed step h [s]", h);
+    Report("  creep with anchors [m/s]", creep[1]);
+    Report("  creep without anchors [m/s]", creep[0]);
+    Report("  release motion with - without anchors [m]", recoil[1] - recoil[0]);
+    EXPECT_LT(std::abs(creep[1]), 1e-9);
+    EXPECT_GT(creep[0], 1e-4);
+    EXPECT_LT(std::abs(recoil[1] - recoil[0]),
+              adapter::StictionAnchors::kMaxBias * StepperOptions().icf.stiction_tolerance * h);
+  }
 }
 
 // tan θ > μ: the box slides with a = g (sin θ − μ cos θ).

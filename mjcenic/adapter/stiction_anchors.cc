@@ -1,0 +1,97 @@
+#include "mjcenic/adapter/stiction_anchors.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mjcenic::adapter {
+
+namespace {
+// x_local = Rᵀ (x − p) for body b (p = 0 for directions).
+void ToBody(const mjData* d, int b, const double* x, bool point, double* out) {
+  const double* R = d->xmat + 9 * b;
+  const double* p = d->xpos + 3 * b;
+  double y[3];
+  for (int i = 0; i < 3; ++i) y[i] = x[i] - (point ? p[i] : 0.0);
+  for (int i = 0; i < 3; ++i) out[i] = R[i] * y[0] + R[3 + i] * y[1] + R[6 + i] * y[2];
+}
+void FromBody(const mjData* d, int b, const double* x, double* out) {
+  const double* R = d->xmat + 9 * b;
+  for (int i = 0; i < 3; ++i) out[i] = R[3 * i] * x[0] + R[3 * i + 1] * x[1] + R[3 * i + 2] * x[2];
+}
+}  // namespace
+
+const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const ContactRecord& rec,
+                                                      const double* local) const {
+  const double radius = 0.1 * (m->geom_rbound[rec.geom[0]] + m->geom_rbound[rec.geom[1]]);
+  const Anchor* best = nullptr;
+  double best_d2 = radius * radius;
+  for (const Anchor& a : anchors_) {
+    if (a.geom[0] != rec.geom[0] || a.geom[1] != rec.geom[1]) continue;
+    const double dx = a.pos[0] - local[0], dy = a.pos[1] - local[1], dz = a.pos[2] - local[2];
+    const double d2 = dx * dx + dy * dy + dz * dz;
+    if (d2 <= best_d2) {
+      best_d2 = d2;
+      best = &a;
+    }
+  }
+  return best;
+}
+
+void StictionAnchors::Apply(const mjModel* m, const mjData* d,
+                            const std::vector<ContactRecord>& records, double h, bool advance,
+                            const double* v_slip, icf::IcfModel* model) {
+  icf::ContactPool& pool = model->contacts;
+  const icf::IcfParameters& p = model->params;
+  if (advance && d->time < last_time_) anchors_.clear();  // time reset: a new run
+  advance = advance && d->time > last_time_;  // a rebuild at the same state does not advance
+  if (advance) {
+    last_time_ = d->time;
+    next_.clear();
+  }
+  bool changed = false;
+  for (int c = 0; c < pool.size(); ++c) {
+    const ContactRecord& rec = records[c];
+    const int body = m->geom_bodyid[rec.geom[0]];
+    double local[3];
+    ToBody(d, body, rec.pos, true, local);
+    const Anchor* a = Match(m, rec, local);
+    const bool touching = pool.fn0[c] > 0 && pool.mu_s[c] > 0;
+    if (!touching || (!a && !advance)) continue;
+    // Anchor β in the contact frame (rows 1, 2 of the frame: the tangents).
+    double b1 = 0, b2 = 0;
+    if (a) {
+      double bw[3];
+      FromBody(d, body, a->beta, bw);
+      b1 = mju_dot3(rec.frame + 3, bw);
+      b2 = mju_dot3(rec.frame + 6, bw);
+    }
+    if (advance) {
+      // β += (J v_slip)_t / ε with this step's ε (§4.6), |β| ≤ κ.
+      double vc[3];
+      pool.rows.Multiply(c, v_slip, vc);
+      const double eps =
+          std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h * pool.fn0[c]);
+      b1 += vc[1] / eps;
+      b2 += vc[2] / eps;
+      const double norm = std::hypot(b1, b2);
+      if (norm > kMaxBias) {
+        b1 *= kMaxBias / norm;
+        b2 *= kMaxBias / norm;
+      }
+      Anchor& n = next_.emplace_back();
+      n.geom[0] = rec.geom[0];
+      n.geom[1] = rec.geom[1];
+      std::copy(local, local + 3, n.pos);
+      double bw[3];
+      for (int i = 0; i < 3; ++i) bw[i] = b1 * rec.frame[3 + i] + b2 * rec.frame[6 + i];
+      ToBody(d, body, bw, false, n.beta);
+    }
+    pool.anchor[2 * c] = b1;
+    pool.anchor[2 * c + 1] = b2;
+    changed = changed || b1 != 0 || b2 != 0;
+  }
+  if (advance) anchors_.swap(next_);
+  if (changed) model->SetTimeStep(h);  // b_t = β ε
+}
+
+}  // namespace mjcenic::adapter

@@ -1,0 +1,72 @@
+// Stiction anchors: an elastic-slip state per sticking contact that removes
+// the creep of regularized friction (README, "How mjcenic holds grasps").
+//
+// ICF's friction γ_t = −μ n⁰ v_c,t / sqrt(|v_c,t|² + ε²) (§4.6) needs a slip
+// velocity |v_c,t| = ε ρ/sqrt(1 − ρ²) to carry a load at the fraction ρ of its
+// friction bound, so a held object creeps at that speed. Each contact here
+// carries an anchor β (tangential, in units of its ε): the contact pool
+// shifts the friction's argument by b_t = β ε (v_c = J v + b), and β
+// integrates the contact's physical slip from one accepted state to the next,
+//     β ← clamp(β + (J v̄)_t / ε, |β| ≤ κ),
+// v̄ the velocity of the accepted state. In steady sticking β
+// converges to ρ/sqrt(1 − ρ²), the same for every step size (ε changes with
+// h, β does not), and the physical slip to zero: the friction force is
+// unchanged, the creep is gone. With a stiff contact response the update is
+// a contraction with factor 1/(1 + W G) ∈ (0, 1) per step (G = μ n⁰/ε the
+// friction's sticking stiffness, W the tangential Delassus operator): it
+// never overshoots. The clamp bounds the anchor's recoil speed by κ ε and
+// lets sliding contacts (|v_t| ≫ ε) slide as before. Each solve stays convex
+// (b is a constant shift of v_c); the Newton iteration is unchanged.
+//
+// Anchors persist across steps by contact identity: same geom pair and
+// nearest contact point in the frame of the first geom's body (within a
+// tenth of the geoms' bounding radii); β is stored in that frame too, so a
+// grasp held by a moving, rotating hand keeps its anchors. Unmatched
+// contacts start at β = 0.
+#pragma once
+
+#include <mujoco/mujoco.h>
+
+#include <limits>
+#include <vector>
+
+#include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/icf/icf_model.h"
+
+namespace mjcenic::adapter {
+
+class StictionAnchors {
+ public:
+  // κ: the largest |β| (holds loads up to ρ = κ/sqrt(1 + κ²) = 0.995 of the
+  // friction bound without creep).
+  static constexpr double kMaxBias = 10.0;
+
+  void Clear() {
+    anchors_.clear();
+    next_.clear();
+    last_time_ = -std::numeric_limits<double>::infinity();
+  }
+
+  // Sets the anchor β of every contact of `model` (built by the
+  // adapter from d, with `records`) from the anchors of the last accepted
+  // state. With `advance` (d holds a newly accepted state, later than the last
+  // one advanced), first integrates each contact's slip (J v_slip)_t into its
+  // anchor and keeps the result; an earlier time clears the anchors. v_slip
+  // (nv): the state's velocity (the step's end velocity).
+  // Re-derives the time-step quantities (model at step h) where an anchor is set.
+  void Apply(const mjModel* m, const mjData* d, const std::vector<ContactRecord>& records,
+             double h, bool advance, const double* v_slip, icf::IcfModel* model);
+
+ private:
+  struct Anchor {
+    int geom[2];
+    double pos[3];   // contact point in the frame of geom[0]'s body
+    double beta[3];  // β in that frame
+  };
+  const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
+
+  std::vector<Anchor> anchors_, next_;
+  double last_time_ = -std::numeric_limits<double>::infinity();
+};
+
+}  // namespace mjcenic::adapter

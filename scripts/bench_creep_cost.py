@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Cost of a friction setting on every shared model and on clutter (issue 13):
+Newton iterations per solve and wall time at accuracy 1e-3 for several
+configurations (a build's mjcenic-run plus options), interleaved, wall time
+the minimum of N repetitions (the machine is noisy).
+
+    python3 scripts/bench_creep_cost.py --config before=/path/mjcenic-run \
+        --config after=build/mjcenic-run [--config NAME=BIN:key=val,key=val]
+        [--duration 1] [--reps 3] [--out out/creep/cost.json]
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from test_models import CONVERGED_COLLIDER, MODELS  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "models"
+EXTRA = [("models/clutter.xml soft", ROOT / "models/clutter.xml", ["--keyframe", "drop"]),
+         ("models/clutter.xml hard", ROOT / "models/clutter.xml",
+          ["--keyframe", "drop", "--option", "stiffness_scale=10",
+           "--option", "stiction_tolerance=1e-5"])]
+
+
+def run(binary, path, args, duration):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        proc = subprocess.run([binary, str(path), "--duration", str(duration), "--chunk", "step",
+                               "--accuracy", "1e-3", "--json", out, *args],
+                              capture_output=True, text=True)
+        if not os.path.exists(out):
+            return {"error": (proc.stdout + proc.stderr)[-300:]}
+        return json.load(open(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", action="append", required=True)
+    ap.add_argument("--duration", type=float, default=1.0)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--models", default="")
+    ap.add_argument("--out", default=str(ROOT / "out/creep/cost.json"))
+    a = ap.parse_args()
+    configs = {}
+    for c in a.config:
+        name, spec = c.split("=", 1)
+        binary, _, opts = spec.partition(":")
+        configs[name] = (binary, [x for kv in opts.split(",") if kv for x in ("--option", kv)])
+    cases = [(rel, SHARED / rel, CONVERGED_COLLIDER.get(rel, [])) for rel in MODELS] + EXTRA
+    if a.models:
+        cases = [c for c in cases if any(s in c[0] for s in a.models.split(","))]
+    rows = []
+    for name, path, args in cases:
+        row = {"model": name}
+        for rep in range(a.reps):
+            for cname, (binary, opts) in configs.items():  # interleaved
+                r = run(binary, path, args + opts, a.duration)
+                if "error" in r or not r.get("finite", False):
+                    row[cname] = {"failed": r.get("error", "not finite")}
+                    continue
+                prev = row.get(cname, {})
+                row[cname] = {
+                    "wall": min(prev.get("wall", 1e9), r["wall_time"]),
+                    "newton_per_solve": r["newton_iterations"] / max(1, r["solves"]),
+                    "steps": r["steps"], "rejected": r["rejected_steps"]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    pathlib.Path(a.out).write_text(json.dumps(rows, indent=1))
+    names = list(configs)
+    base = names[0]
+    print("| model | " + " | ".join(f"{n} N/solve | {n} wall [s]" for n in names) + " | ratios |")
+    for row in rows:
+        cells, ratios = [], []
+        for n in names:
+            r = row.get(n, {})
+            if "wall" not in r:
+                cells += ["fail", "fail"]
+                continue
+            cells += [f"{r['newton_per_solve']:.2f}", f"{r['wall']:.3f}"]
+            b = row.get(base, {})
+            if n != base and "wall" in b:
+                ratios.append(f"{n}: N x{r['newton_per_solve'] / max(b['newton_per_solve'], 1e-9):.2f}"
+                              f" wall x{r['wall'] / b['wall']:.2f}")
+        print(f"| {row['model']} | " + " | ".join(cells) + " | " + "; ".join(ratios) + " |")
+
+
+if __name__ == "__main__":
+    main()
