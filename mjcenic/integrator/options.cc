@@ -76,60 +76,33 @@ bool FrictionlossName::Parse(std::string_view s, bool* b) {
 
 }  // namespace option_codec
 
-const char* ToString(icf::LineSearchGuess g) {
-  switch (g) {
-    case icf::LineSearchGuess::kCubic: return "cubic";
-    case icf::LineSearchGuess::kQuadratic: return "quadratic";
-  }
-  return "unknown";
+namespace {
+
+// The name of an enumerator whose values are 0, 1, ... in the order of names.
+template <class E, size_t N>
+const char* NameOf(const char* const (&names)[N], E e) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? names[i] : "unknown";
 }
+
+}  // namespace
+
+const char* ToString(icf::LineSearchGuess g) { return NameOf({"cubic", "quadratic"}, g); }
 
 const char* ToString(icf::LinearSolverKind k) {
-  switch (k) {
-    case icf::LinearSolverKind::kAuto: return "auto";
-    case icf::LinearSolverKind::kDense: return "dense";
-    case icf::LinearSolverKind::kSparse: return "sparse";
-    case icf::LinearSolverKind::kIslands: return "islands";
-    case icf::LinearSolverKind::kPcg: return "pcg";
-  }
-  return "unknown";
+  return NameOf({"auto", "dense", "sparse", "islands", "pcg"}, k);
 }
 
-const char* ToString(Mode mode) {
-  switch (mode) {
-    case Mode::kFixed: return "fixed";
-    case Mode::kCenic: return "cenic";
-    case Mode::kTrapezoid: return "trapezoid";
-  }
-  return "unknown";
-}
-
-bool ParseMode(const char* s, Mode* mode) {
-  for (Mode x : {Mode::kFixed, Mode::kCenic, Mode::kTrapezoid})
-    if (std::strcmp(s, ToString(x)) == 0) {
-      *mode = x;
-      return true;
-    }
-  return false;
-}
+const char* ToString(Mode mode) { return NameOf({"fixed", "cenic", "trapezoid"}, mode); }
 
 const char* ToString(ControllerTreatment t) {
-  switch (t) {
-    case ControllerTreatment::kZeroOrderHold: return "zero_order_hold";
-    case ControllerTreatment::kExplicit: return "explicit";
-    case ControllerTreatment::kImplicit: return "implicit";
-  }
-  return "unknown";
+  return NameOf({"zero_order_hold", "explicit", "implicit"}, t);
 }
 
+bool ParseMode(const char* s, Mode* mode) { return option_codec::ModeName::Parse(s, mode); }
+
 bool ParseControllerTreatment(const char* s, ControllerTreatment* t) {
-  for (ControllerTreatment x : {ControllerTreatment::kZeroOrderHold, ControllerTreatment::kExplicit,
-                                ControllerTreatment::kImplicit})
-    if (std::string(s) == ToString(x)) {
-      *t = x;
-      return true;
-    }
-  return false;
+  return option_codec::ControllerName::Parse(s, t);
 }
 
 absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value) {
