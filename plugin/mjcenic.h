@@ -30,6 +30,7 @@ typedef struct {
   double max_penetration;                 /* [m] */
   double time_geometry, time_assembly, time_solve, time_total;  /* wall time [s] */
   long controller_calls;                  /* user controller evaluations */
+  double last_error;                      /* error estimate of the last accepted step */
 } mjcenicStats;
 
 /* Options: defaults, overlaid by m's mjcenic plugin <config> if m is given

@@ -99,6 +99,8 @@ const char* ToString(ControllerTreatment t) {
   return NameOf({"zero_order_hold", "explicit", "implicit"}, t);
 }
 
+const char* ToString(ErrorEstimate e) { return NameOf({"doubling", "embedded"}, e); }
+
 bool ParseMode(const char* s, Mode* mode) { return option_codec::ModeName::Parse(s, mode); }
 
 bool ParseControllerTreatment(const char* s, ControllerTreatment* t) {
@@ -157,6 +159,13 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
     return bad(absl::StrCat("extrapolate (applies to mode cenic only, not ", ToString(o.mode),
                             ")")
                    .c_str());
+  if (o.error_estimate == ErrorEstimate::kEmbedded && o.mode != Mode::kCenic)
+    return bad(absl::StrCat("error_estimate embedded (applies to mode cenic only, not ",
+                            ToString(o.mode), ")")
+                   .c_str());
+  if (o.error_estimate == ErrorEstimate::kEmbedded && o.extrapolate)
+    return bad("extrapolate with error_estimate embedded (extrapolation needs the half steps "
+               "of doubling)");
   if (m->nhistory > 0)
     return absl::UnimplementedError(
         "mjcenic: actuator/sensor delay and history buffers are not supported");
@@ -167,7 +176,7 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
                    .c_str());
   StepperOptions g = o;
   g.error_norm = ErrorNormKind::kFullState;
-  g.extrapolate = true;
+  g.extrapolate = g.error_estimate == ErrorEstimate::kDoubling;
   if (g.speculative_margin == 0)
     g.speculative_margin = 0.1 * ErrorNorm(m, g.error_norm, g.length_scale).length_scale();
   return g;

@@ -37,6 +37,14 @@ enum class ControllerTreatment {
 bool ParseControllerTreatment(const char* s, ControllerTreatment* t);
 const char* ToString(ControllerTreatment t);
 
+// How mode cenic estimates the local error of an attempt (cenic-math §11.9).
+enum class ErrorEstimate {
+  kDoubling,  // two half steps against the full step: 3 solves, 2 geometry queries
+  kEmbedded,  // the full step against a second-order companion built from what is at
+              // hand (v_t, v̂, the previous step's acceleration): 1 solve, 1 query
+};
+const char* ToString(ErrorEstimate e);
+
 // Progress guarantee (README, "Errors and progress"): documented bounds that
 // turn every would-be livelock into a clear error.
 //  * accuracy >= kMinAccuracy: the error estimate is the difference of two
@@ -62,6 +70,7 @@ inline constexpr double kDefaultMaxStep = 0.1;  // error-controlled largest step
 struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
+  ErrorEstimate error_estimate = ErrorEstimate::kDoubling;  // cenic: see ErrorEstimate
   bool extrapolate = false;          // cenic: propagate 2·x_half − x_full (local
                                      // Richardson extrapolation) instead of x_half
   bool global_accuracy = false;      // cenic: the end error should track the accuracy
@@ -115,7 +124,8 @@ struct StepperOptions {
   X(time_geometry, double, "wall time in kinematics, collision, M, bias forces [s]")       \
   X(time_assembly, double, "wall time in the ICF problem build [s]")                       \
   X(time_solve, double, "wall time in Newton (factorization + line search) [s]")           \
-  X(time_total, double, "wall time in the stepper [s]")
+  X(time_total, double, "wall time in the stepper [s]")                                    \
+  X(last_error, double, "error estimate of the last accepted step (0 without error control)")
 
 struct StepperStats {
 #define MJCENIC_STATS_MEMBER(name, type, doc) type name = 0;

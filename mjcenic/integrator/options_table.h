@@ -114,6 +114,7 @@ struct Enum {
 using ModeName = Enum<Mode, Mode::kFixed, Mode::kCenic, Mode::kTrapezoid>;
 using ErrorNormName = Enum<ErrorNormKind, ErrorNormKind::kWeighted, ErrorNormKind::kDrake,
                            ErrorNormKind::kFullState>;
+using ErrorEstimateName = Enum<ErrorEstimate, ErrorEstimate::kDoubling, ErrorEstimate::kEmbedded>;
 using ControllerName =
     Enum<ControllerTreatment, ControllerTreatment::kZeroOrderHold, ControllerTreatment::kExplicit,
          ControllerTreatment::kImplicit>;
@@ -156,9 +157,13 @@ struct FrictionlossName {
     "`full_state` (adds velocities · 1 s / L; used by `global_accuracy`)")                        \
   X(length_scale, length_scale, LengthScaleValue,                                                      \
     "L [m] of the weighted norm (0: mean `dof_length` of the rotational dofs)")                   \
+  X(error_estimate, error_estimate, ErrorEstimateName,                                            \
+    "cenic: `doubling` (two half steps against the full step, 3 solves per attempt) or "         \
+    "`embedded` (the full step against a second-order companion from v_t, v̂ and the previous "   \
+    "step's acceleration: 1 solve, 1 geometry query per attempt; see \"Error estimates\")")      \
   X(global_accuracy, global_accuracy, Flag,                                                       \
     "cenic: make the end error track the accuracy (see \"Accuracy: local and global error\"): "   \
-    "sets `error_norm=full_state`, `extrapolate=true` and, if 0, `speculative_margin` = 0.1·L; "  \
+    "sets `error_norm=full_state`, `extrapolate=true` (doubling only) and, if 0, `speculative_margin` = 0.1·L; "  \
     "≈50× the steps")                                                                              \
   X(extrapolate, extrapolate, Flag,                                                               \
     "cenic: propagate 2·x_half − x_full (local Richardson extrapolation, beyond the paper): "      \

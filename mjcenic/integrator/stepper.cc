@@ -65,9 +65,10 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
 void Stepper::Scratch::Resize(int nq, int nv, int na) {
   for (auto* x : {&q_start, &q_full, &q_mid, &q_end}) x->resize(nq);
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
-                  &force_start, &v_call_start})
+                  &force_start, &v_call_start, &accel_prev})
     x->resize(nv);
-  for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end})
+  for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
+                  &act_rate_prev})
     x->resize(na);
 }
 
@@ -78,6 +79,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       norm_(m, o.error_norm, o.length_scale),
       h_hist_(kBins, 0) {
   scratch_.Resize(static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->na));
+  scratch_.ctrl_prev.resize(m->nu);
 }
 
 Stepper::~Stepper() = default;
@@ -272,6 +274,14 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
       FixedStep();
       return true;
     case Mode::kCenic:
+      if (options_.error_estimate == ErrorEstimate::kEmbedded) {
+        const bool history = EmbeddedHistory(d);
+        // Without history only a position-only norm can be estimated.
+        if (history || (norm_.kind() != ErrorNormKind::kFullState && m_->na == 0)) {
+          EmbeddedError(h, history, error, worst);
+          return true;
+        }
+      }
       return StepDoubling(d, h, tolerance, error, worst);
     case Mode::kTrapezoid:
       return Trapezoid(d, h, tolerance, error, worst);
@@ -330,6 +340,47 @@ bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error,
                          s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);
   if (options_.extrapolate) Extrapolate();
   return true;
+}
+
+void Stepper::EmbeddedError(double h, bool history, double* error, int* worst) {
+  // cenic-math §11.9. The accepted result is the implicit step x̂ itself;
+  // its local error is estimated against a companion x̃ that is one order
+  // more accurate, built without another solve:
+  //   q̃ = q_t ⊕ h (v_t + v̂)/2          (trapezoidal positions: q̂ − q̃ = h (v̂ − v_t)/2)
+  //   ṽ = v̂ − h²/2 · ȧ,  ȧ ≈ (a − a_prev) / ((h + h_prev)/2),  a = (v̂ − v_t)/h
+  //   ã = act̂ + h²/2 · (act_dot_t − act_dot_prev)/h_prev
+  // with a_prev and act_dot_prev from the previous accepted step (history).
+  Scratch& s = scratch_;
+  const int nv = static_cast<int>(m_->nv), na = static_cast<int>(m_->na);
+  FixedStep();
+  for (int i = 0; i < nv; ++i) s.dv[i] = 0.5 * (s.v_start[i] + s.v_full[i]);
+  std::copy(s.q_start.begin(), s.q_start.end(), s.q_mid.begin());
+  mj_integratePos(m_, s.q_mid.data(), s.dv.data(), h);
+  const double c = history ? h * h / (h + h_prev_) : 0;
+  for (int i = 0; i < nv; ++i) {
+    const double a = (s.v_full[i] - s.v_start[i]) / h;
+    s.v_mid[i] = s.v_full[i] - c * (a - s.accel_prev[i]);
+  }
+  const double ca = history ? 0.5 * h * h / h_prev_ : 0;
+  for (int j = 0; j < na; ++j)
+    s.act_mid[j] = s.act_full[j] + ca * (s.act_rate_start[j] - s.act_rate_prev[j]);
+  *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(), s.q_mid.data(),
+                         s.v_mid.data(), s.act_mid.data(), worst);
+}
+
+bool Stepper::EmbeddedHistory(const mjData* d) const {
+  if (!(h_prev_ > 0) || !prev_end_state_.Matches(m_, d)) return false;
+  // A new ctrl changes act_dot by itself, not through the step's error.
+  return std::equal(d->ctrl, d->ctrl + m_->nu, scratch_.ctrl_prev.begin());
+}
+
+void Stepper::RecordEmbeddedHistory(const mjData* d, double h) {
+  Scratch& s = scratch_;
+  for (int i = 0; i < m_->nv; ++i) s.accel_prev[i] = (s.v_end[i] - s.v_start[i]) / h;
+  std::copy(s.act_rate_start.begin(), s.act_rate_start.end(), s.act_rate_prev.begin());
+  std::copy(d->ctrl, d->ctrl + m_->nu, s.ctrl_prev.begin());
+  h_prev_ = h;
+  prev_end_state_.Capture(m_, d);
 }
 
 bool Stepper::Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst) {
@@ -438,6 +489,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
       if (!ok)
         return absl::InternalError(absl::StrCat("mjcenic: convex solve failed at time ", t0,
                                                 " (h = ", h, "): ", icf::ToString(last_status_)));
+      stats_.last_error = error;  // the estimate, when the scheme makes one
       break;
     }
     StepDecision dec;
@@ -456,6 +508,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
           ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
     if (dec.accept) {
       if (absl::Status st = SolverProgress(t0, h, solve_failed); !st.ok()) return st;
+      stats_.last_error = error;
       if (!limited) h_ideal_ = dec.h_next;
       break;
     }
@@ -465,6 +518,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
   LoadState(m_, d, s.q_end.data(), s.v_end.data(), s.act_end.data());
   d->time = (h == t_limit - t0) ? t_limit : t0 + h;
   if (options_.mode == Mode::kTrapezoid) TrapezoidEndForce(d, h);
+  if (options_.error_estimate == ErrorEstimate::kEmbedded) RecordEmbeddedHistory(d, h);
   RecordStep(h);
   return absl::OkStatus();
 }

@@ -94,6 +94,10 @@ class Stepper {
     std::vector<double> impulse;                      // trapezoid: M̂ (v_t − v̂) + h/2 F_t
     std::vector<double> force_start;                  // trapezoid: F_t (first same as last)
     std::vector<double> v_call_start;                 // qvel when Step()/AdvanceTo() began
+    std::vector<double> accel_prev;                   // embedded: (v − v_t)/h of the last
+                                                      // accepted step
+    std::vector<double> act_rate_prev;                // embedded: act_dot at its start
+    std::vector<double> ctrl_prev;                    // embedded: the ctrl it was taken with
     void Resize(int nq, int nv, int na);
   };
 
@@ -124,6 +128,14 @@ class Stepper {
   void FixedStep();  // x_{t+h} = x̂
   bool StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst);
   bool Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst);
+  // Embedded estimate (cenic-math §11.9): x_{t+h} = x̂, error against the
+  // second-order companion x̃ (scratch *_mid). EmbeddedHistory says whether
+  // the previous accepted step ended at d's state (its acceleration and
+  // act_dot are then usable); without it the velocity and activation parts
+  // of the norm cannot be estimated and the attempt uses doubling.
+  void EmbeddedError(double h, bool history, double* error, int* worst);
+  bool EmbeddedHistory(const mjData* d) const;
+  void RecordEmbeddedHistory(const mjData* d, double h);
   void Extrapolate();  // options_.extrapolate: x ← 2x − x̂
   // End force of an accepted trapezoid step, F_end = 2 M̂ (v − v_t)/h − F_t.
   void TrapezoidEndForce(const mjData* d, double h);
@@ -166,6 +178,8 @@ class Stepper {
   StateSnapshot stages_state_{false};
   StateSnapshot model_start_state_{true};
   StateSnapshot force_start_state_{true};
+  StateSnapshot prev_end_state_{false};  // embedded: where the last accepted step ended
+  double h_prev_ = 0;                    // embedded: its size
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;

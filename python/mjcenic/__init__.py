@@ -139,6 +139,59 @@ class Stepper:
         """Takes one accepted step of the size the error controller chooses."""
         self._impl.step_once(self._d(data))
 
+    def sample(self, times, data=None):
+        """Advances to times[-1] and returns the state at every time in `times`
+        (ascending, none before data.time) as a dict of arrays time, qpos, qvel,
+        act and step_size (the accepted step that covers each sample).
+
+        Unlike calling advance_to() per sample, this never makes the integrator
+        land on a sample: it takes its own steps (step_once) and interpolates
+        inside each accepted step linearly in the tangent space, which is the
+        step's own continuous extension (an implicit step moves q at the constant
+        velocity v_{t+h}). Only the last step is shortened, to end exactly on
+        times[-1]. ctrl and the
+        other inputs are held for the whole call (zero-order hold)."""
+        import numpy as np
+        d = self._d(data)
+        m = self.model
+        times = np.asarray(times, dtype=float).reshape(-1)
+        if times.size == 0:
+            return {"time": times, "qpos": np.zeros((0, m.nq)), "qvel": np.zeros((0, m.nv)),
+                    "act": np.zeros((0, m.na)), "step_size": np.zeros(0)}
+        if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < d.time:
+            raise ValueError("mjcenic.Stepper.sample: times must be finite, ascending and not "
+                             f"before data.time ({d.time})")
+        n = times.size
+        out = {"time": times.copy(), "qpos": np.empty((n, m.nq)), "qvel": np.empty((n, m.nv)),
+               "act": np.empty((n, m.na)), "step_size": np.zeros(n)}
+        dq = np.empty(m.nv)
+        k = 0
+        t_end = float(times[-1])
+        while k < n:
+            t0, q0, v0, a0 = d.time, d.qpos.copy(), d.qvel.copy(), d.act.copy()
+            while k < n and times[k] == t0:  # samples at the current state
+                out["qpos"][k], out["qvel"][k], out["act"][k] = q0, v0, a0
+                out["step_size"][k] = self.stats["last_h"]
+                k += 1
+            if k == n:
+                break
+            if d.time + self.next_step >= t_end:  # the last step ends on times[-1]
+                self._impl.advance_to(d, t_end)
+            else:
+                self._impl.step_once(d)
+            t1 = d.time
+            mujoco.mj_differentiatePos(m, dq, 1.0, q0, d.qpos)
+            while k < n and times[k] <= t1:
+                s = (times[k] - t0) / (t1 - t0)
+                q = q0.copy()
+                mujoco.mj_integratePos(m, q, dq, s)
+                out["qpos"][k] = q
+                out["qvel"][k] = (1 - s) * v0 + s * d.qvel
+                out["act"][k] = (1 - s) * a0 + s * d.act
+                out["step_size"][k] = t1 - t0
+                k += 1
+        return out
+
     @property
     def stats(self):
         """Statistics: steps, rejected_steps, h_min/h_median/h_max, solves, ..."""

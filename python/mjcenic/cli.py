@@ -67,21 +67,32 @@ def run(argv):
     p.add_argument("--out", default=None, help="trajectory file: .npz or .csv")
     _add_stepper_args(p)
     a = p.parse_args(argv)
+    if a.out and not (a.out.endswith(".npz") or a.out.endswith(".csv")):
+        print("mjcenic run: --out must end in .npz or .csv", file=sys.stderr)
+        return 2
+    if not (a.sample > 0) or not (a.duration > 0):
+        print("mjcenic run: --duration and --sample must be > 0", file=sys.stderr)
+        return 2
     loaded = load_or_report(a.model, a.keyframe, "mjcenic run")
     if loaded is None:
         return 1
     m, d = loaded
     sim = mjcenic.Stepper(m, **_stepper_options(a))
-    times, qpos, hs = [d.time], [d.qpos.copy()], [0.0]
+    # Samples are interpolated inside the integrator's own steps
+    # (Stepper.sample): the output interval does not cap the step.
     n = max(1, int(round(a.duration / a.sample)))
+    grid = np.minimum(a.duration, np.arange(1, n + 1) * a.sample)
+    t0 = d.time
+    rows = {"time": [np.array([t0])], "qpos": [d.qpos[None].copy()], "qvel": [d.qvel[None].copy()],
+            "act": [d.act[None].copy()], "step_size": [np.zeros(1)]}
     start = time.perf_counter()
-    for i in range(n):
-        sim.advance_to(min(a.duration, (i + 1) * a.sample), d)
-        times.append(d.time)
-        qpos.append(d.qpos.copy())
-        hs.append(sim.stats["last_h"])
+    chunk = max(1, n // 50)
+    for i in range(0, n, chunk):
+        out = sim.sample(t0 + grid[i:i + chunk], d)
+        for key in rows:
+            rows[key].append(out[key])
         if time.perf_counter() - start > 2.0:
-            _progress((i + 1) / n, start, "mjcenic run")
+            _progress(min(n, i + chunk) / n, start, "mjcenic run")
     wall = time.perf_counter() - start
     st = sim.stats
     print(f"{a.model}: {a.duration:g} s in {wall:.3f} s ({a.duration / max(wall, 1e-12):.1f}x real "
@@ -90,16 +101,19 @@ def run(argv):
     for w in sim.warnings:
         print("warning:", w)
     if a.out:
-        t, q, h = np.array(times), np.array(qpos), np.array(hs)
+        traj = {key: np.concatenate(v) for key, v in rows.items()}
+        traj["ctrl"] = np.repeat(d.ctrl[None], len(traj["time"]), axis=0)  # held (zero-order)
         if a.out.endswith(".npz"):
-            np.savez(a.out, time=t, qpos=q, step_size=h)
-        elif a.out.endswith(".csv"):
-            header = "time,step_size," + ",".join(f"qpos{i}" for i in range(m.nq))
-            np.savetxt(a.out, np.column_stack([t, h, q]), delimiter=",", header=header,
-                       comments="")
+            np.savez(a.out, **traj)
         else:
-            print("mjcenic run: --out must end in .npz or .csv", file=sys.stderr)
-            return 1
+            cols, names = [], []
+            for key in ("time", "step_size", "qpos", "qvel", "act", "ctrl"):
+                x = traj[key].reshape(len(traj["time"]), -1)
+                cols.append(x)
+                names += [key] if key in ("time", "step_size") else \
+                    [f"{key}{i}" for i in range(x.shape[1])]
+            np.savetxt(a.out, np.column_stack(cols), delimiter=",", header=",".join(names),
+                       comments="")
     return 0
 
 

@@ -154,6 +154,23 @@ def test_run_command_writes_trajectory(tmp_path):
     assert np.all(z["step_size"][1:] > 0)
     # free fall: z(t) = 1 - g t^2 / 2 within the accuracy-controlled error
     assert abs(z["qpos"][-1, 2] - (1 - 0.5 * 9.81 * 0.09)) < 5e-3
+    assert z["qvel"].shape == (31, 6) and z["ctrl"].shape[0] == 31 and z["act"].shape[0] == 31
+    # velocity of free fall (before the floor), within the accuracy's scale
+    assert z["qvel"][10, 2] == pytest.approx(-9.81 * z["time"][10], abs=0.05)
+    csv = tmp_path / "traj.csv"
+    proc = subprocess.run([sys.executable, "-m", "mjcenic", "run", str(ROOT / "models/sphere_plane.xml"),
+                           "--keyframe", "drop", "--duration", "0.3", "--out", str(csv)],
+                          capture_output=True, text=True, env=python_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    header = csv.read_text().splitlines()[0].split(",")
+    assert header[:3] == ["time", "step_size", "qpos0"] and "qvel5" in header
+    table = np.loadtxt(csv, delimiter=",", skiprows=1)
+    np.testing.assert_allclose(table[:, header.index("qpos2")], z["qpos"][:, 2], atol=1e-12)
+    # a bad --out is refused before any work
+    proc = subprocess.run([sys.executable, "-m", "mjcenic", "run", str(ROOT / "models/sphere_plane.xml"),
+                           "--out", str(tmp_path / "traj.txt")],
+                          capture_output=True, text=True, env=python_env(), timeout=120)
+    assert proc.returncode == 2 and "--out must end in .npz or .csv" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "mjcenic", "run", str(ROOT / "models/nope.xml")],
                           capture_output=True, text=True, env=python_env(), timeout=120)
     assert proc.returncode != 0 and "could not load" in proc.stderr
