@@ -31,6 +31,9 @@ typedef struct {
   double time_geometry, time_assembly, time_solve, time_total;  /* wall time [s] */
   long controller_calls;                  /* user controller evaluations */
   double last_error;                      /* error estimate of the last accepted step */
+  long contacts;                          /* active contacts summed over problem builds */
+  double time_contacts, time_evaluate, time_factorize, time_line_search,
+      time_writeback;                     /* wall time by phase [s] (README, Statistics) */
 } mjcenicStats;
 
 /* Options: defaults, overlaid by m's mjcenic plugin <config> if m is given

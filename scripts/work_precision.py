@@ -55,6 +55,8 @@ CONFIGS = {  # label: stepper options
     "doubling": {},
     "embedded": {"error_estimate": "embedded"},
     "embedded+full_state": {"error_estimate": "embedded", "error_norm": "full_state"},
+    "doubling+extrapolate": {"extrapolate": True},
+    "global_accuracy": {"global_accuracy": True},
 }
 SCENES = {
     # name: (file, keyframe or None, horizon [s], control: "sine" or "hold")
@@ -257,7 +259,8 @@ def plot(res, out_dir):
     import matplotlib.pyplot as plt
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     styles = {"mj_step": ("k", "s"), "doubling": ("C0", "o"), "embedded": ("C1", "^"),
-              "embedded+full_state": ("C2", "v")}
+              "embedded+full_state": ("C2", "v"), "doubling+extrapolate": ("C3", "D"),
+              "global_accuracy": ("C4", "x")}
     for series, (c, mk) in styles.items():
         pts = [r for r in res["runs"] if r["series"] == series and "traj_error" in r
                and math.isfinite(r["traj_error"]) and r["traj_error"] > 0]
@@ -294,6 +297,8 @@ def main():
     p.add_argument("--scenes", default=",".join(SCENES))
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="3 levels per series")
+    p.add_argument("--series", default=",".join(CONFIGS),
+                   help="mjcenic series to run (mj_step always runs)")
     a = p.parse_args()
     names = [s for s in a.scenes.split(",") if s]
     bad = [s for s in names if s not in SCENES]
@@ -307,6 +312,12 @@ def main():
         print(s, flush=True)
         log_lines.append(s)
 
+    for s in [s for s in a.series.split(",") if s]:
+        if s not in CONFIGS:
+            p.error(f"unknown series {s}; known: {', '.join(CONFIGS)}")
+    for s in list(CONFIGS):
+        if s not in a.series.split(","):
+            del CONFIGS[s]
     results = []
     for name in names:
         sc = Scene(name, *SCENES[name])

@@ -66,6 +66,12 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
     return std::pair(std::min(rec[r].geom[0], rec[r].geom[1]),
                      std::max(rec[r].geom[0], rec[r].geom[1]));
   };
+  // Twice the largest contact count seen: later, larger contact sets do not
+  // allocate (README: no per-step allocation after warm-up).
+  if (order_.capacity() < static_cast<size_t>(nrec)) {
+    order_.reserve(2 * static_cast<size_t>(nrec));
+    used_.reserve(2 * static_cast<size_t>(nrec));
+  }
   order_.resize(nrec);
   for (int r = 0; r < nrec; ++r) order_[r] = r;
   std::sort(order_.begin(), order_.end(), [&](int a, int b) { return key(a) < key(b); });

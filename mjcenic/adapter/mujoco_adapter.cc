@@ -1,6 +1,7 @@
 #include "mjcenic/adapter/mujoco_adapter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <cmath>
 #include <limits>
@@ -267,7 +268,10 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
     if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model, &records->rows);
     AddEfcRows(m, d, model, &records->rows);
+    const auto t0 = std::chrono::steady_clock::now();
     AddContacts(m, d, params, model, &records->contacts, info);
+    info->time_contacts =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   std::sort(records->rows.begin(), records->rows.end());
   model->Finalize(h);

@@ -70,6 +70,7 @@ std::string ObjectName(const mjModel* m, int type, int id);
 struct BuildInfo {
   int ncontact = 0;
   double max_penetration = 0;  // max(−dist) over active contacts [m]
+  double time_contacts = 0;    // wall time in AddContacts [s]
 };
 
 class MujocoAdapter {

@@ -22,11 +22,19 @@ void FromBody(const mjData* d, int b, const double* x, double* out) {
 
 const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const ContactRecord& rec,
                                                       const double* local) const {
-  const double radius = 0.1 * (m->geom_rbound[rec.geom[0]] + m->geom_rbound[rec.geom[1]]);
+  // A tenth of the smaller positive bounding radius (a plane's is 0, a
+  // height field's spans the terrain and would match any contact on it).
+  const double r0 = m->geom_rbound[rec.geom[0]], r1 = m->geom_rbound[rec.geom[1]];
+  const double r = r0 > 0 && r1 > 0 ? std::min(r0, r1) : std::max(r0, r1);
+  const double radius = 0.1 * r;
   const Anchor* best = nullptr;
   double best_d2 = radius * radius;
-  for (const Anchor& a : anchors_) {
-    if (a.geom[0] != rec.geom[0] || a.geom[1] != rec.geom[1]) continue;
+  Anchor key;
+  key.geom[0] = rec.geom[0];
+  key.geom[1] = rec.geom[1];
+  const auto range = std::equal_range(anchors_.begin(), anchors_.end(), key, PairLess);
+  for (auto it = range.first; it != range.second; ++it) {
+    const Anchor& a = *it;
     const double dx = a.pos[0] - local[0], dy = a.pos[1] - local[1], dz = a.pos[2] - local[2];
     const double d2 = dx * dx + dy * dy + dz * dz;
     if (d2 <= best_d2) {
@@ -47,6 +55,10 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
   if (advance) {
     last_time_ = d->time;
     next_.clear();
+    // Room for twice the contacts seen so far, so that steps with more
+    // contacts later on do not allocate (README: no per-step allocation).
+    const size_t room = 2 * static_cast<size_t>(pool.size());
+    if (next_.capacity() < room) next_.reserve(std::max(room, 2 * next_.capacity()));
   }
   bool changed = false;
   for (int c = 0; c < pool.size(); ++c) {
@@ -71,8 +83,15 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       pool.rows.Multiply(c, v_slip, vc);
       const double eps =
           std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h * pool.fn0[c]);
-      b1 += vc[1] / eps;
-      b2 += vc[2] / eps;
+      const double slip = std::hypot(vc[1], vc[2]);
+      if (slip > StictionAnchors::kSlidingReset * eps) {  // sliding: no anchor
+        pool.anchor[2 * c] = pool.anchor[2 * c + 1] = 0;
+        continue;
+      }
+      if (slip >= StictionAnchors::kSlipDeadband * p.stiction_tolerance) {
+        b1 += vc[1] / eps;
+        b2 += vc[2] / eps;
+      }
       const double norm = std::hypot(b1, b2);
       if (norm > kMaxBias) {
         b1 *= kMaxBias / norm;
@@ -90,7 +109,10 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
     pool.anchor[2 * c + 1] = b2;
     changed = changed || b1 != 0 || b2 != 0;
   }
-  if (advance) anchors_.swap(next_);
+  if (advance) {
+    std::sort(next_.begin(), next_.end(), PairLess);  // in place, no allocation
+    anchors_.swap(next_);
+  }
   if (changed) model->SetTimeStep(h);  // b_t = β ε
 }
 

@@ -20,9 +20,11 @@
 //
 // Anchors persist across steps by contact identity: same geom pair and
 // nearest contact point in the frame of the first geom's body (within a
-// tenth of the geoms' bounding radii); β is stored in that frame too, so a
-// grasp held by a moving, rotating hand keeps its anchors. Unmatched
-// contacts start at β = 0.
+// tenth of the smaller positive bounding radius of the two geoms, found by
+// bisection over the anchors sorted by pair); β is stored in that frame too,
+// so a grasp held by a moving, rotating hand keeps its anchors. Unmatched
+// contacts start at β = 0; a slip below kSlipDeadband·v_s leaves β as it is
+// and a contact sliding faster than kSlidingReset·ε has none.
 #pragma once
 
 #include <mujoco/mujoco.h>
@@ -40,6 +42,14 @@ class StictionAnchors {
   // κ: the largest |β| (holds loads up to ρ = κ/sqrt(1 + κ²) = 0.995 of the
   // friction bound without creep).
   static constexpr double kMaxBias = 10.0;
+  // A slip below kSlipDeadband·v_s leaves β as it is: once a contact sticks
+  // the problem stops changing from step to step (Newton's warm start is
+  // then already the solution), at a residual creep below 5e-10 m/s for the
+  // default v_s = 1e-4 m/s.
+  static constexpr double kSlipDeadband = 5e-6;
+  // A contact sliding faster than kSlidingReset·ε drops its anchor (β = 0):
+  // sliding friction is the regularized law's, without a bias.
+  static constexpr double kSlidingReset = 10.0;
 
   void Clear() {
     anchors_.clear();
@@ -64,8 +74,11 @@ class StictionAnchors {
     double beta[3];  // β in that frame
   };
   const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
+  static bool PairLess(const Anchor& a, const Anchor& b) {
+    return a.geom[0] != b.geom[0] ? a.geom[0] < b.geom[0] : a.geom[1] < b.geom[1];
+  }
 
-  std::vector<Anchor> anchors_, next_;
+  std::vector<Anchor> anchors_, next_;  // anchors_ sorted by geom pair (PairLess)
   double last_time_ = -std::numeric_limits<double>::infinity();
 };
 

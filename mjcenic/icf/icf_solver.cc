@@ -1,6 +1,8 @@
 #include "mjcenic/icf/icf_solver.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <cmath>
 #include <limits>
 
@@ -361,6 +363,23 @@ double IcfSolver::TakeStep(const IcfModel& m, const double* w, bool per_island, 
   return std::sqrt(step);
 }
 
+namespace {
+// Adds the wall time of its scope to *total (SolveStats' phase times).
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double* total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    *total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  double* total_;
+  std::chrono::steady_clock::time_point start_;
+};
+}  // namespace
+
 SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                              double* v, SolveStats* stats, std::vector<double>* history) {
   const int nv = m.nv;
@@ -410,7 +429,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   double eta = 1.0;
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
   for (int k = 0; k < o.max_iterations; ++k) {
-    Evaluate(m, vtmp_.data(), frozen);
+    {
+      PhaseTimer t(&st.time_evaluate);
+      Evaluate(m, vtmp_.data(), frozen);
+    }
     if (history) history->push_back(data_.cost);
     const double Dg = ScaledGradient(m, per_island);
     st.scaled_gradient = Dg;
@@ -430,6 +452,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
         fresh_ = false;  // (P35)
     }
     const bool same_pattern = k >= 1 || !pattern_changed;
+    std::optional<PhaseTimer> factor_timer(std::in_place, &st.time_factorize);
     if (!(o.hessian_reuse && same_pattern && fresh_)) {
       ++st.factorizations;
       partial_factor_ = nfrozen > 0 && H->SetFrozen(frozen);
@@ -441,13 +464,17 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       fresh_factor_ = H;
     }
     const double* w = NewtonDirection(m, H, per_island, &st.linear_iterations);
+    factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
     if (!(d0 < 0)) {
       fresh_ = false;
       return finish(std::isfinite(d0) ? SolveStatus::kNotDescent : SolveStatus::kNonFinite);
     }
-    PrepareLineSearch(m, w);
-    if (!LineSearch(m, o, &st.ls_iterations)) return finish(SolveStatus::kLineSearchFailed);
+    {
+      PhaseTimer t(&st.time_line_search);
+      PrepareLineSearch(m, w);
+      if (!LineSearch(m, o, &st.ls_iterations)) return finish(SolveStatus::kLineSearchFailed);
+    }
     step_prev2 = step_prev;
     step_prev = TakeStep(m, w, per_island, ni);
     ++st.iterations;

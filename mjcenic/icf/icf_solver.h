@@ -51,6 +51,9 @@ struct SolveStats {
   int island_updates = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
+  // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian
+  // assembly + factorization + Newton direction, line search (incl. its setup).
+  double time_evaluate = 0, time_factorize = 0, time_line_search = 0;
 };
 
 class IcfSolver {

@@ -19,7 +19,7 @@ struct IcfParameters {
   // sticking contact that removes the creep ε ρ/sqrt(1 − ρ²) of the
   // regularized friction. false (default for now): the paper's friction law
   // alone. Opt-in until its cost on every shared model is benchmarked.
-  bool stiction_anchors = false;
+  bool stiction_anchors = true;
 };
 
 }  // namespace mjcenic::icf

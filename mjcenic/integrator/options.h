@@ -125,7 +125,13 @@ struct StepperOptions {
   X(time_assembly, double, "wall time in the ICF problem build [s]")                       \
   X(time_solve, double, "wall time in Newton (factorization + line search) [s]")           \
   X(time_total, double, "wall time in the stepper [s]")                                    \
-  X(last_error, double, "error estimate of the last accepted step (0 without error control)")
+  X(last_error, double, "error estimate of the last accepted step (0 without error control)") \
+  X(contacts, long, "active contacts summed over the problem builds (÷ builds: per problem)") \
+  X(time_contacts, double, "wall time in the contact mapping, part of time_assembly [s]")    \
+  X(time_evaluate, double, "wall time in cost/gradient evaluation, part of time_solve [s]")  \
+  X(time_factorize, double, "wall time in Hessian assembly, factorization and Newton directions, part of time_solve [s]") \
+  X(time_line_search, double, "wall time in line searches, part of time_solve [s]")          \
+  X(time_writeback, double, "wall time writing efc_force/contact forces to mjData, part of time_geometry [s]")
 
 struct StepperStats {
 #define MJCENIC_STATS_MEMBER(name, type, doc) type name = 0;

@@ -97,7 +97,9 @@ const StepperStats& Stepper::stats() const {
   for (int b = 0; b < kBins && total > 0; ++b) {
     half += h_hist_[b];
     if (2 * half >= total) {
-      stats_.h_median = std::pow(10.0, (b + 0.5) / 200.0 - 10.0);
+      // The bin centre, clamped: h_min ≤ h_median ≤ h_max.
+      stats_.h_median =
+          std::clamp(std::pow(10.0, (b + 0.5) / 200.0 - 10.0), stats_.h_min, stats_.h_max);
       break;
     }
   }
@@ -196,6 +198,8 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
     mujoco_->anchors.Apply(m_, d, records->contacts, h, model == &model_start_, model->v0.data(),
                            model);
   stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
+  stats_.contacts += info.ncontact;
+  stats_.time_contacts += info.time_contacts;
   stats_.time_assembly += Seconds(t0, Clock::now());
   last_problem_ = model;
   return true;
@@ -214,6 +218,9 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   stats_.newton_iterations += st.iterations;
   stats_.factorizations += st.factorizations;
   stats_.ls_iterations += st.ls_iterations;
+  stats_.time_evaluate += st.time_evaluate;
+  stats_.time_factorize += st.time_factorize;
+  stats_.time_line_search += st.time_line_search;
   return last_status_ == icf::SolveStatus::kConverged;
 }
 
@@ -599,7 +606,9 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   const adapter::BuildRecords* records = last_solved_ == &model_start_ ? &mujoco_->records_start
                                          : last_solved_ == &model_mid_ ? &mujoco_->records_mid
                                                                        : nullptr;
+  const auto t_write = Clock::now();
   mujoco_->forces.Write(m_, records, solver_.solution(), records ? last_solved_->h : 0, d);
+  stats_.time_writeback += Seconds(t_write, Clock::now());
   mujoco_->stages.FinishStep(d, H, v_start);
   stages_state_.Capture(m_, d);
   stats_.time_geometry += Seconds(t0, Clock::now());
