@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace mjcenic::plugin {
@@ -16,6 +18,22 @@ int Slot() {
   int slot = -1;
   mjp_getPlugin(kName, &slot);
   return slot;
+}
+
+// The steppers this copy of the plugin made, by the mjData each belongs to.
+// d->plugin_data holds the same pointer (MuJoCo's slot for it) but is not
+// trusted: code that copies an mjData's raw fields, such as the mujoco
+// package's MjData unpickling (it restores plugin_data verbatim), would
+// otherwise make two mjData own one stepper, or one own an address from
+// another process, and mj_deleteData would free it twice or free garbage.
+struct OwnedSteppers {
+  std::mutex mutex;
+  std::unordered_map<const mjData*, Stepper*> by_data;
+};
+
+OwnedSteppers& Owned() {
+  static OwnedSteppers* owned = new OwnedSteppers;  // intentionally never destroyed
+  return *owned;
 }
 
 const char* InstanceName(const mjModel* m, int instance) {
@@ -46,20 +64,37 @@ int Init(const mjModel* m, mjData* d, int instance) {
               std::string(stepper.status().message()).c_str());
     return -1;
   }
-  d->plugin_data[instance] = reinterpret_cast<uintptr_t>(stepper->release());
+  Stepper* made = stepper->release();
+  {
+    OwnedSteppers& owned = Owned();
+    std::lock_guard<std::mutex> lock(owned.mutex);
+    Stepper*& slot = owned.by_data[d];
+    delete slot;  // a stepper d already had (an Init without a Destroy)
+    slot = made;
+  }
+  d->plugin_data[instance] = reinterpret_cast<uintptr_t>(made);
   return 0;
 }
 
 void Destroy(mjData* d, int instance) {
-  delete reinterpret_cast<Stepper*>(d->plugin_data[instance]);
+  Stepper* own = nullptr;
+  {
+    OwnedSteppers& owned = Owned();
+    std::lock_guard<std::mutex> lock(owned.mutex);
+    auto it = owned.by_data.find(d);
+    if (it != owned.by_data.end()) {
+      own = it->second;
+      owned.by_data.erase(it);
+    }
+  }
+  delete own;
   d->plugin_data[instance] = 0;
 }
 
-// mj_copyData into an existing dest: MuJoCo has put dest's own plugin_data
-// back before calling this, so dest still owns a stepper; release it before
-// giving dest a fresh one (statistics and warm start restart).
-void Copy(mjData* dest, const mjModel* m, const mjData* src, int instance) {
-  if (dest->plugin_data[instance] != src->plugin_data[instance]) Destroy(dest, instance);
+// mj_copyData: dest gets a fresh stepper of its own (statistics and warm
+// start restart); the one it had is released.
+void Copy(mjData* dest, const mjModel* m, const mjData*, int instance) {
+  Destroy(dest, instance);
   Init(m, dest, instance);
 }
 
@@ -118,7 +153,10 @@ Stepper* StepperOf(const mjModel* m, const mjData* d) {
   // this copy's Init may be used here.
   const mjpPlugin* p = mjp_getPluginAtSlot(m->plugin[instance]);
   if (!p || p->init != &Init) return nullptr;
-  return reinterpret_cast<Stepper*>(d->plugin_data[instance]);
+  OwnedSteppers& owned = Owned();
+  std::lock_guard<std::mutex> lock(owned.mutex);
+  auto it = owned.by_data.find(d);
+  return it == owned.by_data.end() ? nullptr : it->second;
 }
 
 }  // namespace mjcenic::plugin

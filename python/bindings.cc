@@ -1,12 +1,18 @@
 // Python bindings: mjcenic._mjcenic. Works directly on the official
 // mujoco.MjModel / mujoco.MjData objects through their raw addresses; keeps
 // Python references to them for as long as it holds the pointers.
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -236,6 +242,244 @@ class PyStepper {
   std::unique_ptr<mjcenic::Stepper> stepper_;
 };
 
+// ---------------------------------------------------------------------------
+// Batch rollouts (docs/architecture.md, "Batch rollouts"): mujoco.rollout's
+// loop with mjcenic stepping. Each rollout gets a fresh Stepper, so its result
+// depends only on its own inputs (model, options, initial state, controls),
+// never on which thread ran it or what that thread ran before: results are
+// bit-identical to a sequential loop of Stepper(model, **options).step(d) and
+// independent of the thread count. Threads take rollouts from a shared
+// counter (chunk_size at a time); the GIL is released throughout.
+
+// What one rollout reports besides its arrays.
+struct RolloutOutcome {
+  mjcenic::StepperStats stats;
+  int nstep_done = 0;      // steps completed before a failure (nstep if none)
+  std::string error;       // empty: the rollout completed
+};
+
+struct RolloutJob {
+  std::vector<const mjModel*> models;                 // per rollout
+  std::vector<const mjcenic::StepperOptions*> options;  // per rollout
+  int nbatch = 0, nstep = 0;
+  unsigned control_spec = 0;
+  int nstate = 0, ncontrol = 0, nsensordata = 0;
+  const double* state0 = nullptr;      // nbatch x nstate
+  const double* warmstart0 = nullptr;  // nbatch x nv, optional
+  const double* control = nullptr;     // nbatch x nstep x ncontrol, optional
+  double* state = nullptr;             // nbatch x nstep x nstate
+  double* sensordata = nullptr;        // nbatch x nstep x nsensordata
+  std::vector<RolloutOutcome>* outcomes = nullptr;
+};
+
+// The inputs mujoco.rollout resets before every rollout unless control_spec
+// holds them: ctrl, applied forces zeroed; mocap poses and eq_active from the
+// model's defaults.
+void ResetUnspecifiedInputs(const mjModel* m, mjData* d, unsigned spec) {
+  if (!(spec & mjSTATE_CTRL)) std::fill_n(d->ctrl, m->nu, 0.0);
+  if (!(spec & mjSTATE_QFRC_APPLIED)) std::fill_n(d->qfrc_applied, m->nv, 0.0);
+  if (!(spec & mjSTATE_XFRC_APPLIED)) std::fill_n(d->xfrc_applied, 6 * m->nbody, 0.0);
+  for (int b = 0; b < m->nbody; ++b) {
+    const int id = m->body_mocapid[b];
+    if (id < 0) continue;
+    if (!(spec & mjSTATE_MOCAP_POS)) std::copy_n(m->body_pos + 3 * b, 3, d->mocap_pos + 3 * id);
+    if (!(spec & mjSTATE_MOCAP_QUAT)) std::copy_n(m->body_quat + 4 * b, 4, d->mocap_quat + 4 * id);
+  }
+  if (!(spec & mjSTATE_EQ_ACTIVE)) std::copy_n(m->eq_active0, m->neq, d->eq_active);
+}
+
+// The first MuJoCo warning raised on d, as text, or "".
+std::string FirstWarning(const mjData* d) {
+  for (int i = 0; i < mjNWARNING; ++i)
+    if (d->warning[i].number > 0)
+      return std::string("MuJoCo warning: ") + mju_warningText(i, d->warning[i].lastinfo);
+  return {};
+}
+
+// Rollout r on d; a failure is recorded in its outcome and the remaining rows
+// repeat the last state (mujoco.rollout's convention for a rollout it stops).
+void RunRollout(const RolloutJob& job, int r, mjData* d, mjcenic::plugin::FatalErrorGuard* guard) {
+  const mjModel* m = job.models[r];
+  RolloutOutcome& out = (*job.outcomes)[r];
+  const size_t nstate = job.nstate, nsens = job.nsensordata, ncontrol = job.ncontrol;
+  const size_t row0 = static_cast<size_t>(r) * job.nstep;
+  auto write_row = [&](int t) {
+    mj_getState(m, d, job.state + (row0 + t) * nstate, mjSTATE_FULLPHYSICS);
+    std::copy_n(d->sensordata, nsens, job.sensordata + (row0 + t) * nsens);
+  };
+
+  ResetUnspecifiedInputs(m, d, job.control_spec);
+  mj_setState(m, d, job.state0 + r * nstate, mjSTATE_FULLPHYSICS);
+  if (job.warmstart0)
+    std::copy_n(job.warmstart0 + static_cast<size_t>(r) * m->nv, m->nv, d->qacc_warmstart);
+  else
+    std::fill_n(d->qacc_warmstart, m->nv, 0.0);
+  for (int i = 0; i < mjNWARNING; ++i) d->warning[i].number = 0;
+
+  int t = 0;
+  try {
+    auto stepper = mjcenic::Stepper::Create(m, *job.options[r]);
+    if (!stepper.ok()) {
+      out.error = std::string(stepper.status().message());
+    } else {
+      for (; t < job.nstep; ++t) {
+        if (job.control)
+          mj_setState(m, d, job.control + (row0 + t) * ncontrol, job.control_spec);
+        absl::Status s = guard->Run(m, d, [&] { return (*stepper)->Step(d); });
+        if (!s.ok()) {
+          out.error = std::string(s.message());
+          break;
+        }
+        write_row(t);
+        out.error = FirstWarning(d);
+        if (!out.error.empty()) {
+          ++t;  // this step's row stands; the rest repeat it
+          break;
+        }
+      }
+      out.stats = (*stepper)->stats();
+    }
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: this rollout fails, others go on
+    out.error = std::string("mjcenic: ") + e.what();
+  }
+  out.nstep_done = out.error.empty() ? job.nstep : t;
+  for (int k = t; k < job.nstep; ++k) write_row(k);
+}
+
+// Runs every rollout of job on datas.size() threads (the calling thread when
+// one). No Python object is touched: the caller holds the references.
+void RunRollouts(const RolloutJob& job, const std::vector<mjData*>& datas, int chunk) {
+  std::atomic<int> next{0};
+  auto worker = [&](mjData* d) {
+    mjcenic::plugin::FatalErrorGuard guard(job.models[0]);  // sized for m; the models share sizes
+    for (;;) {
+      const int begin = next.fetch_add(chunk);
+      if (begin >= job.nbatch) break;
+      const int end = std::min(job.nbatch, begin + chunk);
+      for (int r = begin; r < end; ++r) RunRollout(job, r, d, &guard);
+    }
+  };
+  const int nthread = static_cast<int>(std::min<size_t>(datas.size(), job.nbatch));
+  if (nthread <= 1) {
+    worker(datas[0]);
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(nthread - 1);
+  for (int k = 1; k < nthread; ++k) threads.emplace_back(worker, datas[k]);
+  worker(datas[0]);
+  for (auto& th : threads) th.join();
+}
+
+using OutArray = py::array_t<double, py::array::c_style>;
+
+// A C-contiguous float64 array of exactly `size` entries (named in the error).
+template <class Array>
+const double* Sized(const Array& a, size_t size, const char* name) {
+  if (static_cast<size_t>(a.size()) != size)
+    throw py::value_error(std::string("mjcenic.rollout: ") + name + " must have " +
+                          std::to_string(size) + " entries, got " + std::to_string(a.size()));
+  return a.data();
+}
+
+// The Python entry point behind mjcenic.rollout (shapes already normalized by
+// the package): fills state and sensordata and returns the per-rollout
+// statistics {name: list}, "nstep_done" and "error" (None where it completed).
+py::dict RolloutBatch(const py::list& models, const py::list& datas, int nstep,
+                      unsigned control_spec, const Vector& state0,
+                      const std::optional<Vector>& warmstart0, const std::optional<Vector>& control,
+                      OutArray state, OutArray sensordata, const py::dict& options, int chunk) {
+  RolloutJob job;
+  job.nbatch = static_cast<int>(py::len(models));
+  job.nstep = nstep;
+  job.control_spec = control_spec;
+  if (job.nbatch < 1) throw py::value_error("mjcenic.rollout: no rollouts (nbatch is 0)");
+  if (nstep < 0) throw py::value_error("mjcenic.rollout: nstep must be >= 0");
+  if (py::len(datas) < 1) throw py::value_error("mjcenic.rollout: no MjData given");
+  if (control_spec & ~static_cast<unsigned>(mjSTATE_USER))
+    throw py::value_error("mjcenic.rollout: control_spec can only contain bits of mjSTATE_USER");
+  if (chunk < 1) throw py::value_error("mjcenic.rollout: chunk_size must be >= 1");
+
+  // Options per distinct model: its plugin <config>, then the keyword options.
+  std::vector<std::pair<std::string, std::string>> given;
+  for (auto item : options) given.emplace_back(ToText(item.first), ToText(item.second));
+  std::vector<std::pair<const mjModel*, std::unique_ptr<mjcenic::StepperOptions>>> resolved;
+  for (int r = 0; r < job.nbatch; ++r) {
+    const mjModel* m = AsModel(models[r]);
+    if (r > 0) {
+      const mjModel* m0 = job.models[0];
+      if (m->nq != m0->nq || m->nv != m0->nv || m->nu != m0->nu || m->na != m0->na ||
+          m->nbody != m0->nbody || m->neq != m0->neq || m->nmocap != m0->nmocap ||
+          m->nsensordata != m0->nsensordata ||
+          mj_stateSize(m, mjSTATE_FULLPHYSICS) != mj_stateSize(m0, mjSTATE_FULLPHYSICS))
+        throw py::value_error("mjcenic.rollout: the models are not compatible (sizes differ)");
+    }
+    auto it = std::find_if(resolved.begin(), resolved.end(),
+                           [&](const auto& e) { return e.first == m; });
+    if (it == resolved.end()) {
+      auto o = std::make_unique<mjcenic::StepperOptions>();
+      Check(mjcenic::plugin::OptionsFromModel(m, o.get()));
+      for (const auto& [k, v] : given) Check(mjcenic::SetOption(o.get(), k, v));
+      Check(mjcenic::Stepper::Create(m, *o).status());  // bad options fail before any work
+      resolved.emplace_back(m, std::move(o));
+      it = std::prev(resolved.end());
+    }
+    job.models.push_back(m);
+    job.options.push_back(it->second.get());
+  }
+  const mjModel* m0 = job.models[0];
+  std::vector<mjData*> data_ptrs;
+  for (auto d : datas) {
+    mjData* p = AsData(py::reinterpret_borrow<py::object>(d));
+    if (p->signature != m0->signature)
+      throw py::value_error("mjcenic.rollout: an MjData was not made for the rollout's model");
+    data_ptrs.push_back(p);
+  }
+
+  job.nstate = mj_stateSize(m0, mjSTATE_FULLPHYSICS);
+  job.ncontrol = mj_stateSize(m0, control_spec);
+  job.nsensordata = static_cast<int>(m0->nsensordata);
+  const size_t nb = job.nbatch, ns = nstep;
+  job.state0 = Sized(state0, nb * job.nstate, "initial_state");
+  if (warmstart0) job.warmstart0 = Sized(*warmstart0, nb * m0->nv, "initial_warmstart");
+  if (control) job.control = Sized(*control, nb * ns * job.ncontrol, "control");
+  Sized(state, nb * ns * job.nstate, "state");
+  Sized(sensordata, nb * ns * job.nsensordata, "sensordata");
+  if (!state.writeable() || !sensordata.writeable())
+    throw py::value_error("mjcenic.rollout: state and sensordata must be writeable");
+  job.state = state.mutable_data();
+  job.sensordata = sensordata.mutable_data();
+
+  std::vector<RolloutOutcome> outcomes(job.nbatch);
+  job.outcomes = &outcomes;
+  if (nstep > 0) {
+    py::gil_scoped_release nogil;
+    RunRollouts(job, data_ptrs, chunk);
+  }
+
+  py::dict stats;
+#define MJCENIC_PY_ROLLOUT_STAT(name, type, doc)                          \
+  {                                                                       \
+    py::array_t<type> a(job.nbatch);                                      \
+    for (int r = 0; r < job.nbatch; ++r) a.mutable_at(r) = outcomes[r].stats.name; \
+    stats[#name] = a;                                                     \
+  }
+  MJCENIC_STATS(MJCENIC_PY_ROLLOUT_STAT)
+#undef MJCENIC_PY_ROLLOUT_STAT
+  py::array_t<int> done(job.nbatch);
+  py::list errors;
+  for (int r = 0; r < job.nbatch; ++r) {
+    done.mutable_at(r) = outcomes[r].nstep_done;
+    if (outcomes[r].error.empty())
+      errors.append(py::none());
+    else
+      errors.append(py::str(outcomes[r].error));
+  }
+  stats["nstep_done"] = done;
+  stats["error"] = errors;
+  return stats;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_mjcenic, mod) {
@@ -261,6 +505,11 @@ PYBIND11_MODULE(_mjcenic, mod) {
         Check(mjcenic::plugin::OptionsFromModel(AsModel(model), &o));
       },
       "Raises ValueError naming the key if the model's mjcenic plugin config is invalid.");
+  mod.def("rollout", &RolloutBatch, py::arg("models"), py::arg("datas"), py::arg("nstep"),
+          py::arg("control_spec"), py::arg("state0"), py::arg("warmstart0"), py::arg("control"),
+          py::arg("state").noconvert(), py::arg("sensordata").noconvert(), py::arg("options"),
+          py::arg("chunk_size"),
+          "Batch rollouts on threads (use mjcenic.rollout).");
   py::class_<PyStepper>(mod, "_Stepper")
       .def(py::init<py::object, py::dict, py::object>(), py::arg("model"), py::arg("options"),
            py::arg("controller") = py::none())

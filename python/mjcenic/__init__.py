@@ -17,8 +17,10 @@ _mujoco_check.check(mujoco, BUILT_FOR_MUJOCO, _version.BUILD_KIND, _version.SOUR
 
 from . import _mjcenic  # noqa: E402
 
-__all__ = ["Stepper", "load_model", "make_data", "option_keys", "option_table", "stat_table",
-           "error_norm", "BUILT_FOR_MUJOCO", "__version__"]
+from ._rollout import RolloutResult, rollout  # noqa: E402
+
+__all__ = ["Stepper", "rollout", "RolloutResult", "load_model", "make_data", "option_keys",
+           "option_table", "stat_table", "error_norm", "BUILT_FOR_MUJOCO", "__version__"]
 
 
 def option_keys():
@@ -108,6 +110,14 @@ class Stepper:
     at its last good state, and mujoco.FatalError for a MuJoCo fatal error inside
     the step (e.g. an arena too small for the contacts), leaving the data as it
     was before the call.
+
+    A Stepper pickles (pickle, multiprocessing, Ray) by what built it: the
+    model (an MjModel pickles as MuJoCo's binary model, MJB, which keeps the
+    mjcenic plugin <config>; same MuJoCo version on both sides), the options
+    given here, the controller (if any; it must be picklable) and the bound
+    data (if any). The receiving side, which needs the same mjcenic, builds a
+    new Stepper from them: same options, fresh statistics and step-size
+    history, i.e. it steps exactly as Stepper(model, **options) does.
     """
 
     def __init__(self, model, data=None, controller=None, **options):
@@ -116,8 +126,13 @@ class Stepper:
         if data is not None and not isinstance(data, mujoco.MjData):
             raise TypeError("mjcenic.Stepper: data must be a mujoco.MjData")
         self._impl = _mjcenic._Stepper(model, options, controller)
+        self._given = (dict(options), controller)
         self.model = model
         self.data = data
+
+    def __reduce__(self):
+        options, controller = self._given
+        return (_rebuild_stepper, (self.model, self.data, controller, options))
 
     def _d(self, data):
         d = self.data if data is None else data
@@ -215,3 +230,8 @@ class Stepper:
     def length_scale(self):
         """Length scale L [m] of the weighted error norm."""
         return self._impl.length_scale
+
+
+def _rebuild_stepper(model, data, controller, options):
+    """Unpickling: a new Stepper from what built the pickled one (Stepper.__reduce__)."""
+    return Stepper(model, data, controller, **options)
