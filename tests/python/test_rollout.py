@@ -8,6 +8,7 @@ backend: each rollout depends only on its own inputs (docs/architecture.md,
 "Batch rollouts"). The layout (mjSTATE_FULLPHYSICS) is checked against the
 data fields read directly and against a framepos sensor.
 """
+import pathlib
 import pickle
 import sys
 
@@ -96,7 +97,7 @@ def sequential(m, x0, u, spec=mujoco.mjtState.mjSTATE_CTRL, **options):
         mujoco.mj_setState(m, d, u[t], spec)
         try:
             sim.step(d)
-        except (ValueError, RuntimeError) as e:
+        except (ValueError, RuntimeError, mujoco.FatalError) as e:
             error = str(e)
             break
         state[t], sens[t], qpos[t] = _state(m, d), d.sensordata, d.qpos
@@ -204,6 +205,30 @@ def test_failed_rollout_does_not_stop_the_others(model, inputs, reference):
     assert res.stats["steps"][4] == stats4["steps"]
     np.testing.assert_array_equal(res.state[2, :, 1:1 + model.nq],
                                   np.tile(x[2, 1:1 + model.nq], (NSTEP, 1)))
+
+
+def test_mujoco_fatal_error_fails_only_its_rollout(tmp_path):
+    """models/clutter.xml with a 40 KB arena: a drop overflows it when the objects land (a
+    MuJoCo fatal error inside the step, caught per thread); the same drop 10 m higher does not
+    land within the rollout and must be untouched, on either thread."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    head, rest = (root / "models/clutter.xml").read_text().split('<mujoco model="clutter">', 1)
+    path = tmp_path / "clutter_tiny.xml"
+    path.write_text(head + '<mujoco model="clutter">\n  <size memory="40K"/>' + rest)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    x = np.tile(_state(m, mjcenic.make_data(m)), (4, 1))
+    for j in np.flatnonzero(m.jnt_type == mujoco.mjtJoint.mjJNT_FREE):
+        x[[1, 3], 1 + m.jnt_qposadr[j] + 2] += 10.0
+    nstep = 120
+    res = mjcenic.rollout(m, None, x, nstep=nstep, nthread=2)
+    assert res.errors[1] is None and res.errors[3] is None
+    assert "MuJoCo fatal error" in res.errors[0] and "mj_stackAlloc" in res.errors[2]
+    assert 0 < res.stats["nstep_done"][0] < nstep
+    none = np.zeros((nstep, 0))
+    for r in (0, 1):
+        st, _, _, _, err = sequential(m, x[r], none)
+        assert (err is None) == (r == 1)
+        np.testing.assert_array_equal(res.state[r], st)
 
 
 def test_rollout_rejects_bad_input_before_work(model, inputs):
