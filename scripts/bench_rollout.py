@@ -8,7 +8,7 @@ is the run least disturbed by other processes). Also times the same batch as a P
 mjcenic.Stepper (what a user writes without rollout) and checks that every configuration returns
 the same arrays bit for bit. Throughput = rollout steps (of opt.timestep) per wall second.
 
-    nice python3 scripts/bench_rollout.py [--nbatch 8] [--nstep 150] [--reps 9]
+    nice python3 scripts/bench_rollout.py [--nbatch 8] [--nstep 150] [--reps 9] [--wait-idle 1.7]
         [--out docs/rollout]   # writes rollout.json and rollout.png
 """
 import argparse
@@ -44,6 +44,27 @@ def initial_states(m, nbatch, seed=0):
     return x
 
 
+def idle_cores(window=1.0):
+    """Idle CPU cores over the next `window` seconds, machine-wide (/proc/stat)."""
+    def read():
+        with open("/proc/stat") as f:
+            v = [float(x) for x in f.readline().split()[1:]]
+        return v[3] + v[4], sum(v)  # idle + iowait, total (jiffies)
+    i0, t0 = read()
+    time.sleep(window)
+    i1, t1 = read()
+    return (i1 - i0) / max(t1 - t0, 1e-9) * os.cpu_count()
+
+
+def wait_for_idle(cores, timeout):
+    """Waits (up to timeout s) until `cores` cores were idle for a second; returns the idle."""
+    end = time.monotonic() + timeout
+    while True:
+        idle = idle_cores()
+        if idle >= cores or time.monotonic() > end:
+            return idle
+
+
 def python_loop(m, x, nstep):
     """The user's loop without rollout: fresh Stepper per rollout, step, mj_getState."""
     state = np.empty((x.shape[0], nstep, x.shape[1]))
@@ -57,6 +78,33 @@ def python_loop(m, x, nstep):
     return state
 
 
+def plot(report, out):
+    """rollout.png: throughput per configuration, from the report."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(report["wall_time"])
+    best = {k: report["wall_time"][k]["min"] for k in names}
+    one = report["throughput_steps_per_s"]["rollout, 1 thread"]
+    thr = [report["throughput_steps_per_s"][k] for k in names]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    bars = ax.barh(names, thr, color=["#999999", "#4477aa", "#228833"])
+    for b, k in zip(bars, names):
+        ax.text(b.get_width(), b.get_y() + b.get_height() / 2,
+                f" {b.get_width():.0f}/s ({best['rollout, 1 thread'] / best[k]:.2f}×)",
+                va="center", fontsize=9)
+    ax.axvline(2 * one, color="k", ls=":", lw=1, label="2× one thread")
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(thr + [2 * one]) * 1.3)
+    ax.set_xlabel(f"rollout steps per second (min of {report['reps']} interleaved reps)")
+    ax.set_title(f"mjcenic.rollout, {report['model']}: {report['nbatch']} rollouts × "
+                 f"{report['nstep']} steps on {report['cpus']} cores", fontsize=10)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(pathlib.Path(out) / "rollout.png", dpi=120)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=str(ROOT / "models/clutter.xml"))
@@ -64,7 +112,16 @@ def main():
     ap.add_argument("--nstep", type=int, default=150)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--out", default=str(ROOT / "docs/rollout"))
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="CORES",
+                    help="before each rep, wait until this many cores were idle for 1 s "
+                         "(shared machine; up to --wait-timeout s per rep)")
+    ap.add_argument("--wait-timeout", type=float, default=120.0)
+    ap.add_argument("--plot-only", action="store_true",
+                    help="redraw rollout.png from the rollout.json in --out")
     a = ap.parse_args()
+    if a.plot_only:
+        plot(json.loads((pathlib.Path(a.out) / "rollout.json").read_text()), a.out)
+        return 0
 
     m = mujoco.MjModel.from_xml_path(a.model)
     x = initial_states(m, a.nbatch)
@@ -79,7 +136,10 @@ def main():
     load_before = os.getloadavg()
     for k, fn in configs.items():  # warm-up (page faults, first allocations), not timed
         results[k] = fn()
+    idle_before_rep = []
     for rep in range(a.reps):
+        if a.wait_idle > 0:
+            idle_before_rep.append(wait_for_idle(a.wait_idle, a.wait_timeout))
         order = list(configs) if rep % 2 == 0 else list(reversed(configs))
         for k in order:
             r0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -103,6 +163,7 @@ def main():
         "timestep": m.opt.timestep, "reps": a.reps, "cpus": os.cpu_count(),
         "machine": platform.processor() or platform.machine(),
         "loadavg_before": load_before, "loadavg_after": load_after,
+        "idle_cores_before_each_rep": idle_before_rep,
         "internal_steps_per_rollout": ref.stats["steps"].tolist(),
         "rejected_steps_per_rollout": ref.stats["rejected_steps"].tolist(),
         "wall_time": {k: {"min": best[k], "all": v} for k, v in times.items()},
@@ -120,27 +181,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     (out / "rollout.json").write_text(json.dumps(report, indent=2) + "\n")
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    names = list(configs)
-    thr = [report["throughput_steps_per_s"][k] for k in names]
-    bars = ax.barh(names, thr, color=["#999999", "#4477aa", "#228833"])
-    for b, k in zip(bars, names):
-        ax.text(b.get_width(), b.get_y() + b.get_height() / 2,
-                f" {b.get_width():.0f}/s ({best['rollout, 1 thread'] / best[k]:.2f}×)",
-                va="center", fontsize=9)
-    ax.axvline(2 * report["throughput_steps_per_s"]["rollout, 1 thread"], color="k", ls=":",
-               lw=1, label="2× one thread")
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(thr + [2 * thr[1]]) * 1.3)
-    ax.set_xlabel(f"rollout steps per second (min of {a.reps} interleaved reps)")
-    ax.set_title(f"mjcenic.rollout, {report['model']}: {a.nbatch} rollouts × {a.nstep} steps "
-                 f"on {os.cpu_count()} cores", fontsize=10)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "rollout.png", dpi=120)
+    plot(report, out)
     print(json.dumps({k: report[k] for k in ("throughput_steps_per_s", "speedup_2_threads",
                                              "cpu_time_ratio_2_vs_1_thread",
                                              "bit_identical_to_1_thread", "loadavg_before",
