@@ -145,44 +145,25 @@ def _labels(paths):
 # ----------------------------------------------------------------------------- progress
 
 class _Progress:
-    """A text bar on stderr, shown once the whole comparison has taken > 2 s."""
+    """A tqdm bar on stderr (off when stderr is not a terminal): runs done, with
+    the fraction of the current run, and the current run as its label."""
 
-    def __init__(self, total, stream=sys.stderr, delay=2.0):
-        self.total = max(total, 1)
-        self.stream = stream
-        self.delay = delay
-        self.start = time.perf_counter()
-        self.last = 0.0
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-        self.shown = False
+    def __init__(self, total):
+        from ._cliutil import progress
+        self.bar = progress(total=max(total, 1), desc="mjcenic compare", unit="run",
+                            bar_format="{l_bar}{bar}| {n:.1f}/{total} runs "
+                                       "[{elapsed}<{remaining}] {postfix}")
+        self.n = 0.0
 
     def update(self, done, label, final_of_run=False):
-        now = time.perf_counter()
-        elapsed = now - self.start
-        if elapsed < self.delay:
-            return
-        if self.tty:
-            if not final_of_run and now - self.last < 0.2:
-                return
-        elif not final_of_run and now - self.last < 10.0:
-            return
-        self.last = now
-        frac = min(max(done / self.total, 0.0), 1.0)
-        width = 30
-        k = int(round(frac * width))
-        text = (f"mjcenic compare [{'#' * k}{'.' * (width - k)}] {100 * frac:5.1f}% "
-                f"{elapsed:6.1f}s  {label}")
-        if self.tty:
-            self.stream.write("\r" + text[:150].ljust(150))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-        self.shown = True
+        done = min(max(done, self.n), self.bar.total)
+        if done > self.n:
+            self.bar.update(done - self.n)
+            self.n = done
+        self.bar.set_postfix_str(label[-60:], refresh=final_of_run)
 
     def finish(self):
-        if self.shown and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        self.bar.close()
 
 
 # ----------------------------------------------------------------------------- probes
@@ -589,53 +570,58 @@ def plots(report, directory):
 
 # ----------------------------------------------------------------------------- main
 
-def _floats(text):
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got '{text}'")
-    if not vals or any(not (v > 0 and math.isfinite(v)) for v in vals):
-        raise argparse.ArgumentTypeError(f"expected positive numbers, got '{text}'")
-    return vals
-
-
-def _positive(text):
-    v = float(text)
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
-    return v
-
-
-def _nonneg(text):
-    v = float(text)
-    if not (v >= 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got '{text}'")
-    return v
-
-
-def _parser():
-    p = argparse.ArgumentParser(
-        prog="mjcenic compare",
-        description="Compare mj_step and mjcenic (cenic) on MJCF models: wall time, "
-                    "penetration, energy drift and trajectory error vs a tight reference.",
-        epilog="Directories are searched recursively; files that another XML includes are "
-               "skipped; per folder the scene*.xml files are taken, or, if there are none, "
-               "the *.xml files with a <mujoco> root. See `pydoc mjcenic.compare` for the exact measurement rules.")
+def add_arguments(p):
+    from ._cliutil import floats, nonneg, positive
     p.add_argument("paths", nargs="+", metavar="PATH", help="MJCF files or directories")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the JSON report here")
     p.add_argument("--markdown", metavar="OUT", help="write the Markdown table here")
-    p.add_argument("--plots", metavar="DIR", help="write PNG plots into this directory")
-    p.add_argument("--duration", type=_nonneg, default=1.0, help="simulated time [s] (1.0)")
-    p.add_argument("--accuracies", type=_floats, default=[1e-1, 1e-2, 1e-3],
+    p.add_argument("--plots", metavar="DIR",
+                   help="write PNG plots into this directory: wall_time_vs_error.png (one "
+                        "panel per model) and max_penetration.png (log scale)")
+    p.add_argument("--duration", type=nonneg, default=1.0, help="simulated time [s] (1.0)")
+    p.add_argument("--accuracies", type=floats, default=[1e-1, 1e-2, 1e-3],
                    help="comma-separated mjcenic accuracies (1e-1,1e-2,1e-3)")
-    p.add_argument("--reference-accuracy", type=_positive, default=1e-5,
+    p.add_argument("--reference-accuracy", type=positive, default=1e-5,
                    help="accuracy of the mjcenic reference run (1e-5)")
-    p.add_argument("--reference-time-limit", type=_positive, default=120.0,
+    p.add_argument("--reference-time-limit", type=positive, default=120.0,
                    help="wall time [s] after which the mjcenic reference counts as too slow "
                         "and mj_step dt=1e-4 is used instead (120)")
-    p.add_argument("--time-limit", type=_positive, default=600.0,
+    p.add_argument("--time-limit", type=positive, default=600.0,
                    help="wall time [s] after which any other run is stopped (600)")
+    p.set_defaults(func=run)
+
+
+_DESCRIPTION = ("Compare mj_step and mjcenic (cenic) on MJCF models: wall time, "
+                "penetration, energy drift and trajectory error vs a tight reference.")
+_EPILOG = ("Directories are searched recursively; files that another XML includes are "
+           "skipped; per folder the scene*.xml files are taken, or, if there are none, "
+           "the *.xml files with a <mujoco> root. See `pydoc mjcenic.compare` for the exact "
+           "measurement rules.")
+
+
+def add_parser(sub):
+    """`compare` as a subcommand of the `mjcenic` tree."""
+    p = sub.add_parser("compare", allow_abbrev=False, help="mj_step against mjcenic on models",
+                       description=_DESCRIPTION, epilog=_EPILOG)
+    add_arguments(p)
     return p
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="mjcenic compare", allow_abbrev=False,
+                                description=_DESCRIPTION, epilog=_EPILOG)
+    add_arguments(p)
+    return p
+
+
+def _check_outputs(args):
+    """None if every output can be written, else the error text (before any work)."""
+    for path, flag in ((args.json_out, "--json"), (args.markdown, "--markdown")):
+        if path and os.path.isdir(path):
+            return f"mjcenic compare: {flag} {path} is a directory"
+    if args.plots and os.path.exists(args.plots) and not os.path.isdir(args.plots):
+        return f"mjcenic compare: --plots {args.plots} exists and is not a directory"
+    return None
 
 
 def _collect(paths):
@@ -710,7 +696,14 @@ def _error_row(label, path, error):
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    return run(_parser().parse_args(sys.argv[1:] if argv is None else list(argv)))
+
+
+def run(args) -> int:
+    err = _check_outputs(args)
+    if err:
+        print(err, file=sys.stderr)
+        return 2
     import mujoco
     import numpy as np  # noqa: F401 - fail early if missing
 
