@@ -515,8 +515,16 @@ def _log_ticks(axis, lo, hi):
     subs = (1.0, 2.0, 5.0) if decades <= 1.6 else (1.0,)
     axis.set_major_locator(LogLocator(base=10.0 if decades <= 5 else 100.0, subs=subs,
                                       numticks=12))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: format(v, "g")))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
     axis.set_minor_formatter(NullFormatter())
+
+
+def _compact(v):
+    """A short tick label: 0.01, 100, 1e-05 -> 1e-5."""
+    if 1e-3 <= v < 1e4:
+        return format(v, "g")
+    e = math.log10(v)
+    return f"1e{round(e)}" if abs(e - round(e)) < 1e-9 else format(v, ".0e")
 
 
 def text_overlaps(fig):
@@ -672,10 +680,11 @@ def plots(report, directory, overlaps=None):
     save(fig, "wall_time_vs_error.png")
 
     # (b), (c) one row per model, a log axis, one marker per method
-    def dot_plot(key, scale, xlabel, title, name, ref_line=None):
+    def dot_plot(key, scale, xlabel, title, name, ref_line=None, resolution=0.0):
+        """Values <= resolution (after scaling) are drawn at the floor, labelled 0."""
         fig, ax = plt.subplots(figsize=(11, 1.4 + 0.32 * n), layout="constrained")
-        vals = [scale * r[key] for r in rows if r[key] is not None and r[key] > 0]
-        zeros = any(r[key] is not None and r[key] <= 0 for r in rows)
+        vals = [scale * r[key] for r in rows if r[key] is not None and scale * r[key] > resolution]
+        zeros = any(r[key] is not None and scale * r[key] <= resolution for r in rows)
         lo, hi = (min(vals), max(vals)) if vals else (1e-3, 1.0)
         floor = 10 ** (math.floor(math.log10(lo)) - 1) if zeros else None
         k = len(roles)
@@ -687,8 +696,9 @@ def plots(report, directory, overlaps=None):
                     continue
                 v = scale * r[key]
                 y = i + (j - (k - 1) / 2) * (0.7 / max(k, 1))
-                ax.plot(v if v > 0 else floor, y, ls="none", marker=marker[rl], ms=5,
-                        color=color[rl], mfc="none" if (v <= 0 or rl.startswith("mj_step"))
+                ax.plot(v if v > resolution else floor, y, ls="none", marker=marker[rl],
+                        ms=5, color=color[rl],
+                        mfc="none" if (v <= resolution or rl.startswith("mj_step"))
                         else color[rl])
         ax.set_xscale("log")
         x0 = floor / 2 if zeros else lo / 2
@@ -697,11 +707,12 @@ def plots(report, directory, overlaps=None):
         _log_ticks(ax.xaxis, x0, x1)
         if zeros:  # the floor stands for 0; the decade ticks above it
             from matplotlib.ticker import FixedLocator, FuncFormatter
-            decades = [10.0 ** e for e in range(int(math.log10(floor)) + 1,
-                                                int(math.floor(math.log10(x1))) + 1)]
-            ax.xaxis.set_major_locator(FixedLocator([floor] + decades))
+            e0, e1 = round(math.log10(floor)) + 1, math.floor(math.log10(x1))
+            every = 1 if e1 - e0 <= 8 else 2  # about 8 labels at most
+            decades = [10.0 ** e for e in range(e1, e0 - 1, -every)]
+            ax.xaxis.set_major_locator(FixedLocator([floor] + decades[::-1]))
             ax.xaxis.set_major_formatter(FuncFormatter(
-                lambda v, _: "0" if v == floor else format(v, "g")))
+                lambda v, _: "0" if v == floor else _compact(v)))
             ax.axvline(floor * 3, color="0.6", lw=0.8, ls="--")
         if ref_line is not None:
             ax.axvline(ref_line[0], color="0.3", lw=1.0)
@@ -721,10 +732,11 @@ def plots(report, directory, overlaps=None):
         save(fig, name)
 
     under = f"; models under {common}/" if common else ""
-    dot_plot("max_penetration", 1000.0, "max penetration [mm] (log scale; 0 at the left)",
+    dot_plot("max_penetration", 1000.0, "max penetration [mm] (log scale; 0 and below "
+             "0.1 µm at the left)",
              f"Deepest penetration per model and method, {T:g} s simulated{under}\n(sampled "
              "after every mj_step call / every 10 ms advance_to chunk; hollow: mj_step or 0)",
-             "max_penetration.png")
+             "max_penetration.png", resolution=1e-4)
     dot_plot("real_time_rate", 1.0, "real-time rate [simulated s / wall s] (log scale)",
              f"Real-time rate per model and method, {T:g} s simulated, one core{under}\n"
              "(right of the line: faster than real time)", "real_time_rate.png",
