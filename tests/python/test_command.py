@@ -177,6 +177,17 @@ def test_install_plugin_makes_stock_mujoco_load_the_model(tmp_path):
                                env=env, timeout=120)
         assert after.returncode == 0, after.stderr
         assert after.stdout.split() == ["loaded", "1", "True"]
+    # mjcenic imported after the installed library registered the plugin: the
+    # same options and the same steps as without it
+    both = ("import mujoco, sys; {load}import mjcenic; "
+            f"m = mjcenic.load_model({str(xml)!r}); d = mjcenic.make_data(m); "
+            "s = mjcenic.Stepper(m); s.advance_to(0.3, d); "
+            "print(s.options['accuracy'], s.stats['steps'], repr(d.qpos[2]))")
+    runs = [subprocess.run([sys.executable, "-c", both.format(load=load)], capture_output=True,
+                           text=True, env=python_env(), timeout=120)
+            for load in ("", f"mujoco.mj_loadAllPluginLibraries({str(plugdir)!r}); ")]
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    assert runs[0].stdout == runs[1].stdout and runs[0].stdout.startswith("0.0001 ")
     p = mj("install-plugin", "--dir", plugdir, "--uninstall")
     assert p.returncode == 0 and not (plugdir / "libmjcenic.so").exists()
     dry = mj("install-plugin", "--dry-run")
