@@ -67,6 +67,7 @@ class Session:
         self._make()
         self._anchor(clock())
         self._history = collections.deque()   # (wall, sim time, accepted steps)
+        self._keys = collections.deque()      # pending key codes (key())
         self._steps_total = 0
 
     def _make(self):
@@ -79,6 +80,12 @@ class Session:
 
     # -- keys -------------------------------------------------------------------------
     def key(self, keycode):
+        """The viewer's key_callback (its own thread): queued, applied by the frame
+        loop at the start of the next advance()."""
+        self._keys.append(keycode)
+
+    def handle_key(self, keycode):
+        """Applies one key now (see the module doc for the bindings)."""
         now = self.clock()
         if keycode == KEY_PAUSE:
             self.paused = not self.paused
@@ -104,6 +111,8 @@ class Session:
         The integrator takes its own steps (step_once) while the next one ends
         before the target and lands on it with advance_to; it stops early when
         `budget` seconds of wall time are used, and then re-anchors the clock."""
+        while self._keys:
+            self.handle_key(self._keys.popleft())
         now = self.clock()
         if self.paused:
             self._anchor(now)

@@ -277,19 +277,21 @@ def test_viewer_keys_do_not_clash_with_mujocos_viewer():
     assert len(set(ours)) == len(ours) and not set(ours) & taken
     m = mjcenic.load_model(ROOT / "models/sphere_plane.xml")
     s = viewer.Session(m, mjcenic.make_data(m), {"accuracy": 1e-3})
-    s.key(viewer.KEY_SLOWER)
+    s.handle_key(viewer.KEY_SLOWER)
     assert s.values()["target_pace"] == 0.5
-    s.key(viewer.KEY_FASTER)
-    s.key(viewer.KEY_FASTER)
+    s.handle_key(viewer.KEY_FASTER)
+    s.handle_key(viewer.KEY_FASTER)
     assert s.values()["target_pace"] == 2.0
-    s.key(viewer.KEY_TIGHTER)
+    s.handle_key(viewer.KEY_TIGHTER)
     assert s.accuracy == pytest.approx(1e-4) and s.sim.options["accuracy"] == pytest.approx(1e-4)
-    s.key(viewer.KEY_LOOSER)
-    s.key(viewer.KEY_LOOSER)
+    s.handle_key(viewer.KEY_LOOSER)
+    s.handle_key(viewer.KEY_LOOSER)
     assert s.accuracy == pytest.approx(1e-2)
-    s.key(viewer.KEY_TOGGLE_MJSTEP)
+    s.handle_key(viewer.KEY_TOGGLE_MJSTEP)
     assert s.values()["stepper"] == "mj_step"
+    # the viewer's key_callback queues; the next frame applies it
     s.key(viewer.KEY_PAUSE)
+    assert not s.paused
     t = s.d.time
     s.advance()
     assert s.paused and s.d.time == t
