@@ -131,7 +131,9 @@ def run(a, prog="mjcenic run"):
     start = time.perf_counter()
     try:
         # One sample() call: the integrator's steps are never cut at a chunk end.
-        with _cliutil.progress(total=round(a.duration, 9), desc=prog, unit="sim s") as bar:
+        with _cliutil.progress(total=round(a.duration, 9), desc=prog, unit="sim s",
+                               bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} s simulated "
+                                          "[{elapsed}<{remaining}]") as bar:
             done = [0.0]
 
             def tick(t):

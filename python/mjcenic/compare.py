@@ -152,7 +152,7 @@ class _Progress:
         from ._cliutil import progress
         self.bar = progress(total=max(total, 1), desc="mjcenic compare", unit="run",
                             bar_format="{l_bar}{bar}| {n:.1f}/{total} runs "
-                                       "[{elapsed}<{remaining}] {postfix}")
+                                       "[{elapsed}<{remaining}]{postfix}")
         self.n = 0.0
 
     def update(self, done, label, final_of_run=False):
