@@ -89,11 +89,12 @@ def run(a, prog="mjcenic install-plugin"):
     lib = pathlib.Path(a.library) if a.library else find_library()
     if lib is None:
         print(f"{prog}: this installation has no {LIBRARY_NAME}; build it (`make build` -> "
-              f"build/{LIBRARY_NAME}, or `cmake --install`) and pass --library PATH",
-              file=sys.stderr)
+              f"build/{LIBRARY_NAME}, or `cmake --install`) and pass --library PATH (or open "
+              "the model from Python after `import mjcenic`)", file=sys.stderr)
         return 1
     if not lib.is_file():
-        print(f"{prog}: --library {lib}: no such file", file=sys.stderr)
+        where = "--library" if a.library else "MJCENIC_PLUGIN_LIBRARY="
+        print(f"{prog}: {where}{' ' if a.library else ''}{lib}: no such file", file=sys.stderr)
         return 2
     if not directory.is_dir():
         print(f"{prog}: --dir {directory}: no such directory", file=sys.stderr)
