@@ -264,6 +264,44 @@ def test_viewer_paces_against_the_wall_clock_at_its_own_steps():
     assert d.time == 0.3
 
 
+def test_viewer_that_cannot_keep_up_slows_down_without_catch_up_bursts():
+    """Each clock reading costs 5 ms of wall time (a slow machine) and mj_step is
+    toggled on (1 ms steps): the frame's budget (0.8 / 60 s) stops the stepping,
+    the pace drops well below real time, and the re-anchored clock never asks a
+    later frame to catch up (the steps per frame stay bounded)."""
+    from mjcenic import viewer
+
+    class SlowClock(FakeClock):
+        cost = 0.005
+
+        def __call__(self):
+            self.t += self.cost
+            return self.t
+
+    m = mjcenic.load_model(ROOT / "models/sphere_plane.xml")
+    clock = SlowClock()
+    s = viewer.Session(m, mjcenic.make_data(m, "drop"), {}, clock=clock)
+    s.handle_key(viewer.KEY_TOGGLE_MJSTEP)
+    per_frame = []
+
+    class Handle(FakeHandle):
+        def sync(self):
+            per_frame.append(s.frame_steps)
+            super().sync()
+
+    viewer.run_frames(s, Handle(clock, frames=200), sleep=clock.sleep)
+    v = s.values()
+    assert v["stepper"] == "mj_step" and v["pace"] < 0.5
+    assert max(per_frame) <= 4  # 0.8/60 s budget at 5 ms per step
+    # the machine is fast again: the next frames advance by about a frame (1/60 s
+    # = 17 steps of 1 ms), not by the 2 s of wall time the slow phase fell behind
+    clock.cost = 0.0
+    for _ in range(3):
+        clock.sleep(1 / viewer.FPS)
+        s.advance()
+        assert s.frame_steps <= 40, s.frame_steps
+
+
 def test_viewer_keys_do_not_clash_with_mujocos_viewer():
     """Our keys are none of the passive viewer's own shortcuts (its visualization
     and rendering flag letters, geom/site group digits, '[' ']' cameras, Esc, Tab,
