@@ -31,9 +31,10 @@ LIBRARY_NAME = "libmjcenic.so"
 
 
 def find_library():
-    """The plugin library next to this package (a wheel that ships it), in the
-    build tree this package was assembled in (build/python/mjcenic ->
-    build/libmjcenic.so), or $MJCENIC_PLUGIN_LIBRARY; None if there is none."""
+    """$MJCENIC_PLUGIN_LIBRARY, the plugin library next to this package (a wheel
+    that ships it), in the build tree this package was assembled in
+    (build/python/mjcenic -> build/libmjcenic.so), or installed by `cmake
+    --install` where the dynamic linker looks; None if there is none."""
     env = os.environ.get("MJCENIC_PLUGIN_LIBRARY")
     if env:
         return pathlib.Path(env)
@@ -41,6 +42,14 @@ def find_library():
     for cand in (pkg / LIBRARY_NAME, pkg.parent.parent / LIBRARY_NAME):
         if cand.is_file():
             return cand
+    # `cmake --install` into a prefix the dynamic linker searches (lib/libmjcenic.so)
+    import ctypes.util
+    found = ctypes.util.find_library("mjcenic")
+    if found:
+        for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) + [
+                "/usr/local/lib", "/usr/lib", "/usr/local/lib64", "/usr/lib64"]:
+            if d and (pathlib.Path(d) / found).is_file():
+                return pathlib.Path(d) / found
     return None
 
 
