@@ -51,6 +51,7 @@ SAMPLE = 0.02  # [s] sample and control period
 REF_LEVEL = 8  # reference step: dt / 2^REF_LEVEL
 MJSTEP_LEVELS = range(0, 6)
 ACCURACIES = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]
+REPEAT_LIMIT = 5.0  # [s] runs longer than this are timed once
 CONFIGS = {  # label: stepper options
     "doubling": {},
     "embedded": {"error_estimate": "embedded"},
@@ -148,7 +149,7 @@ def traj_error(m, q, q_ref):
     return float(errs.max()), float(errs[-1])
 
 
-def bench_scene(sc, reps, quick, log):
+def bench_scene(sc, reps, quick, log, budget):
     m = sc.m
     dt = m.opt.timestep
     h_ref = dt / 2 ** REF_LEVEL
@@ -178,10 +179,18 @@ def bench_scene(sc, reps, quick, log):
                          "fn": (lambda o=o: run_mjcenic(sc, o))})
     for r in runs:
         r["wall"] = math.inf
+        r["reps"] = 0
+    over_budget = set()  # series whose previous (looser) level exceeded the budget
     for rep in range(reps):
         for r in runs:
             if r.get("skip"):
                 continue
+            if rep == 0 and r["series"] in over_budget:
+                r["skipped"] = f"the looser level took more than {budget:g} s"
+                r["skip"] = True
+                continue
+            if rep > 0 and r["wall"] > REPEAT_LIMIT:
+                continue  # long runs are timed once: their noise is small
             try:
                 q, wall, info = r["fn"]()
             except Exception as e:  # a failed run is reported, not fatal
@@ -189,9 +198,12 @@ def bench_scene(sc, reps, quick, log):
                 r["skip"] = True
                 continue
             r["wall"] = min(r["wall"], wall)
+            r["reps"] += 1
             if rep == 0:
                 r["traj_error"], r["end_error"] = traj_error(m, q, refs[r["sim"]]["q"])
                 r.update(info)
+                if wall > budget:
+                    over_budget.add(r["series"])
     out = []
     for r in runs:
         r.pop("fn")
@@ -200,6 +212,8 @@ def bench_scene(sc, reps, quick, log):
         tag = f"dt={r['dt']:.3g}" if r["sim"] == "mj_step" else f"acc={r['accuracy']:g}"
         if "error_text" in r:
             log(f"  {r['series']:>20} {tag:>12}: failed: {r['error_text']}")
+        elif "skipped" in r:
+            log(f"  {r['series']:>20} {tag:>12}: skipped: {r['skipped']}")
         else:
             log(f"  {r['series']:>20} {tag:>12}: traj err {r['traj_error']:.3g} end "
                 f"{r['end_error']:.3g} wall {r['wall'] * 1e3:8.1f} ms steps {r['steps']}")
@@ -240,7 +254,8 @@ def summarize(results, log):
             target = 1e-3
             ours, theirs = cost_at(runs, series, target), cost_at(runs, "mj_step", target)
             if ours is None or theirs is None:  # the tightest error both reach
-                both = [min(x["traj_error"] for x in runs if x["series"] == s and "traj_error" in x)
+                both = [min((x["traj_error"] for x in runs
+                             if x["series"] == s and "traj_error" in x), default=math.inf)
                         for s in (series, "mj_step")]
                 target = max(both)
                 ours, theirs = cost_at(runs, series, target), cost_at(runs, "mj_step", target)
@@ -297,6 +312,8 @@ def main():
     p.add_argument("--scenes", default=",".join(SCENES))
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="3 levels per series")
+    p.add_argument("--budget", type=float, default=30.0,
+                   help="[s] a series stops at the first level whose run takes longer")
     p.add_argument("--series", default=",".join(CONFIGS),
                    help="mjcenic series to run (mj_step always runs)")
     a = p.parse_args()
@@ -321,7 +338,7 @@ def main():
     results = []
     for name in names:
         sc = Scene(name, *SCENES[name])
-        res = bench_scene(sc, a.reps, a.quick, log)
+        res = bench_scene(sc, a.reps, a.quick, log, a.budget)
         results.append(res)
         plot(res, out_dir)
         (out_dir / "work_precision.json").write_text(json.dumps(

@@ -37,7 +37,7 @@ from scikit_build_core.build import (  # noqa: F401  (re-exported hooks)
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-RUNTIME_DEPENDENCIES = ["numpy", "matplotlib"]
+RUNTIME_DEPENDENCIES = ["numpy", "matplotlib", "tqdm"]
 
 
 def _version_tuple(v):

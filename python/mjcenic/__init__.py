@@ -154,7 +154,7 @@ class Stepper:
         """Takes one accepted step of the size the error controller chooses."""
         self._impl.step_once(self._d(data))
 
-    def sample(self, times, data=None):
+    def sample(self, times, data=None, progress=None):
         """Advances to times[-1] and returns the state at every time in `times`
         (ascending, none before data.time) as a dict of arrays time, qpos, qvel,
         act and step_size (the accepted step that covers each sample).
@@ -165,7 +165,10 @@ class Stepper:
         step's own continuous extension (an implicit step moves q at the constant
         velocity v_{t+h}). Only the last step is shortened, to end exactly on
         times[-1]. ctrl and the
-        other inputs are held for the whole call (zero-order hold)."""
+        other inputs are held for the whole call (zero-order hold).
+
+        `progress(t)`, if given, is called with data.time after every accepted
+        step (e.g. to update a progress bar)."""
         import numpy as np
         d = self._d(data)
         m = self.model
@@ -195,6 +198,8 @@ class Stepper:
             else:
                 self._impl.step_once(d)
             t1 = d.time
+            if progress is not None:
+                progress(t1)
             mujoco.mj_differentiatePos(m, dq, 1.0, q0, d.qpos)
             while k < n and times[k] <= t1:
                 s = (times[k] - t0) / (t1 - t0)

@@ -145,44 +145,25 @@ def _labels(paths):
 # ----------------------------------------------------------------------------- progress
 
 class _Progress:
-    """A text bar on stderr, shown once the whole comparison has taken > 2 s."""
+    """A tqdm bar on stderr (off when stderr is not a terminal): runs done, with
+    the fraction of the current run, and the current run as its label."""
 
-    def __init__(self, total, stream=sys.stderr, delay=2.0):
-        self.total = max(total, 1)
-        self.stream = stream
-        self.delay = delay
-        self.start = time.perf_counter()
-        self.last = 0.0
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-        self.shown = False
+    def __init__(self, total):
+        from ._cliutil import progress
+        self.bar = progress(total=max(total, 1), desc="mjcenic compare", unit="run",
+                            bar_format="{l_bar}{bar}| {n:.1f}/{total} runs "
+                                       "[{elapsed}<{remaining}]{postfix}")
+        self.n = 0.0
 
     def update(self, done, label, final_of_run=False):
-        now = time.perf_counter()
-        elapsed = now - self.start
-        if elapsed < self.delay:
-            return
-        if self.tty:
-            if not final_of_run and now - self.last < 0.2:
-                return
-        elif not final_of_run and now - self.last < 10.0:
-            return
-        self.last = now
-        frac = min(max(done / self.total, 0.0), 1.0)
-        width = 30
-        k = int(round(frac * width))
-        text = (f"mjcenic compare [{'#' * k}{'.' * (width - k)}] {100 * frac:5.1f}% "
-                f"{elapsed:6.1f}s  {label}")
-        if self.tty:
-            self.stream.write("\r" + text[:150].ljust(150))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-        self.shown = True
+        done = min(max(done, self.n), self.bar.total)
+        if done > self.n:
+            self.bar.update(done - self.n)
+            self.n = done
+        self.bar.set_postfix_str(label[-60:], refresh=final_of_run)
 
     def finish(self):
-        if self.shown and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        self.bar.close()
 
 
 # ----------------------------------------------------------------------------- probes
@@ -489,8 +470,115 @@ def _role(row, model_dt):
     return row["method"]
 
 
-def plots(report, directory):
-    """Writes wall_time_vs_error.png and max_penetration.png; returns their paths."""
+def _short_label(label, width=34):
+    """The model label wrapped on '/' into lines of at most ~width characters."""
+    parts, lines, cur = label.split("/"), [], ""
+    for i, part in enumerate(parts):
+        piece = part + ("/" if i < len(parts) - 1 else "")
+        if cur and len(cur) + len(piece) > width:
+            lines.append(cur)
+            cur = piece
+        else:
+            cur += piece
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+def _role_colors(roles):
+    """One distinct colour per method role (never repeated): mj_step roles in
+    blues/greys, mjcenic accuracies from orange to dark red, the reference black."""
+    import matplotlib.pyplot as plt
+    mj = [r for r in roles if r.startswith("mj_step")]
+    cen = [r for r in roles if r.startswith("mjcenic")]
+    other = [r for r in roles if r not in mj and r not in cen and r != "reference"]
+    out = {}
+    blues = plt.get_cmap("Blues")
+    for i, r in enumerate(mj):
+        out[r] = blues(0.9 - 0.45 * i / max(len(mj) - 1, 1))
+    oranges = plt.get_cmap("autumn")
+    reds = ["#f59f00", "#e8590c", "#a61e4d", "#5f3dc4", "#2b8a3e", "#495057"]
+    for i, r in enumerate(cen):
+        out[r] = reds[i] if len(cen) <= len(reds) else oranges(i / max(len(cen) - 1, 1))
+    greens = plt.get_cmap("Greens")
+    for i, r in enumerate(other):
+        out[r] = greens(0.5 + 0.4 * i / max(len(other), 1))
+    out["reference"] = "black"
+    return out
+
+
+def _log_ticks(axis, lo, hi):
+    """Readable ticks on a log axis spanning [lo, hi]: 1-2-5 within about a
+    decade and a half, decades otherwise (every other one beyond 5), plain
+    numbers (0.002, 1e-05)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    decades = math.log10(hi / lo)
+    subs = (1.0, 2.0, 5.0) if decades <= 1.6 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10.0 if decades <= 5 else 100.0, subs=subs,
+                                      numticks=12))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _compact(v):
+    """A short tick label: 0.01, 100, 1e-05 -> 1e-5."""
+    if 1e-3 <= v < 1e4:
+        return format(v, "g")
+    e = math.log10(v)
+    return f"1e{round(e)}" if abs(e - round(e)) < 1e-9 else format(v, ".0e")
+
+
+def text_overlaps(fig):
+    """Pairs of visible, non-empty texts of `fig` whose drawn boxes overlap (for
+    the tests: a readable figure has none)."""
+    import matplotlib.text
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    # tick labels that are drawn: those of the ticks inside the view limits
+    drawn_ticks, all_ticks = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                all_ticks.update(map(id, (tick.label1, tick.label2)))
+            if ax.get_visible():
+                for tick in axis._update_ticks():
+                    drawn_ticks.update(map(id, (tick.label1, tick.label2)))
+    boxes = []
+    for t in fig.findobj(matplotlib.text.Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        if id(t) in all_ticks and id(t) not in drawn_ticks:
+            continue
+        if t.axes is not None and not t.axes.get_visible():
+            continue
+        bb = t.get_window_extent(renderer)
+        if bb.width > 0 and bb.height > 0:
+            boxes.append((t.get_text(), bb))
+    out = []
+    fb = fig.bbox
+    for text, bb in boxes:  # cut off at the figure's edge
+        if bb.x0 < fb.x0 - 1 or bb.y0 < fb.y0 - 1 or bb.x1 > fb.x1 + 1 or bb.y1 > fb.y1 + 1:
+            out.append((text, "<outside the figure>"))
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            a, b = boxes[i][1], boxes[j][1]
+            # overlap by more than a pixel in both directions
+            if (min(a.x1, b.x1) - max(a.x0, b.x0) > 1.0
+                    and min(a.y1, b.y1) - max(a.y0, b.y0) > 1.0):
+                out.append((boxes[i][0], boxes[j][0]))
+    return out
+
+
+def plots(report, directory, overlaps=None):
+    """Writes the plots; returns their paths.
+
+      wall_time_vs_error.png  one panel per model (small multiples, own axes):
+                              wall time vs trajectory error, one colour per method
+      max_penetration.png     one row per model, max penetration on a log axis
+                              (zero drawn at the axis floor), one colour per method
+      real_time_rate.png      one row per model, simulated / wall time, log axis
+
+    `overlaps`, if a dict, receives per file the pairs of overlapping labels
+    (text_overlaps; empty when readable)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -499,143 +587,217 @@ def plots(report, directory):
     directory.mkdir(parents=True, exist_ok=True)
     rows = [r for r in report["rows"] if r["load_ok"]]
     models = list(dict.fromkeys(r["model"] for r in rows))
+    # display names: without the folders every model shares (models/...)
+    common = os.path.commonpath(models) if len(models) > 1 and all(
+        "/" in mo and not mo.startswith("/") for mo in models) else ""
+    shown = {mo: (mo[len(common) + 1:] if common and mo.startswith(common + "/") else mo)
+             for mo in models}
     model_dt = {mi["model"]: mi.get("timestep") for mi in report["metadata"]["models"]}
-    cmap = plt.get_cmap("tab10" if len(models) <= 10 else "tab20")
-    color = {mo: cmap(i % cmap.N) for i, mo in enumerate(models)}
-    markers = {"mj_step": "s", "mjcenic": "o"}
-    files = []
-
-    # (a) wall time vs trajectory error, one color per model, one marker per family
-    fig, ax = plt.subplots(figsize=(10, 6))
-    plotted = 0
-    for mo in models:
-        for fam, mk in markers.items():
-            pts = [r for r in rows
-                   if r["model"] == mo and r["family"] == fam and not r["is_reference"]
-                   and r["trajectory_error"] and r["trajectory_error"] > 0
-                   and r["wall_time"] and r["wall_time"] > 0]
-            # connect a family's points in sweep order: coarse to fine
-            pts.sort(key=lambda r: -(r["timestep"] or r["accuracy"] or 0))
-            if not pts:
-                continue
-            xs = [r["trajectory_error"] for r in pts]
-            ys = [r["wall_time"] for r in pts]
-            ax.plot(xs, ys, ls="-" if fam == "mjcenic" else ":", lw=0.8, color=color[mo],
-                    marker=mk, ms=7, mfc="none" if fam == "mj_step" else color[mo])
-            for x, y, r in zip(xs, ys, pts):
-                ax.annotate(r["method"].split(" ", 1)[-1], (x, y), textcoords="offset points",
-                            xytext=(4, 3), fontsize=6.5, color=color[mo])
-            plotted += len(pts)
-    if plotted:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    else:
-        ax.text(0.5, 0.5, "no run with a positive trajectory error", ha="center",
-                transform=ax.transAxes)
-    ax.set_xlabel("trajectory error vs reference [–]  (∞-norm; rad, or m / L)")
-    ax.set_ylabel("wall time [s]")
-    ax.set_title(f"Wall time vs trajectory error, {report['metadata']['duration']:g} s simulated")
-    ax.grid(True, which="both", alpha=0.3)
-    h1 = [Line2D([], [], color=color[mo], lw=2, label=mo) for mo in models]
-    h2 = [Line2D([], [], color="k", ls="none", marker=mk, mfc="none" if f == "mj_step" else "k",
-                 label=f) for f, mk in markers.items()]
-    leg = ax.legend(handles=h2, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-                    title="method family")
-    ax.add_artist(leg)
-    if h1:
-        ax.legend(handles=h1, loc="upper left", bbox_to_anchor=(1.01, 0.8), fontsize=7,
-                  title="model")
-    fig.tight_layout()
-    f = directory / "wall_time_vs_error.png"
-    fig.savefig(f, dpi=110)
-    plt.close(fig)
-    files.append(str(f))
-
-    # (b) max penetration: one group per model, one bar per method
     roles = list(dict.fromkeys(_role(r, model_dt.get(r["model"])) for r in rows))
-    fig, ax = plt.subplots(figsize=(max(8.0, min(20.0, 3.0 + 1.1 * len(models))), 5.0))
-    width = 0.8 / max(len(roles), 1)
-    rcmap = plt.get_cmap("tab10" if len(roles) <= 10 else "tab20")
-    top = 0.0
-    for j, role in enumerate(roles):
-        xs, hs = [], []
+    color = _role_colors(roles)
+    marker = {rl: ("s" if rl.startswith("mj_step") else "D" if rl == "reference" else "o")
+              for rl in roles}
+    files = []
+    T = report["metadata"]["duration"]
+
+    def save(fig, name):
+        f = directory / name
+        if overlaps is not None:
+            overlaps[name] = text_overlaps(fig)
+        fig.savefig(f, dpi=100)
+        plt.close(fig)
+        files.append(str(f))
+
+    def legend_handles(rls):
+        return [Line2D([], [], color=color[rl], marker=marker[rl], ls="none", ms=7,
+                       mfc="none" if rl.startswith("mj_step") else color[rl], label=rl)
+                for rl in rls]
+
+    # (a) small multiples: wall time vs trajectory error, one panel per model
+    n = max(len(models), 1)
+    ncols = min(5, n)
+    nrows = int(math.ceil(n / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.5 * ncols, 2.9 * nrows + 1.0),
+                             squeeze=False, layout="constrained")
+    plot_roles = [rl for rl in roles if rl != "reference"]
+    for k, ax in enumerate(axes.flat):
+        if k >= len(models):
+            ax.set_visible(False)
+            continue
+        mo = models[k]
+        ax.set_title(_short_label(shown[mo]), fontsize=8)
+        ax.tick_params(labelsize=7)
+        notes = []
+        drawn = 0
+        for fam, ls in (("mj_step", ":"), ("mjcenic", "-")):
+            pts = [r for r in rows if r["model"] == mo and r["family"] == fam
+                   and not r["is_reference"]]
+            pts.sort(key=lambda r: -(r["timestep"] or r["accuracy"] or 0))
+            good = [r for r in pts if r["trajectory_error"] and r["trajectory_error"] > 0
+                    and r["wall_time"] and r["wall_time"] > 0]
+            for r in pts:
+                if r["error"]:
+                    notes.append(f"{r['method']}: failed")
+                elif r["trajectory_error"] == 0:
+                    notes.append(f"{r['method']}: error 0")
+            if len(good) > 1:
+                ax.plot([r["trajectory_error"] for r in good], [r["wall_time"] for r in good],
+                        ls=ls, lw=0.8, color="0.6", zorder=1)
+            for r in good:
+                rl = _role(r, model_dt.get(mo))
+                ax.plot(r["trajectory_error"], r["wall_time"], ls="none", marker=marker[rl],
+                        ms=6, color=color[rl], mfc="none" if fam == "mj_step" else color[rl],
+                        zorder=2)
+                drawn += 1
+        if drawn:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            # at least a decade on each axis, so single points are not stretched
+            for axis, get, set_ in ((ax.xaxis, ax.get_xlim, ax.set_xlim),
+                                    (ax.yaxis, ax.get_ylim, ax.set_ylim)):
+                lo, hi = get()
+                if hi / lo < 10:
+                    mid = math.sqrt(lo * hi)
+                    lo, hi = mid / math.sqrt(10), mid * math.sqrt(10)
+                    set_(lo, hi)
+                _log_ticks(axis, lo, hi)
+        else:
+            ax.set_xticks([])
+            ax.set_yticks([])
+        if notes:
+            ax.text(0.03, 0.03, "\n".join(notes[:3]) + ("\n…" if len(notes) > 3 else ""),
+                    transform=ax.transAxes, fontsize=7, va="bottom", ha="left", color="0.3")
+        ax.grid(True, which="major", alpha=0.3)
+        if k % ncols == 0:
+            ax.set_ylabel("wall time [s]", fontsize=7)
+        if k >= len(models) - ncols:
+            ax.set_xlabel("trajectory error [–]", fontsize=7)
+    fig.suptitle(f"Wall time vs trajectory error against the reference, {T:g} s simulated, one "
+                 "panel per model (own axes; lower left is better)\nhollow squares: mj_step, "
+                 "dots: mjcenic" + (f"; models under {common}/" if common else ""), fontsize=10)
+    fig.legend(handles=legend_handles(plot_roles), loc="outside lower center",
+               ncols=min(len(plot_roles), 6), fontsize=8, frameon=False)
+    save(fig, "wall_time_vs_error.png")
+
+    # (b), (c) one row per model, a log axis, one marker per method
+    def dot_plot(key, scale, xlabel, title, name, ref_line=None, resolution=0.0):
+        """Values <= resolution (after scaling) are drawn at the floor, labelled 0."""
+        fig, ax = plt.subplots(figsize=(11, 1.4 + 0.32 * n), layout="constrained")
+        vals = [scale * r[key] for r in rows if r[key] is not None and scale * r[key] > resolution]
+        zeros = any(r[key] is not None and scale * r[key] <= resolution for r in rows)
+        lo, hi = (min(vals), max(vals)) if vals else (1e-3, 1.0)
+        floor = 10 ** (math.floor(math.log10(lo)) - 1) if zeros else None
+        k = len(roles)
         for i, mo in enumerate(models):
-            val = next((r["max_penetration"] for r in rows if r["model"] == mo
-                        and _role(r, model_dt.get(mo)) == role), None)
-            if val is not None:
-                xs.append(i - 0.4 + (j + 0.5) * width)
-                hs.append(1000.0 * val)
-        top = max([top] + hs)
-        ax.bar(xs, hs, width=width, label=role, color=rcmap(j % rcmap.N))
-    ax.set_xticks(range(len(models)))
-    ax.set_xticklabels(models, rotation=20 if len(models) > 2 else 0,
-                       ha="right" if len(models) > 2 else "center", fontsize=8)
-    ax.set_ylabel("max penetration [mm]")
-    ax.set_title("Max penetration per model and method\n(sampled after every mj_step call / "
-                 "every 10 ms advance_to chunk)", fontsize=10)
-    if top <= 0:
-        ax.set_ylim(0, 1)
-        ax.text(0.5, 0.5, "no penetration in any run", ha="center", transform=ax.transAxes)
-    if roles:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method")
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    f = directory / "max_penetration.png"
-    fig.savefig(f, dpi=110)
-    plt.close(fig)
-    files.append(str(f))
+            for j, rl in enumerate(roles):
+                r = next((r for r in rows if r["model"] == mo
+                          and _role(r, model_dt.get(mo)) == rl), None)
+                if r is None or r[key] is None:
+                    continue
+                v = scale * r[key]
+                y = i + (j - (k - 1) / 2) * (0.7 / max(k, 1))
+                ax.plot(v if v > resolution else floor, y, ls="none", marker=marker[rl],
+                        ms=5, color=color[rl],
+                        mfc="none" if (v <= resolution or rl.startswith("mj_step"))
+                        else color[rl])
+        ax.set_xscale("log")
+        x0 = floor / 2 if zeros else lo / 2
+        x1 = 10 ** (math.log10(hi) + 0.15)
+        ax.set_xlim(x0, x1)
+        _log_ticks(ax.xaxis, x0, x1)
+        if zeros:  # the floor stands for 0; the decade ticks above it
+            from matplotlib.ticker import FixedLocator, FuncFormatter
+            e0, e1 = round(math.log10(floor)) + 1, math.floor(math.log10(x1))
+            every = 1 if e1 - e0 <= 8 else 2  # about 8 labels at most
+            decades = [10.0 ** e for e in range(e1, e0 - 1, -every)]
+            ax.xaxis.set_major_locator(FixedLocator([floor] + decades[::-1]))
+            ax.xaxis.set_major_formatter(FuncFormatter(
+                lambda v, _: "0" if v == floor else _compact(v)))
+            ax.axvline(floor * 3, color="0.6", lw=0.8, ls="--")
+        if ref_line is not None:
+            ax.axvline(ref_line[0], color="0.3", lw=1.0)
+            ax.text(ref_line[0], -0.9, ref_line[1], fontsize=7, ha="left", va="center",
+                    color="0.3")
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([shown[mo] for mo in models], fontsize=8)
+        ax.set_ylim(n - 0.5, -1.3)
+        for i in range(n):
+            if i % 2 == 0:
+                ax.axhspan(i - 0.5, i + 0.5, color="0.95", zorder=0)
+        ax.grid(True, axis="x", which="major", alpha=0.4)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, fontsize=10)
+        fig.legend(handles=legend_handles(roles), loc="outside lower center",
+                   ncols=min(len(roles), 6), fontsize=8, frameon=False)
+        save(fig, name)
+
+    under = f"; models under {common}/" if common else ""
+    dot_plot("max_penetration", 1000.0, "max penetration [mm] (log scale; 0 and below "
+             "0.1 µm at the left)",
+             f"Deepest penetration per model and method, {T:g} s simulated{under}\n(sampled "
+             "after every mj_step call / every 10 ms advance_to chunk; hollow: mj_step or 0)",
+             "max_penetration.png", resolution=1e-4)
+    dot_plot("real_time_rate", 1.0, "real-time rate [simulated s / wall s] (log scale)",
+             f"Real-time rate per model and method, {T:g} s simulated, one core{under}\n"
+             "(right of the line: faster than real time)", "real_time_rate.png",
+             ref_line=(1.0, " real time"))
     return files
 
 
 # ----------------------------------------------------------------------------- main
 
-def _floats(text):
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got '{text}'")
-    if not vals or any(not (v > 0 and math.isfinite(v)) for v in vals):
-        raise argparse.ArgumentTypeError(f"expected positive numbers, got '{text}'")
-    return vals
-
-
-def _positive(text):
-    v = float(text)
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
-    return v
-
-
-def _nonneg(text):
-    v = float(text)
-    if not (v >= 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got '{text}'")
-    return v
-
-
-def _parser():
-    p = argparse.ArgumentParser(
-        prog="mjcenic compare",
-        description="Compare mj_step and mjcenic (cenic) on MJCF models: wall time, "
-                    "penetration, energy drift and trajectory error vs a tight reference.",
-        epilog="Directories are searched recursively; files that another XML includes are "
-               "skipped; per folder the scene*.xml files are taken, or, if there are none, "
-               "the *.xml files with a <mujoco> root. See `pydoc mjcenic.compare` for the exact measurement rules.")
+def add_arguments(p):
+    from ._cliutil import floats, nonneg, positive
     p.add_argument("paths", nargs="+", metavar="PATH", help="MJCF files or directories")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the JSON report here")
     p.add_argument("--markdown", metavar="OUT", help="write the Markdown table here")
-    p.add_argument("--plots", metavar="DIR", help="write PNG plots into this directory")
-    p.add_argument("--duration", type=_nonneg, default=1.0, help="simulated time [s] (1.0)")
-    p.add_argument("--accuracies", type=_floats, default=[1e-1, 1e-2, 1e-3],
+    p.add_argument("--plots", metavar="DIR",
+                   help="write PNG plots into this directory: wall_time_vs_error.png (one "
+                        "panel per model) and max_penetration.png (log scale)")
+    p.add_argument("--duration", type=nonneg, default=1.0, help="simulated time [s] (1.0)")
+    p.add_argument("--accuracies", type=floats, default=[1e-1, 1e-2, 1e-3],
                    help="comma-separated mjcenic accuracies (1e-1,1e-2,1e-3)")
-    p.add_argument("--reference-accuracy", type=_positive, default=1e-5,
+    p.add_argument("--reference-accuracy", type=positive, default=1e-5,
                    help="accuracy of the mjcenic reference run (1e-5)")
-    p.add_argument("--reference-time-limit", type=_positive, default=120.0,
+    p.add_argument("--reference-time-limit", type=positive, default=120.0,
                    help="wall time [s] after which the mjcenic reference counts as too slow "
                         "and mj_step dt=1e-4 is used instead (120)")
-    p.add_argument("--time-limit", type=_positive, default=600.0,
+    p.add_argument("--time-limit", type=positive, default=600.0,
                    help="wall time [s] after which any other run is stopped (600)")
+    p.set_defaults(func=run)
+
+
+_DESCRIPTION = ("Compare mj_step and mjcenic (cenic) on MJCF models: wall time, "
+                "penetration, energy drift and trajectory error vs a tight reference.")
+_EPILOG = ("Directories are searched recursively; files that another XML includes are "
+           "skipped; per folder the scene*.xml files are taken, or, if there are none, "
+           "the *.xml files with a <mujoco> root. See `pydoc mjcenic.compare` for the exact "
+           "measurement rules.")
+
+
+def add_parser(sub):
+    """`compare` as a subcommand of the `mjcenic` tree."""
+    p = sub.add_parser("compare", allow_abbrev=False, help="mj_step against mjcenic on models",
+                       description=_DESCRIPTION, epilog=_EPILOG)
+    add_arguments(p)
     return p
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="mjcenic compare", allow_abbrev=False,
+                                description=_DESCRIPTION, epilog=_EPILOG)
+    add_arguments(p)
+    return p
+
+
+def _check_outputs(args):
+    """None if every output can be written, else the error text (before any work)."""
+    for path, flag in ((args.json_out, "--json"), (args.markdown, "--markdown")):
+        if path and os.path.isdir(path):
+            return f"mjcenic compare: {flag} {path} is a directory"
+    if args.plots and os.path.exists(args.plots) and not os.path.isdir(args.plots):
+        return f"mjcenic compare: --plots {args.plots} exists and is not a directory"
+    return None
 
 
 def _collect(paths):
@@ -710,7 +872,14 @@ def _error_row(label, path, error):
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    return run(_parser().parse_args(sys.argv[1:] if argv is None else list(argv)))
+
+
+def run(args) -> int:
+    err = _check_outputs(args)
+    if err:
+        print(err, file=sys.stderr)
+        return 2
     import mujoco
     import numpy as np  # noqa: F401 - fail early if missing
 
