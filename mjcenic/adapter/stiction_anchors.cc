@@ -55,10 +55,11 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
   if (advance) {
     last_time_ = d->time;
     next_.clear();
-    // Room for twice the contacts seen so far, so that steps with more
-    // contacts later on do not allocate (README: no per-step allocation).
-    const size_t room = 2 * static_cast<size_t>(pool.size());
-    if (next_.capacity() < room) next_.reserve(std::max(room, 2 * next_.capacity()));
+    // One anchor per contact at most. When a step has more contacts than
+    // ever before, room for twice as many: steps with more contacts later on
+    // do not allocate (README: no per-step allocation after warm-up).
+    const size_t n = static_cast<size_t>(pool.size());
+    if (next_.capacity() < n) next_.reserve(2 * n);
   }
   bool changed = false;
   for (int c = 0; c < pool.size(); ++c) {

@@ -44,12 +44,14 @@ class StictionAnchors {
   static constexpr double kMaxBias = 10.0;
   // A slip below kSlipDeadband·v_s leaves β as it is: once a contact sticks
   // the problem stops changing from step to step (Newton's warm start is
-  // then already the solution), at a residual creep below 5e-10 m/s for the
-  // default v_s = 1e-4 m/s.
-  static constexpr double kSlipDeadband = 5e-6;
+  // then already the solution), at a residual creep below 2e-9 m/s
+  // (0.002 µm/s) for the default v_s = 1e-4 m/s.
+  static constexpr double kSlipDeadband = 2e-5;
   // A contact sliding faster than kSlidingReset·ε drops its anchor (β = 0):
-  // sliding friction is the regularized law's, without a bias.
-  static constexpr double kSlidingReset = 10.0;
+  // sliding friction is the regularized law's, without a bias. A sticking
+  // contact slips below ε ρ/sqrt(1 − ρ²) < ε at the loads an anchor can hold
+  // before β settles (ρ < 0.95), so 3ε separates the two.
+  static constexpr double kSlidingReset = 3.0;
 
   void Clear() {
     anchors_.clear();

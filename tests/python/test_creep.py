@@ -1,6 +1,6 @@
 """Issue 13: grasps that hold. Static friction without creep at every step
 size, with stiction anchors on (`stiction_anchors=true`, README "How mjcenic
-holds grasps"; opt-in until its cost is benchmarked on every shared model). Each scene loads its object far inside the friction cone, where
+holds grasps"; on by default). Each scene loads its object far inside the friction cone, where
 Coulomb's law admits no motion and the regularized friction of the paper
 alone creeps at ε ρ/sqrt(1 − ρ²) (asserted too, so the scenes do load the
 contacts). Runs and measurement: scripts/bench_creep.py."""
