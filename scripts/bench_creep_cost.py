@@ -53,6 +53,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--models", default="")
     ap.add_argument("--out", default=str(ROOT / "out/creep/cost.json"))
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the rows of the models run in an existing --out "
+                         "(e.g. re-measure noisy wall times with more --reps)")
     a = ap.parse_args()
     if a.anchors:
         binary = str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "mjcenic-run")
@@ -84,6 +87,10 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    if a.update and pathlib.Path(a.out).exists():
+        new = {r["model"]: r for r in rows}
+        old = json.loads(pathlib.Path(a.out).read_text())
+        rows = [new.pop(r["model"], r) for r in old] + list(new.values())
     pathlib.Path(a.out).write_text(json.dumps(rows, indent=1))
     names = list(configs)
     base = names[0]
