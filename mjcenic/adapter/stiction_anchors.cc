@@ -85,11 +85,11 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       const double eps =
           std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h * pool.fn0[c]);
       const double slip = std::hypot(vc[1], vc[2]);
-      // Sliding (fast and not slowing down; a new contact: fast): β = 0.
-      const bool sliding = slip > kSlidingReset * eps && (!a || slip >= a->slip);
-      if (sliding) {
-        b1 = b2 = 0;
-      } else if (slip >= kSlipDeadband * p.stiction_tolerance) {
+      if (slip > StictionAnchors::kSlidingReset * eps) {  // sliding: no anchor
+        pool.anchor[2 * c] = pool.anchor[2 * c + 1] = 0;
+        continue;
+      }
+      if (slip >= StictionAnchors::kSlipDeadband * p.stiction_tolerance) {
         b1 += vc[1] / eps;
         b2 += vc[2] / eps;
       }
@@ -102,7 +102,6 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       n.geom[0] = rec.geom[0];
       n.geom[1] = rec.geom[1];
       std::copy(local, local + 3, n.pos);
-      n.slip = slip;
       double bw[3];
       for (int i = 0; i < 3; ++i) bw[i] = b1 * rec.frame[3 + i] + b2 * rec.frame[6 + i];
       ToBody(d, body, bw, false, n.beta);

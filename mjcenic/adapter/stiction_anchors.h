@@ -25,8 +25,7 @@
 // bisection over the anchors sorted by pair); β is stored in that frame too,
 // so a grasp held by a moving, rotating hand keeps its anchors. Unmatched
 // contacts start at β = 0; a slip below kSlipDeadband·v_s leaves β as it is
-// and a contact sliding faster than kSlidingReset·ε, and not slowing down,
-// has none.
+// and a contact sliding faster than kSlidingReset·ε has none.
 #pragma once
 
 #include <mujoco/mujoco.h>
@@ -49,12 +48,10 @@ class StictionAnchors {
   // then already the solution), at a residual creep below 2e-9 m/s
   // (0.002 µm/s) for the default v_s = 1e-4 m/s.
   static constexpr double kSlipDeadband = 2e-5;
-  // A contact slipping faster than kSlidingReset·ε, and no slower than at
-  // the last accepted state, slides: it drops its anchor (β = 0), so sliding
-  // friction is the regularized law's, without a bias. A contact being
-  // arrested (its slip shrinking) keeps integrating β: loads up to the
-  // clamp's ρ = 0.995 stick even where the unanchored slip ε ρ/sqrt(1 − ρ²)
-  // exceeds kSlidingReset·ε (ρ > 0.95).
+  // A contact sliding faster than kSlidingReset·ε drops its anchor (β = 0):
+  // sliding friction is the regularized law's, without a bias. A sticking
+  // contact slips below ε ρ/sqrt(1 − ρ²) < ε at the loads an anchor can hold
+  // before β settles (ρ < 0.95), so 3ε separates the two.
   static constexpr double kSlidingReset = 3.0;
 
   void Clear() {
@@ -78,7 +75,6 @@ class StictionAnchors {
     int geom[2];
     double pos[3];   // contact point in the frame of geom[0]'s body
     double beta[3];  // β in that frame
-    double slip;     // |(J v̄)_t| at the state that stored it [m/s]
   };
   const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
   static bool PairLess(const Anchor& a, const Anchor& b) {
