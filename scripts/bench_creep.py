@@ -10,7 +10,7 @@ Scenes (all far inside the friction cone, so Coulomb's law says: no motion):
            pinched between two position-controlled pads (load ~3 % of the bound)
   incline  models/box_incline.xml tilted to 10 deg, mu = 0.5 (load 35 % of the bound)
   gripper  models/gripper_lift.xml: a two-finger gripper lifts a 0.2 kg box
-           10 cm off the floor and holds it (load ~20 % of the bound)
+           7 cm off the floor and holds it (load ~20 % of the bound)
   panda    the Menagerie Panda holding a 0.1 kg box at its home pose
   stack    models/box_stack.xml: three boxes stacked on a 10 deg incline
 

@@ -30,6 +30,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -66,22 +67,24 @@ class StictionAnchors {
   // one advanced), first integrates each contact's slip (J v_slip)_t into its
   // anchor and keeps the result; an earlier time clears the anchors. v_slip
   // (nv): the state's velocity (the step's end velocity).
-  // Re-derives the time-step quantities (model at step h) where an anchor is set.
+  // Each anchored contact's bias β ε uses the model's ε at step h (the model
+  // is set to h already); nothing else of the model changes.
   void Apply(const mjModel* m, const mjData* d, const std::vector<ContactRecord>& records,
              double h, bool advance, const double* v_slip, icf::IcfModel* model);
 
  private:
   struct Anchor {
-    int geom[2];
+    uint64_t pair;   // PairKey(geom[0], geom[1]) of the contact
     double pos[3];   // contact point in the frame of geom[0]'s body
     double beta[3];  // β in that frame
   };
-  const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
-  static bool PairLess(const Anchor& a, const Anchor& b) {
-    return a.geom[0] != b.geom[0] ? a.geom[0] < b.geom[0] : a.geom[1] < b.geom[1];
+  static uint64_t PairKey(const int geom[2]) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(geom[0])) << 32 |
+           static_cast<uint32_t>(geom[1]);
   }
+  const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
 
-  std::vector<Anchor> anchors_, next_;  // anchors_ sorted by geom pair (PairLess)
+  std::vector<Anchor> anchors_, next_;  // anchors_ sorted by pair
   double last_time_ = -std::numeric_limits<double>::infinity();
 };
 
