@@ -3,17 +3,19 @@
 for mjcenic's defaults, candidate settings and mj_step.
 
     python3 scripts/bench_creep.py [--out-dir out/creep] [--quick]
-        [--scenes pinch,incline,panda,stack] [--series "defaults;..."]
+        [--scenes pinch,incline,gripper,panda,stack] [--series "defaults;..."]
 
 Scenes (all far inside the friction cone, so Coulomb's law says: no motion):
   pinch    models/pinch_grasp.xml, MuJoCo issue #3328's setting: a 45 g capsule
            pinched between two position-controlled pads (load ~3 % of the bound)
   incline  models/box_incline.xml tilted to 10 deg, mu = 0.5 (load 35 % of the bound)
+  gripper  models/gripper_lift.xml: a two-finger gripper lifts a 0.2 kg box
+           7 cm off the floor and holds it (load ~20 % of the bound)
   panda    the Menagerie Panda holding a 0.1 kg box at its home pose
   stack    models/box_stack.xml: three boxes stacked on a 10 deg incline
 
 Creep speed: displacement of the held object (relative to the hand for the
-Panda; the largest of the three boxes for the stack) over a window after
+Panda and the gripper; the largest of the three boxes for the stack) over a window after
 settling, divided by the window [µm/s]. Runs: mjcenic in an mj_step-style
 loop (step() per model timestep, error control inside) and in 20 ms
 advance_to chunks at accuracies 1e-2..1e-4, mjcenic fixed steps of 1-100 ms,
@@ -67,6 +69,12 @@ def incline():
     return m, from_key(m, "rest"), lambda m, d: d.xpos[b].copy()
 
 
+def gripper():
+    m = mujoco.MjModel.from_xml_path(str(ROOT / "models/gripper_lift.xml"))
+    hand, b = body(m, "carriage"), body(m, "box")
+    return m, from_key(m, "grip"), lambda m, d: d.xpos[b] - d.xpos[hand]
+
+
 def stack():
     m = mujoco.MjModel.from_xml_path(str(ROOT / "models/box_stack.xml"))
     bs = [body(m, f"box{i}") for i in range(3)]
@@ -85,8 +93,10 @@ def panda():
 
 # name: (builder, settle [s], window [s]); the pinch pads centre the capsule
 # along x with a ~0.06 s time constant, hence its longer settling time.
+# The gripper's lift settles (1 mm from its rest) after about 1 s.
 SCENES = {"pinch": (pinch, 1.0, 1.0), "incline": (incline, 0.5, 1.0),
-          "panda": (panda, 1.0, 1.0), "stack": (stack, 0.5, 1.0)}
+          "gripper": (gripper, 1.0, 1.0), "panda": (panda, 1.0, 1.0),
+          "stack": (stack, 0.5, 1.0)}
 
 
 def creep(scene, method, options=None, accuracy=1e-3, h=None, cone=None, noslip=0,

@@ -7,6 +7,12 @@ the minimum of N repetitions (the machine is noisy).
     python3 scripts/bench_creep_cost.py --config before=/path/mjcenic-run \
         --config after=build/mjcenic-run [--config NAME=BIN:key=val,key=val]
         [--duration 1] [--reps 3] [--out out/creep/cost.json]
+    python3 scripts/bench_creep_cost.py --anchors [--out docs/creep/cost.json]
+
+--anchors: the stiction anchors off (the paper's friction law, the first
+configuration, i.e. the baseline of the ratios) and on (the default), both
+with build/mjcenic-run (or $MJCENIC_BUILD/mjcenic-run). Writes the JSON and a
+PNG of the on/off ratios next to it.
 """
 import argparse
 import json
@@ -40,12 +46,22 @@ def run(binary, path, args, duration):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--config", action="append", required=True)
+    ap.add_argument("--config", action="append", default=[])
+    ap.add_argument("--anchors", action="store_true",
+                    help="configs off=stiction_anchors=false, on=defaults (this build)")
     ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--models", default="")
     ap.add_argument("--out", default=str(ROOT / "out/creep/cost.json"))
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the rows of the models run in an existing --out "
+                         "(e.g. re-measure noisy wall times with more --reps)")
     a = ap.parse_args()
+    if a.anchors:
+        binary = str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "mjcenic-run")
+        a.config = [f"off={binary}:stiction_anchors=false", f"on={binary}"] + a.config
+    if not a.config:
+        ap.error("give --config or --anchors")
     configs = {}
     for c in a.config:
         name, spec = c.split("=", 1)
@@ -71,6 +87,10 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    if a.update and pathlib.Path(a.out).exists():
+        new = {r["model"]: r for r in rows}
+        old = json.loads(pathlib.Path(a.out).read_text())
+        rows = [new.pop(r["model"], r) for r in old] + list(new.values())
     pathlib.Path(a.out).write_text(json.dumps(rows, indent=1))
     names = list(configs)
     base = names[0]
@@ -88,6 +108,33 @@ def main():
                 ratios.append(f"{n}: N x{r['newton_per_solve'] / max(b['newton_per_solve'], 1e-9):.2f}"
                               f" wall x{r['wall'] / b['wall']:.2f}")
         print(f"| {row['model']} | " + " | ".join(cells) + " | " + "; ".join(ratios) + " |")
+    if len(names) >= 2:
+        plot(rows, names[0], names[1], pathlib.Path(a.out).with_suffix(".png"))
+
+
+def plot(rows, base, other, path):
+    """Ratios other/base of Newton iterations per solve and wall time per model."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ok = [r for r in rows if "wall" in r.get(base, {}) and "wall" in r.get(other, {})]
+    names = [r["model"].replace("menagerie/", "").replace("mujoco_warp/", "w/")
+             .replace("mujoco/", "").replace("scene", "").replace(".xml", "") for r in ok]
+    newton = [r[other]["newton_per_solve"] / max(r[base]["newton_per_solve"], 1e-9) for r in ok]
+    wall = [r[other]["wall"] / r[base]["wall"] for r in ok]
+    fig, ax = plt.subplots(figsize=(11, 4))
+    x = range(len(ok))
+    ax.bar([i - 0.2 for i in x], newton, 0.4, label="Newton iterations / solve")
+    ax.bar([i + 0.2 for i in x], wall, 0.4, label="wall time (min of reps)")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhline(1.1, color="red", lw=0.8, ls="--", label="1.1x")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(names, rotation=70, ha="right", fontsize=7)
+    ax.set_ylabel(f"{other} / {base}")
+    ax.set_title(f"cost at accuracy 1e-3: {other} vs {base}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -29,11 +29,10 @@ const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const Co
   const double radius = 0.1 * r;
   const Anchor* best = nullptr;
   double best_d2 = radius * radius;
-  Anchor key;
-  key.geom[0] = rec.geom[0];
-  key.geom[1] = rec.geom[1];
-  const auto range = std::equal_range(anchors_.begin(), anchors_.end(), key, PairLess);
-  for (auto it = range.first; it != range.second; ++it) {
+  const uint64_t key = PairKey(rec.geom);
+  auto it = std::lower_bound(anchors_.begin(), anchors_.end(), key,
+                             [](const Anchor& a, uint64_t k) { return a.pair < k; });
+  for (; it != anchors_.end() && it->pair == key; ++it) {
     const Anchor& a = *it;
     const double dx = a.pos[0] - local[0], dy = a.pos[1] - local[1], dz = a.pos[2] - local[2];
     const double d2 = dx * dx + dy * dy + dz * dz;
@@ -55,20 +54,21 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
   if (advance) {
     last_time_ = d->time;
     next_.clear();
-    // Room for twice the contacts seen so far, so that steps with more
-    // contacts later on do not allocate (README: no per-step allocation).
-    const size_t room = 2 * static_cast<size_t>(pool.size());
-    if (next_.capacity() < room) next_.reserve(std::max(room, 2 * next_.capacity()));
+    // One anchor per contact at most. When a step has more contacts than
+    // ever before, room for twice as many: steps with more contacts later on
+    // do not allocate (README: no per-step allocation after warm-up).
+    const size_t n = static_cast<size_t>(pool.size());
+    if (next_.capacity() < n) next_.reserve(2 * n);
   }
-  bool changed = false;
+  if (!advance && anchors_.empty()) return;
   for (int c = 0; c < pool.size(); ++c) {
+    if (!(pool.fn0[c] > 0 && pool.mu_s[c] > 0)) continue;  // not touching, or frictionless
     const ContactRecord& rec = records[c];
     const int body = m->geom_bodyid[rec.geom[0]];
     double local[3];
     ToBody(d, body, rec.pos, true, local);
     const Anchor* a = Match(m, rec, local);
-    const bool touching = pool.fn0[c] > 0 && pool.mu_s[c] > 0;
-    if (!touching || (!a && !advance)) continue;
+    if (!a && !advance) continue;
     // Anchor β in the contact frame (rows 1, 2 of the frame: the tangents).
     double b1 = 0, b2 = 0;
     if (a) {
@@ -83,37 +83,35 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       pool.rows.Multiply(c, v_slip, vc);
       const double eps =
           std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h * pool.fn0[c]);
-      const double slip = std::hypot(vc[1], vc[2]);
-      if (slip > StictionAnchors::kSlidingReset * eps) {  // sliding: no anchor
-        pool.anchor[2 * c] = pool.anchor[2 * c + 1] = 0;
+      const double slip2 = vc[1] * vc[1] + vc[2] * vc[2];  // |slip|²
+      const double reset = kSlidingReset * eps, dead = kSlipDeadband * p.stiction_tolerance;
+      if (slip2 > reset * reset) {  // sliding: no anchor
+        pool.SetAnchor(c, 0, 0);
         continue;
       }
-      if (slip >= StictionAnchors::kSlipDeadband * p.stiction_tolerance) {
+      if (slip2 >= dead * dead) {
         b1 += vc[1] / eps;
         b2 += vc[2] / eps;
       }
-      const double norm = std::hypot(b1, b2);
-      if (norm > kMaxBias) {
+      if (b1 * b1 + b2 * b2 > kMaxBias * kMaxBias) {
+        const double norm = std::hypot(b1, b2);
         b1 *= kMaxBias / norm;
         b2 *= kMaxBias / norm;
       }
       Anchor& n = next_.emplace_back();
-      n.geom[0] = rec.geom[0];
-      n.geom[1] = rec.geom[1];
+      n.pair = PairKey(rec.geom);
       std::copy(local, local + 3, n.pos);
       double bw[3];
       for (int i = 0; i < 3; ++i) bw[i] = b1 * rec.frame[3 + i] + b2 * rec.frame[6 + i];
       ToBody(d, body, bw, false, n.beta);
     }
-    pool.anchor[2 * c] = b1;
-    pool.anchor[2 * c + 1] = b2;
-    changed = changed || b1 != 0 || b2 != 0;
+    pool.SetAnchor(c, b1, b2);  // b_t = β ε at this step's ε
   }
   if (advance) {
-    std::sort(next_.begin(), next_.end(), PairLess);  // in place, no allocation
+    std::sort(next_.begin(), next_.end(),  // in place, no allocation
+              [](const Anchor& a, const Anchor& b) { return a.pair < b.pair; });
     anchors_.swap(next_);
   }
-  if (changed) model->SetTimeStep(h);  // b_t = β ε
 }
 
 }  // namespace mjcenic::adapter

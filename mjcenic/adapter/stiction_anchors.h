@@ -1,5 +1,6 @@
 // Stiction anchors: an elastic-slip state per sticking contact that removes
-// the creep of regularized friction (README, "How mjcenic holds grasps").
+// the creep of regularized friction (cenic-math §4.9; README, "How mjcenic
+// holds grasps").
 //
 // ICF's friction γ_t = −μ n⁰ v_c,t / sqrt(|v_c,t|² + ε²) (§4.6) needs a slip
 // velocity |v_c,t| = ε ρ/sqrt(1 − ρ²) to carry a load at the fraction ρ of its
@@ -29,6 +30,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -44,12 +46,14 @@ class StictionAnchors {
   static constexpr double kMaxBias = 10.0;
   // A slip below kSlipDeadband·v_s leaves β as it is: once a contact sticks
   // the problem stops changing from step to step (Newton's warm start is
-  // then already the solution), at a residual creep below 5e-10 m/s for the
-  // default v_s = 1e-4 m/s.
-  static constexpr double kSlipDeadband = 5e-6;
+  // then already the solution), at a residual creep below 2e-9 m/s
+  // (0.002 µm/s) for the default v_s = 1e-4 m/s.
+  static constexpr double kSlipDeadband = 2e-5;
   // A contact sliding faster than kSlidingReset·ε drops its anchor (β = 0):
-  // sliding friction is the regularized law's, without a bias.
-  static constexpr double kSlidingReset = 10.0;
+  // sliding friction is the regularized law's, without a bias. A sticking
+  // contact slips below ε ρ/sqrt(1 − ρ²) < ε at the loads an anchor can hold
+  // before β settles (ρ < 0.95), so 3ε separates the two.
+  static constexpr double kSlidingReset = 3.0;
 
   void Clear() {
     anchors_.clear();
@@ -63,22 +67,24 @@ class StictionAnchors {
   // one advanced), first integrates each contact's slip (J v_slip)_t into its
   // anchor and keeps the result; an earlier time clears the anchors. v_slip
   // (nv): the state's velocity (the step's end velocity).
-  // Re-derives the time-step quantities (model at step h) where an anchor is set.
+  // Each anchored contact's bias β ε uses the model's ε at step h (the model
+  // is set to h already); nothing else of the model changes.
   void Apply(const mjModel* m, const mjData* d, const std::vector<ContactRecord>& records,
              double h, bool advance, const double* v_slip, icf::IcfModel* model);
 
  private:
   struct Anchor {
-    int geom[2];
+    uint64_t pair;   // PairKey(geom[0], geom[1]) of the contact
     double pos[3];   // contact point in the frame of geom[0]'s body
     double beta[3];  // β in that frame
   };
-  const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
-  static bool PairLess(const Anchor& a, const Anchor& b) {
-    return a.geom[0] != b.geom[0] ? a.geom[0] < b.geom[0] : a.geom[1] < b.geom[1];
+  static uint64_t PairKey(const int geom[2]) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(geom[0])) << 32 |
+           static_cast<uint32_t>(geom[1]);
   }
+  const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
 
-  std::vector<Anchor> anchors_, next_;  // anchors_ sorted by geom pair (PairLess)
+  std::vector<Anchor> anchors_, next_;  // anchors_ sorted by pair
   double last_time_ = -std::numeric_limits<double>::infinity();
 };
 

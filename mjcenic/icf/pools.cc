@@ -66,6 +66,16 @@ void ContactPool::SetTimeStep(double h_, const IcfParameters& p) {
   }
 }
 
+void ContactPool::SetAnchor(int c, double b1, double b2) {
+  anchor[2 * c] = b1;
+  anchor[2 * c + 1] = b2;
+  for (int i = 0; i < 2; ++i) {
+    bias[3 * c + 1 + i] -= anchor_bias[2 * c + i];
+    anchor_bias[2 * c + i] = anchor[2 * c + i] * eps[c];
+    bias[3 * c + 1 + i] += anchor_bias[2 * c + i];
+  }
+}
+
 double ContactPool::NormalPotential(int c, double x) const {
   // N⁺(x) = h [f_e⁰ x − ½ h k x² − ½ d f_e⁰ x² + ⅓ d h k x³]
   const double kc = k[c], dc = d[c], fe = fe0[c];

@@ -50,6 +50,9 @@ struct ContactPool {
   int size() const { return rows.size(); }
   void Lag(const double* v0, const IcfParameters& p);
   void SetTimeStep(double h, const IcfParameters& p);
+  // Sets contact c's anchor β = (b1, b2) and its bias β ε at the current
+  // time step (after SetTimeStep; what SetTimeStep would set, for c alone).
+  void SetAnchor(int c, double b1, double b2);
   // vc (3) -> cost, gamma (3), G (3x3 row-major).
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)

@@ -201,8 +201,8 @@ struct FrictionlossName {
     "(`stiction`)")                                                                                \
   X(stiction_anchors, icf.stiction_anchors, Flag,                                                \
     "elastic-slip anchor per sticking contact: static friction holds without the creep "          \
-    "ε·ρ/√(1−ρ²) of the regularized law, at every step size (see \"How mjcenic holds grasps\"; "  \
-    "opt-in for now)")                                                                             \
+    "ε·ρ/√(1−ρ²) of the regularized law, at every step size (see \"How mjcenic holds grasps\"; " \
+    "`false`: the paper's friction law alone)")                                                    \
   X(transition_width, icf.transition_width, Positive, "Δ of the μ_s → μ_d blend")                 \
   X(speculative_margin, speculative_margin, NonNegative,                                          \
     "> 0 [m]: MuJoCo also reports pairs this far apart (gaps widened on a private model copy), "  \

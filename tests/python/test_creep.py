@@ -1,9 +1,9 @@
 """Issue 13: grasps that hold. Static friction without creep at every step
-size, with stiction anchors on (`stiction_anchors=true`, README "How mjcenic
-holds grasps"; opt-in until its cost is benchmarked on every shared model). Each scene loads its object far inside the friction cone, where
-Coulomb's law admits no motion and the regularized friction of the paper
-alone creeps at ε ρ/sqrt(1 − ρ²) (asserted too, so the scenes do load the
-contacts). Runs and measurement: scripts/bench_creep.py."""
+size, with the default options (stiction anchors on, README "How mjcenic
+holds grasps"). Each scene loads its object far inside the friction cone,
+where Coulomb's law admits no motion and the regularized friction of the
+paper alone creeps at ε ρ/sqrt(1 − ρ²) (asserted too, so the scenes do load
+the contacts). Runs and measurement: scripts/bench_creep.py."""
 import pathlib
 import sys
 
@@ -16,13 +16,14 @@ import bench_creep  # noqa: E402
 
 ACCURACIES = [1e-2, 1e-3, 1e-4]
 FIXED = [1e-3, 2e-3, 5e-3, 1e-2, 2e-2]
-# Acceptance bounds [µm/s]
-BOUND = {"pinch": 0.1, "incline": 0.1, "panda": 1.0}
+# Acceptance bounds [µm/s] (issue 13): 0.1 for the pinch and the incline,
+# 1 for a robot's grasp (the gripper lifting a box, the Panda holding one).
+BOUND = {"pinch": 0.1, "incline": 0.1, "gripper": 1.0, "panda": 1.0, "stack": 0.1}
 
 
-@pytest.mark.parametrize("scene", ["pinch", "incline", "panda"])
-def test_anchors_hold_at_every_accuracy_and_fixed_step(scene):
-    on = {"stiction_anchors": "true"}
+@pytest.mark.parametrize("scene", ["pinch", "incline", "gripper", "panda"])
+def test_defaults_hold_at_every_accuracy_and_fixed_step(scene):
+    on = {}  # the defaults
     runs = {f"loop {a:g}": bench_creep.creep(scene, "loop", on, accuracy=a) for a in ACCURACIES}
     runs.update({f"chunks {a:g}": bench_creep.creep(scene, "chunks", on, accuracy=a)
                  for a in ACCURACIES})
@@ -34,7 +35,19 @@ def test_anchors_hold_at_every_accuracy_and_fixed_step(scene):
         assert r["creep_um_s"] < BOUND[scene], f"{scene} {name}: {r['creep_um_s']:.3g} µm/s"
 
 
-@pytest.mark.parametrize("scene,least", [("pinch", 3.0), ("incline", 30.0), ("panda", 10.0)])
+def test_stack_holds_at_every_accuracy():
+    """Three boxes on a 10° incline (every contact at ρ = 0.35, nine contacts
+    in series) with error control. Fixed steps ≥ 20 ms are still settling
+    after 0.5 s (README), hence accuracies only."""
+    for a in ACCURACIES:
+        for method in ("loop", "chunks"):
+            r = bench_creep.creep("stack", method, {}, accuracy=a)
+            print(f"stack {method} {a:g}: creep {r['creep_um_s']:.3g} µm/s, {r['steps']} steps")
+            assert r["ok"] and r["creep_um_s"] < BOUND["stack"], (method, a, r)
+
+
+@pytest.mark.parametrize("scene,least", [("pinch", 3.0), ("incline", 30.0), ("gripper", 10.0),
+                                         ("panda", 10.0)])
 def test_regularized_friction_alone_creeps(scene, least):
     """Without anchors the same scenes creep at the regularized rate (incline:
     v_s ρ/sqrt(1 − ρ²) = 37.7 µm/s at ρ = tan 10°/0.5), i.e. the scenes load

@@ -271,11 +271,11 @@ TEST(PhysicsIncline, SingleContactCreepUsesLoadRegularization) {
   EXPECT_NEAR(v_creep / v_pred, 1.0, 0.05);
 }
 
-// Issue 13, stiction anchors (opt-in: stiction_anchors): the same box at 20° (ρ = 0.73) holds
-// at every fixed step, where the regularized law alone creeps at
-// v_s ρ/sqrt(1 − ρ²) = 107 µm/s. On release (gravity along the normal only)
-// the box rocks back as its corners' normal loads even out, with or without
-// anchors; the anchors add at most their recoil κ ε h (κ =
+// Issue 13, stiction anchors (option stiction_anchors, on by default): the
+// same box at 20° (ρ = 0.73) holds at every fixed step, where the
+// regularized law alone creeps at v_s ρ/sqrt(1 − ρ²) = 107 µm/s. On release
+// (gravity along the normal only) the box rocks back as its corners' normal
+// loads even out, with or without anchors; the anchors add at most their recoil κ ε h (κ =
 // StictionAnchors::kMaxBias, ε = v_s here) to that motion.
 TEST(PhysicsIncline, AnchorsHoldBoxAtEveryStepAndReleaseWithoutKick) {
   for (double h : {1e-3, 5e-3, 2e-2}) {
