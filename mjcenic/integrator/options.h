@@ -125,7 +125,7 @@ struct StepperOptions {
   X(ls_iterations, long, "line-search evaluations")                                        \
   X(geometry_queries, long, "MuJoCo position stages run (collision + kinematics)")         \
   X(controller_calls, long, "user controller evaluations (incl. finite differences)")      \
-  X(max_penetration, double, "max(−dist) over the active contacts seen [m]")               \
+  X(max_penetration, double, "max(−dist) over the active contacts at the trajectory's states (step starts, accepted midpoints, outputs; not rejected attempts) [m]")               \
   X(time_geometry, double, "wall time in kinematics, collision, M, bias forces [s]")       \
   X(time_assembly, double, "wall time in the ICF problem build [s]")                       \
   X(time_solve, double, "wall time in Newton (factorization + line search) [s]")           \

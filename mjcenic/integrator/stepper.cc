@@ -114,6 +114,7 @@ void Stepper::ResetStats() {
 void Stepper::RecordStep(double h) {
   ++stats_.steps;
   stats_.last_h = h;
+  stats_.max_penetration = std::max(stats_.max_penetration, attempt_penetration_);
   stats_.h_min = stats_.steps == 1 ? h : std::min(stats_.h_min, h);
   stats_.h_max = std::max(stats_.h_max, h);
   const int b = static_cast<int>(std::floor((std::log10(std::max(h, 1e-300)) + 10.0) * 200.0));
@@ -144,12 +145,13 @@ absl::Status Stepper::CheckInputs(const mjData* d) const {
   return absl::OkStatus();
 }
 
-void Stepper::EnsureStages(mjData* d) {
+void Stepper::EnsureStages(mjData* d, double* penetration) {
   if (stages_state_.Matches(m_, d)) return;
   const auto t0 = Clock::now();
   mujoco_->stages.PositionVelocity(d);
   ++stats_.geometry_queries;
-  stats_.max_penetration = std::max(stats_.max_penetration, MaxPenetration(d));
+  if (!penetration) penetration = &stats_.max_penetration;
+  *penetration = std::max(*penetration, MaxPenetration(d));
   stats_.time_geometry += Seconds(t0, Clock::now());
   stages_state_.Capture(m_, d);
 }
@@ -181,7 +183,11 @@ bool Stepper::ControllerAt(mjData* d, const double* q, const double* v) {
 }
 
 bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate) {
-  EnsureStages(d);
+  // Penetration counts at the trajectory's states: a step's start state at
+  // once, the second build's state (midpoint) only if its attempt is accepted.
+  double* penetration =
+      model == &model_mid_ ? &attempt_penetration_ : &stats_.max_penetration;
+  EnsureStages(d, penetration);
   if (!ExplicitController(d)) return false;
   mujoco_->stages.Actuation(d);
   std::copy(d->act_dot, d->act_dot + m_->na, act_rate);
@@ -197,7 +203,7 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
   if (model->params.stiction_anchors)
     mujoco_->anchors.Apply(m_, d, records->contacts, h, model == &model_start_, model->v0.data(),
                            model);
-  stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
+  *penetration = std::max(*penetration, info.max_penetration);
   stats_.contacts += info.ncontact;
   stats_.time_contacts += info.time_contacts;
   stats_.time_assembly += Seconds(t0, Clock::now());
@@ -272,6 +278,7 @@ void Stepper::Extrapolate() {
 
 bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int* worst) {
   // linearize → build → full step → the scheme's own part → error.
+  attempt_penetration_ = 0;
   *error = 0;
   *worst = -1;
   if (!ProblemAtStart(d, h)) return false;

@@ -169,8 +169,9 @@ class Stepper {
   bool ExplicitController(mjData* d);
   bool ImplicitController() const;
 
-  // Runs the position/velocity stages at d's state unless d still holds them.
-  void EnsureStages(mjData* d);
+  // Runs the position/velocity stages at d's state unless d still holds them;
+  // the deepest contact found goes to *penetration (default: the statistic).
+  void EnsureStages(mjData* d, double* penetration = nullptr);
   void PostStep(mjData* d, double H, const double* v_start);
   void RecordStep(double h);
 
@@ -197,6 +198,7 @@ class Stepper {
   double dense_written_time_ = 0;
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
+  double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;
