@@ -38,6 +38,10 @@ void MujocoStages::Smooth(mjData* d) {
   mj_fwdVelocity(m_, d);
 }
 
+bool MujocoStages::HasControlCallback() const {
+  return mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION);
+}
+
 void MujocoStages::ControlCallback(mjData* d) {
   if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) mjcb_control(m_, d);
 }

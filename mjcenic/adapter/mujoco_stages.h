@@ -35,6 +35,8 @@ class MujocoStages {
   void Smooth(mjData* d);
   // MuJoCo's global control callback mjcb_control, if set and actuation is enabled.
   void ControlCallback(mjData* d);
+  // Whether ControlCallback would call mjcb_control.
+  bool HasControlCallback() const;
   // Post-step, part 1 (position/velocity stages current): position and
   // velocity sensors, energy if enabled, actuation, smooth acceleration.
   void SensorsAndForces(mjData* d);

@@ -77,6 +77,11 @@ struct StepperOptions {
                                      // (README): sets error_norm = full_state,
                                      // extrapolate = true and, if 0, speculative_margin
                                      // = 0.1 L; the stepper's options() show the result
+  bool dense_output = true;          // error control: a Step()/AdvanceTo() whose inputs
+                                     // were left as the previous call wrote them may end
+                                     // inside an accepted step (state interpolated) and
+                                     // the next call continues that step (README,
+                                     // "Outputs inside a step")
   bool error_control = true;         // false: cenic/trapezoid take every step at max_step
                                      // (fixed-step convergence studies of those schemes)
   double max_step = 0;               // [s]; fixed: the step (0: m->opt.timestep);
@@ -120,7 +125,7 @@ struct StepperOptions {
   X(ls_iterations, long, "line-search evaluations")                                        \
   X(geometry_queries, long, "MuJoCo position stages run (collision + kinematics)")         \
   X(controller_calls, long, "user controller evaluations (incl. finite differences)")      \
-  X(max_penetration, double, "max(−dist) over the active contacts seen [m]")               \
+  X(max_penetration, double, "max(−dist) over the active contacts at the trajectory's states (step starts, accepted midpoints, outputs; not rejected attempts) [m]")               \
   X(time_geometry, double, "wall time in kinematics, collision, M, bias forces [s]")       \
   X(time_assembly, double, "wall time in the ICF problem build [s]")                       \
   X(time_solve, double, "wall time in Newton (factorization + line search) [s]")           \

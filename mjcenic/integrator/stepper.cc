@@ -63,12 +63,12 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
 }
 
 void Stepper::Scratch::Resize(int nq, int nv, int na) {
-  for (auto* x : {&q_start, &q_full, &q_mid, &q_end}) x->resize(nq);
+  for (auto* x : {&q_start, &q_full, &q_mid, &q_end, &q_a, &q_b}) x->resize(nq);
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
-                  &force_start, &v_call_start, &accel_prev})
+                  &force_start, &v_call_start, &accel_prev, &v_a, &v_b})
     x->resize(nv);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
-                  &act_rate_prev})
+                  &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
     x->resize(na);
 }
 
@@ -114,6 +114,7 @@ void Stepper::ResetStats() {
 void Stepper::RecordStep(double h) {
   ++stats_.steps;
   stats_.last_h = h;
+  stats_.max_penetration = std::max(stats_.max_penetration, attempt_penetration_);
   stats_.h_min = stats_.steps == 1 ? h : std::min(stats_.h_min, h);
   stats_.h_max = std::max(stats_.h_max, h);
   const int b = static_cast<int>(std::floor((std::log10(std::max(h, 1e-300)) + 10.0) * 200.0));
@@ -144,12 +145,13 @@ absl::Status Stepper::CheckInputs(const mjData* d) const {
   return absl::OkStatus();
 }
 
-void Stepper::EnsureStages(mjData* d) {
+void Stepper::EnsureStages(mjData* d, double* penetration) {
   if (stages_state_.Matches(m_, d)) return;
   const auto t0 = Clock::now();
   mujoco_->stages.PositionVelocity(d);
   ++stats_.geometry_queries;
-  stats_.max_penetration = std::max(stats_.max_penetration, MaxPenetration(d));
+  if (!penetration) penetration = &stats_.max_penetration;
+  *penetration = std::max(*penetration, MaxPenetration(d));
   stats_.time_geometry += Seconds(t0, Clock::now());
   stages_state_.Capture(m_, d);
 }
@@ -181,7 +183,11 @@ bool Stepper::ControllerAt(mjData* d, const double* q, const double* v) {
 }
 
 bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate) {
-  EnsureStages(d);
+  // Penetration counts at the trajectory's states: a step's start state at
+  // once, the second build's state (midpoint) only if its attempt is accepted.
+  double* penetration =
+      model == &model_mid_ ? &attempt_penetration_ : &stats_.max_penetration;
+  EnsureStages(d, penetration);
   if (!ExplicitController(d)) return false;
   mujoco_->stages.Actuation(d);
   std::copy(d->act_dot, d->act_dot + m_->na, act_rate);
@@ -197,7 +203,7 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
   if (model->params.stiction_anchors)
     mujoco_->anchors.Apply(m_, d, records->contacts, h, model == &model_start_, model->v0.data(),
                            model);
-  stats_.max_penetration = std::max(stats_.max_penetration, info.max_penetration);
+  *penetration = std::max(*penetration, info.max_penetration);
   stats_.contacts += info.ncontact;
   stats_.time_contacts += info.time_contacts;
   stats_.time_assembly += Seconds(t0, Clock::now());
@@ -272,6 +278,7 @@ void Stepper::Extrapolate() {
 
 bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int* worst) {
   // linearize → build → full step → the scheme's own part → error.
+  attempt_penetration_ = 0;
   *error = 0;
   *worst = -1;
   if (!ProblemAtStart(d, h)) return false;
@@ -440,7 +447,7 @@ void Stepper::TrapezoidEndForce(const mjData* d, double h) {
   force_start_state_.Capture(m_, d);
 }
 
-absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
+absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   const double t0 = d->time;
   Scratch& s = scratch_;
   std::copy(d->qpos, d->qpos + m_->nq, s.q_start.begin());
@@ -469,10 +476,10 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit) {
     bool limited = false;
     const double remaining = t_limit - t0;
     bool to_limit = false;
-    if (remaining < 0.95 * h) {
+    if (remaining < 0.95 * h && !overshoot) {
       h = remaining;
       limited = to_limit = true;
-    } else if (remaining < 1.001 * h) {
+    } else if (remaining < 1.001 * h && remaining >= 0.95 * h) {
       h = remaining;
       to_limit = true;
     }
@@ -633,10 +640,24 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   if (mujoco_->controller.installed() &&
       options_.controller == ControllerTreatment::kZeroOrderHold && !mujoco_->controller.Call(d))
     return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
+  // Dense output: a call that finds d as the previous call left it continues
+  // that call's accepted step (interpolating again if t is still inside it)
+  // and may end inside its own last step.
+  const bool overshoot = DenseOutputAllowed(d);
+  if (!overshoot) dense_pending_ = false;
+  if (dense_pending_ && t <= dense_t_b_) {
+    WriteInterpolated(d, t);
+    PostStep(d, d->time - t_start, scratch_.v_call_start.data());
+    dense_written_.Capture(m_, d);
+    dense_written_time_ = d->time;
+    stats_.time_total += Seconds(start, Clock::now());
+    return absl::OkStatus();
+  }
+  if (dense_pending_) LoadDenseEnd(d);
   absl::Status status;
   long steps = 0;
   do {
-    status = InternalStep(d, t);
+    status = InternalStep(d, t, overshoot);
     if (status.ok() && ++steps == options_.max_steps_per_call && !single_step && d->time < t)
       status = absl::ResourceExhaustedError(absl::StrCat(
           "mjcenic: no progress guarantee: ", steps, " accepted steps (max_steps_per_call) ",
@@ -644,12 +665,75 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
           " (last step ", stats_.last_h, " s); the state is the last accepted step. Raise "
           "max_steps_per_call, relax accuracy / max_iterations, or advance in shorter calls"));
   } while (status.ok() && !single_step && d->time < t);
+  if (status.ok() && overshoot && d->time > t) {
+    // The last accepted step [t_a, t_b] ends past t: keep it, write x(t).
+    Scratch& s = scratch_;
+    std::copy(s.q_start.begin(), s.q_start.end(), s.q_a.begin());
+    std::copy(s.v_start.begin(), s.v_start.end(), s.v_a.begin());
+    std::copy(s.act_start.begin(), s.act_start.end(), s.act_a.begin());
+    std::copy(s.act_rate_start.begin(), s.act_rate_start.end(), s.act_rate_a.begin());
+    std::copy(d->qpos, d->qpos + m_->nq, s.q_b.begin());
+    std::copy(d->qvel, d->qvel + m_->nv, s.v_b.begin());
+    std::copy(d->act, d->act + m_->na, s.act_b.begin());
+    dense_t_a_ = d->time - stats_.last_h;
+    dense_t_b_ = d->time;
+    dense_pending_ = true;
+    WriteInterpolated(d, t);
+  }
   PostStep(d, d->time - t_start, scratch_.v_call_start.data());
   stats_.time_total += Seconds(start, Clock::now());
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    dense_pending_ = false;
+    dense_written_.Invalidate();
+    return status;
+  }
+  if (!single_step) {
+    dense_written_.Capture(m_, d);
+    dense_written_time_ = d->time;
+  } else {
+    dense_written_.Invalidate();
+  }
   if (FirstNonFinite(d->qpos, m_->nq) >= 0 || FirstNonFinite(d->qvel, m_->nv) >= 0)
     return absl::InternalError(absl::StrCat("mjcenic: state became non-finite at time ", d->time));
   return absl::OkStatus();
+}
+
+bool Stepper::DenseOutputAllowed(const mjData* d) const {
+  // Only where the step is the integrator's own choice, the inputs cannot
+  // change inside a call (no callback, no user controller), and d holds
+  // exactly what the previous call wrote (else the user changed something and
+  // the integration restarts from d).
+  return options_.dense_output && options_.mode != Mode::kFixed && options_.error_control &&
+         !mujoco_->controller.installed() && !mujoco_->stages.HasControlCallback() &&
+         d->time == dense_written_time_ && dense_written_.Matches(m_, d);
+}
+
+void Stepper::WriteInterpolated(mjData* d, double t) {
+  // The continuous extension of the accepted step [t_a, t_b]: positions along
+  // the tangent-space chord q_a ⊕ σ(q_b ⊖ q_a), velocities linear,
+  // σ = (t − t_a)/(t_b − t_a); first-order accurate like the step.
+  // Activations: MuJoCo's rule from act_a over σh plus σ times what the step
+  // added to it (linear for Euler dynamics, exact for filterexact).
+  Scratch& s = scratch_;
+  const double span = dense_t_b_ - dense_t_a_;
+  const double sigma = span > 0 ? std::clamp((t - dense_t_a_) / span, 0.0, 1.0) : 1.0;
+  mj_differentiatePos(m_, s.dq.data(), 1.0, s.q_a.data(), s.q_b.data());
+  std::copy(s.q_a.begin(), s.q_a.end(), d->qpos);
+  mj_integratePos(m_, d->qpos, s.dq.data(), sigma);
+  for (int i = 0; i < m_->nv; ++i) d->qvel[i] = s.v_a[i] + sigma * (s.v_b[i] - s.v_a[i]);
+  IntegrateActivations(s.act_a.data(), s.act_rate_a.data(), span, s.act_euler.data());
+  for (int i = 0; i < m_->na; ++i) d->act[i] = -sigma * s.act_euler[i];
+  IntegrateActivations(s.act_a.data(), s.act_rate_a.data(), sigma * span, s.act_euler.data());
+  for (int i = 0; i < m_->na; ++i)
+    d->act[i] += s.act_euler[i] + sigma * s.act_b[i];
+  d->time = t;
+}
+
+void Stepper::LoadDenseEnd(mjData* d) {
+  const Scratch& s = scratch_;
+  LoadState(m_, d, s.q_b.data(), s.v_b.data(), s.act_b.data());
+  d->time = dense_t_b_;
+  dense_pending_ = false;
 }
 
 absl::Status Stepper::AdvanceTo(mjData* d, double t) {

@@ -98,6 +98,9 @@ class Stepper {
                                                       // accepted step
     std::vector<double> act_rate_prev;                // embedded: act_dot at its start
     std::vector<double> ctrl_prev;                    // embedded: the ctrl it was taken with
+    std::vector<double> q_a, v_a, act_a;              // dense output: the accepted step
+    std::vector<double> q_b, v_b, act_b;              // [t_a, t_b] the last call ended in
+    std::vector<double> act_rate_a, act_euler;        // act_dot at x_a; act_a advanced by it
     void Resize(int nq, int nv, int na);
   };
 
@@ -106,7 +109,15 @@ class Stepper {
   // The outer loop behind AdvanceTo (to t) and StepOnce (single_step).
   absl::Status Advance(mjData* d, double t, bool single_step);
   // One internal step from the state in d, limited to end at t_limit.
-  absl::Status InternalStep(mjData* d, double t_limit);
+  // overshoot: the step may end past t_limit (dense output) instead of being
+  // shortened to land on it.
+  absl::Status InternalStep(mjData* d, double t_limit, bool overshoot = false);
+  // Dense output (README, "Outputs inside a step"): whether this call may end
+  // inside an accepted step, the state at t inside [t_a, t_b] written to d,
+  // and the accepted step's end loaded back into d.
+  bool DenseOutputAllowed(const mjData* d) const;
+  void WriteInterpolated(mjData* d, double t);
+  void LoadDenseEnd(mjData* d);
   // Progress guarantee (README, "Errors and progress"): the largest step of
   // the mode [s]; a call needing too many of them is refused; a run of steps
   // sized by solver failures ends in an error.
@@ -158,8 +169,9 @@ class Stepper {
   bool ExplicitController(mjData* d);
   bool ImplicitController() const;
 
-  // Runs the position/velocity stages at d's state unless d still holds them.
-  void EnsureStages(mjData* d);
+  // Runs the position/velocity stages at d's state unless d still holds them;
+  // the deepest contact found goes to *penetration (default: the statistic).
+  void EnsureStages(mjData* d, double* penetration = nullptr);
   void PostStep(mjData* d, double H, const double* v_start);
   void RecordStep(double h);
 
@@ -180,6 +192,13 @@ class Stepper {
   StateSnapshot force_start_state_{true};
   StateSnapshot prev_end_state_{false};  // embedded: where the last accepted step ended
   double h_prev_ = 0;                    // embedded: its size
+  // Dense output: d's state and inputs as the last call left them, and whether
+  // an accepted step [t_a, t_b] (scratch q_a.., q_b..) extends past d->time.
+  StateSnapshot dense_written_{true};
+  double dense_written_time_ = 0;
+  bool dense_pending_ = false;
+  double dense_t_a_ = 0, dense_t_b_ = 0;
+  double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;
