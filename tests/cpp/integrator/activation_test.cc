@@ -61,7 +61,7 @@ struct FilterRun {
 
 // Advances to 0.1 s with error control, landing on τ/2, τ, 2τ, 3τ and 5τ on
 // the way to sample act (advance_to ends exactly on each sample).
-FilterRun Drive(const char* dyntype, double accuracy) {
+FilterRun Drive(const char* dyntype, double accuracy, bool dense_output = false) {
   ModelPtr m = FilterModel(dyntype);
   DataPtr d(mj_makeData(m.get()));
   d->ctrl[0] = 1;
@@ -69,6 +69,7 @@ FilterRun Drive(const char* dyntype, double accuracy) {
   o.mode = Mode::kCenic;
   o.accuracy = accuracy;
   o.max_step = 0.05;
+  o.dense_output = dense_output;
   auto s = Stepper::Create(m.get(), o).value();
   FilterRun r;
   for (double t : {0.5 * kTau, kTau, 2 * kTau, 3 * kTau, 5 * kTau, 0.1}) {
@@ -110,6 +111,21 @@ TEST(ActivationErrorControl, ExactFilterDoesNotLimitTheStep) {
               exact.steps, exact.act_error, euler.steps, euler.act_error);
   EXPECT_LT(exact.act_error, 1e-12);
   EXPECT_LT(exact.steps, euler.steps);
+}
+
+TEST(ActivationErrorControl, DenseOutputInterpolatesTheExactFilterExactly) {
+  // With dense output the calls read act inside accepted steps: MuJoCo's rule
+  // from the step's start over the partial step plus the linear correction
+  // (cenic-math §11.5) is exact for filterexact, whose steps are exact too.
+  const FilterRun dense = Drive("filterexact", 1e-3, true);
+  const FilterRun capped = Drive("filterexact", 1e-3, false);
+  std::printf("filterexact, dense output: %ld steps, act err %.3g (landing: %ld steps)\n",
+              dense.steps, dense.act_error, capped.steps);
+  EXPECT_LT(dense.act_error, 1e-12);
+  EXPECT_LE(dense.steps, capped.steps);
+  // Euler dynamics: the interpolant is the chord, first order like the step.
+  const FilterRun euler = Drive("filter", 1e-3, true);
+  EXPECT_LT(euler.act_error, 0.1);
 }
 
 TEST(ActivationErrorControl, NormWeightsActivationByItsRange) {

@@ -1051,7 +1051,7 @@ struct StepRun {
 
 // n_steps calls of Step(), then (advance_to > 0) one AdvanceTo(advance_to).
 StepRun RunCylinder(const mjModel* m, bool near_impact, int n_steps, double advance_to,
-                    double acc, bool dense_output = true) {
+                    double acc, bool dense_output = false) {
   StepRun r;
   DataPtr d = CylinderStart(m, near_impact);
   StepperOptions o = Cenic(acc);
@@ -1087,18 +1087,19 @@ TEST(CenicTimeKeeping, RepeatedStepIsDeterministicAndAccurate) {
   EXPECT_EQ(a.stats.rejected_steps, b.stats.rejected_steps);
   EXPECT_EQ(a.stats.newton_iterations, b.stats.newton_iterations);
 
-  // 37 Step() calls vs one AdvanceTo(37·dt). With dense output (default) the
-  // repeated calls do not cap the step: they take the controller's steps
-  // (at most one more, the step that ends past 37·dt) and read the state
-  // inside them; with dense_output=false every call forces an interval end.
+  // 37 Step() calls vs one AdvanceTo(37·dt). By default every call forces an
+  // interval end (the step is capped at dt); with dense_output the repeated
+  // calls do not cap the step: they take the controller's steps (at most one
+  // more, the step that ends past 37·dt) and read the state inside them.
   // Either way the calls and AdvanceTo are different discretizations of the
   // same solution: they agree to the accumulated (global) error, not
   // bitwise. In free fall that is a few ε (plus the chord interpolation,
   // g h²/8 inside a step); through the impact the first-order global error
   // (∝ √ε, see CenicConvergence) dominates.
   for (bool near_impact : {false, true}) {
-    const StepRun steps = near_impact ? a : RunCylinder(m.get(), false, N, 0, acc);
-    const StepRun capped = RunCylinder(m.get(), near_impact, N, 0, acc, false);
+    const StepRun capped = near_impact ? a : RunCylinder(m.get(), false, N, 0, acc);
+    const StepRun steps = RunCylinder(m.get(), near_impact, N, 0, acc, true);
+    EXPECT_NEAR(steps.time, N * dt, 1e-12);
     const StepRun adv = RunCylinder(m.get(), near_impact, 0, N * dt, acc);
     EXPECT_EQ(adv.time, N * dt);  // bitwise
     EXPECT_NEAR(capped.time, N * dt, 1e-12);
