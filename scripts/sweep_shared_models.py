@@ -88,6 +88,11 @@ def main():
               CONVERGED_COLLIDER.get(rel, [])) for rel in order]
     if a.ray is not None:
         from mjcenic import distributed
+        try:
+            distributed.init(a.ray or None)
+        except Exception as e:  # noqa: BLE001 - Ray's ConnectionError, bad address format
+            ap.exit(2, f"{ap.prog}: --ray: could not reach Ray at {a.ray or 'a new local Ray'}: "
+                       f"{' '.join(str(e).split())}\n")
         done = distributed.map_tasks(
             run_item, items, address=a.ray or None,
             progress=lambda k, n: print(f"sweep: {k}/{n} models done", file=sys.stderr))

@@ -1018,6 +1018,17 @@ def run(args) -> int:
     if T - times[-1] > 1e-9:
         times.append(T)
 
+    if args.ray is not None:
+        # Connect (or start the local Ray) before any work, so that a bad address fails first.
+        from . import distributed
+        try:
+            distributed.init(args.ray or None)
+        except Exception as e:  # noqa: BLE001 - Ray's ConnectionError, bad address format
+            msg = " ".join(str(e).split()) or type(e).__name__
+            print(f"mjcenic compare: --ray: could not reach Ray at {args.ray or 'a new local Ray'}: "
+                  f"{msg}", file=sys.stderr)
+            return 2
+
     candidates = _collect(args.paths)
 
     # Load everything first, so that the progress bar knows the amount of work.
