@@ -8,9 +8,16 @@ and with mj_step at the model's timestep, and writes
     OUT/sweep.png    max penetration, mjcenic vs mj_step, per model
 
     python3 scripts/sweep_shared_models.py [--duration 5] [--out out/sweep] [--jobs N]
+                                           [--models REL,REL] [--ray [ADDRESS]]
 
 The model list is tests/python/test_models.py's (the acceptance sweep of
-issue 5 asserts on the same runs). Not a test: it only measures.
+issue 5 asserts on the same runs); --models picks some of them. Not a test: it
+only measures.
+
+--ray [ADDRESS] runs each model as a Ray task (one CPU each; mjcenic.distributed.map_tasks)
+on the cluster at ADDRESS or, without one, on a local Ray, instead of --jobs threads; the
+records are the same (timings aside). The workers run build/mjcenic-run and read the
+models by absolute path, so on a cluster both must exist at the same paths on every node.
 """
 import argparse
 import concurrent.futures
@@ -29,11 +36,17 @@ SHARED = ROOT.parent / "shared" / "models"
 
 
 def run(binary, rel, duration):
+    return run_item((binary, str(SHARED / rel), rel, duration, CONVERGED_COLLIDER.get(rel, [])))
+
+
+def run_item(item):
+    """One model's record: item = (binary, model path, rel, duration, extra args), self-
+    contained so that it can travel to a Ray worker."""
+    binary, path, rel, duration, extra = item
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        proc = subprocess.run([binary, str(SHARED / rel), "--duration", str(duration), "--chunk",
-                               "step", "--compare-mjstep", "--json", out,
-                               *CONVERGED_COLLIDER.get(rel, [])],
+        proc = subprocess.run([binary, path, "--duration", str(duration), "--chunk",
+                               "step", "--compare-mjstep", "--json", out, *extra],
                               capture_output=True, text=True)
         if not os.path.exists(out):
             return {"model": rel, "error": proc.stdout + proc.stderr}
@@ -48,12 +61,46 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "out" / "sweep"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--build", default=os.environ.get("MJCENIC_BUILD", str(ROOT / "build")))
+    ap.add_argument("--models", default=None, metavar="REL,REL",
+                    help="only these models (paths relative to ../shared/models, from the list)")
+    ap.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                    help="run the models as Ray tasks on the cluster at ADDRESS (local Ray "
+                         "without one) instead of --jobs threads")
     a = ap.parse_args()
-    binary = str(pathlib.Path(a.build) / "mjcenic-run")
-    order = SLOW_FIRST + [m for m in MODELS if m not in SLOW_FIRST]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        results = dict(zip(order, pool.map(lambda rel: run(binary, rel, a.duration), order)))
-    records = [results[m] for m in MODELS]
+    binary = str((pathlib.Path(a.build) / "mjcenic-run").resolve())
+    # Checked before any work.
+    if not os.access(binary, os.X_OK):
+        ap.error(f"{binary} not found: build first (make build) or pass --build")
+    models = MODELS
+    if a.models:
+        models = [m.strip() for m in a.models.split(",") if m.strip()]
+        unknown = [m for m in models if m not in MODELS]
+        if unknown or not models:
+            ap.error(f"--models: not in the sweep's list: {', '.join(unknown) or a.models!r}")
+    if a.ray is not None:
+        sys.path.insert(0, str(pathlib.Path(a.build) / "python"))
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            ap.error("--ray needs Ray: pip install 'mjcenic[ray]' (or pip install ray)")
+    order = [m for m in SLOW_FIRST if m in models] + [m for m in models if m not in SLOW_FIRST]
+    items = [(binary, str((SHARED / rel).resolve()), rel, a.duration,
+              CONVERGED_COLLIDER.get(rel, [])) for rel in order]
+    if a.ray is not None:
+        from mjcenic import distributed
+        try:
+            distributed.init(a.ray or None)
+        except Exception as e:  # noqa: BLE001 - Ray's ConnectionError, bad address format
+            ap.exit(2, f"{ap.prog}: --ray: could not reach Ray at {a.ray or 'a new local Ray'}: "
+                       f"{' '.join(str(e).split())}\n")
+        done = distributed.map_tasks(
+            run_item, items, address=a.ray or None,
+            progress=lambda k, n: print(f"sweep: {k}/{n} models done", file=sys.stderr))
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            done = list(pool.map(run_item, items))
+    results = dict(zip(order, done))
+    records = [results[m] for m in models]
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(json.dumps(records, indent=1))

@@ -2,7 +2,7 @@
 
     mjcenic run MODEL.xml [--duration T] [--sample DT] [--out traj.npz|traj.csv] [--json OUT]
     mjcenic view MODEL.xml [--slowdown K] [--headless OUT.png]
-    mjcenic compare PATH... [--json OUT] [--markdown OUT] [--plots DIR]
+    mjcenic compare PATH... [--json OUT] [--markdown OUT] [--plots DIR] [--ray [ADDRESS]]
     mjcenic install-plugin [--dir DIR] [--symlink] [--uninstall]
     mjcenic --version | --help | COMMAND --help
 

@@ -148,10 +148,10 @@ class _Progress:
     """A tqdm bar on stderr (off when stderr is not a terminal): runs done, with
     the fraction of the current run, and the current run as its label."""
 
-    def __init__(self, total):
+    def __init__(self, total, unit="run"):
         from ._cliutil import progress
-        self.bar = progress(total=max(total, 1), desc="mjcenic compare", unit="run",
-                            bar_format="{l_bar}{bar}| {n:.1f}/{total} runs "
+        self.bar = progress(total=max(total, 1), desc="mjcenic compare", unit=unit,
+                            bar_format="{l_bar}{bar}| {n:.1f}/{total} " + unit + "s "
                                        "[{elapsed}<{remaining}]{postfix}")
         self.n = 0.0
 
@@ -748,7 +748,8 @@ def plots(report, directory, overlaps=None):
 
 def add_arguments(p):
     from ._cliutil import floats, nonneg, positive
-    p.add_argument("paths", nargs="+", metavar="PATH", help="MJCF files or directories")
+    # nargs="*", checked in run(): `--ray PATH` would otherwise leave no PATH for argparse
+    p.add_argument("paths", nargs="*", metavar="PATH", help="MJCF files or directories")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the JSON report here")
     p.add_argument("--markdown", metavar="OUT", help="write the Markdown table here")
     p.add_argument("--plots", metavar="DIR",
@@ -764,6 +765,12 @@ def add_arguments(p):
                         "and mj_step dt=1e-4 is used instead (120)")
     p.add_argument("--time-limit", type=positive, default=600.0,
                    help="wall time [s] after which any other run is stopped (600)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the models as Ray tasks (one CPU each), on the cluster at ADDRESS "
+                        "(e.g. ray://host:10001 or auto) or, without one, on a local Ray; same "
+                        "report as without --ray (wall times aside). Needs `pip install "
+                        "'mjcenic[ray]'`; the workers read the model files by absolute path. A "
+                        "model file or directory right after --ray is taken as a PATH")
     p.set_defaults(func=run)
 
 
@@ -788,6 +795,23 @@ def _parser():
                                 description=_DESCRIPTION, epilog=_EPILOG)
     add_arguments(p)
     return p
+
+
+def _check_args(args):
+    """None if the arguments are usable, else the error text (before any work). A model path
+    that argparse gave to --ray (`--ray models/`) goes back to the paths (local Ray)."""
+    if args.ray and (os.path.exists(args.ray) or args.ray.endswith(".xml")):
+        args.paths = [args.ray] + list(args.paths)
+        args.ray = ""
+    if not args.paths:
+        return "mjcenic compare: give at least one PATH (an MJCF file or a directory)"
+    if args.ray is not None:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            from .distributed import _RAY_MISSING
+            return "mjcenic compare: --ray: " + _RAY_MISSING.removeprefix("mjcenic: ")
+    return _check_outputs(args)
 
 
 def _check_outputs(args):
@@ -871,12 +895,115 @@ def _error_row(label, path, error):
     return row
 
 
+def _compare_model(item, model=None, ticker=None, finished=None):
+    """Every run of one model: the reference (with its fallback), mj_step at the model's
+    timestep and at 1 ms, mjcenic at each accuracy. item = (label, path, settings) with
+    settings {times, accuracies, reference_accuracy, reference_time_limit, time_limit};
+    the model is loaded from `path` unless given (a Ray task of `compare --ray` loads it
+    on its worker). Returns (rows, model metadata); each row carries "_ran" (completed
+    without error), which run() removes. ticker(label)(fraction) and finished(label)
+    report progress (local path only)."""
+    import mujoco
+
+    import mjcenic
+    label, path, s = item
+    times, ref_acc = s["times"], s["reference_accuracy"]
+    if ticker is None:
+        def ticker(_label):
+            return lambda _frac: None
+    if finished is None:
+        def finished(_label):
+            pass
+    m = model
+    if m is None:
+        try:
+            m = mjcenic.load_model(path)
+        except Exception as e:  # noqa: BLE001 - a worker that cannot read the file
+            err = str(e).strip() or type(e).__name__
+            row = _error_row(label, path, err)
+            row["_ran"] = False
+            return [row], {"model": label, "path": path, "load_ok": False, "error": err,
+                           "reference_method": None}
+    probe = _Probe(m)
+    d0 = mujoco.MjData(m)
+    _reset(m, d0)
+    e0 = probe.energy(d0)
+    if not math.isfinite(e0):
+        e0 = None
+    try:
+        length_scale = float(mjcenic.Stepper(m, mode="cenic").length_scale)
+    except Exception:  # noqa: BLE001 - the mjcenic rows will carry the error
+        length_scale = None
+    L = length_scale if length_scale and length_scale > 0 else 1.0
+    meta = {"model": label, "path": path, "load_ok": True, "error": None,
+            "nq": int(m.nq), "nv": int(m.nv), "nu": int(m.nu),
+            "timestep": float(m.opt.timestep),
+            "initial_state": _initial_state_name(m),
+            "length_scale": length_scale, "length_scale_used": L,
+            "initial_energy": e0, "reference_method": None, "reference_note": None}
+
+    results = []
+    # The reference first: every other run is compared with it.
+    ref = _Result(f"mjcenic acc={ref_acc:g}", "mjcenic",
+                  accuracy=s["reference_accuracy"], is_reference=True)
+    _run_mjcenic(m, probe, s["reference_accuracy"], times, ref,
+                 s["reference_time_limit"], ticker(f"{label}: reference"), fine=True)
+    results.append(ref)
+    ref_ok = ref.completed and ref.finite
+    if not ref_ok:
+        ref.is_reference = False
+        meta["reference_note"] = (f"fallback: the mjcenic reference at accuracy "
+                                  f"{ref_acc:g} failed ({ref.error})")
+        ref.error = f"reference attempt failed: {ref.error}"
+        fb = _Result(f"mj_step dt={REFERENCE_FALLBACK_DT:g}", "mj_step",
+                     timestep=REFERENCE_FALLBACK_DT, is_reference=True)
+        _run_mjstep(m, probe, REFERENCE_FALLBACK_DT, times, fb, s["time_limit"],
+                    ticker(f"{label}: reference fallback"))
+        results.append(fb)
+        ref = fb
+        ref_ok = fb.completed and fb.finite
+        if not ref_ok:
+            meta["reference_note"] += f"; the fallback failed too ({fb.error})"
+    ref_method = ref.method if ref_ok else None
+    meta["reference_method"] = ref_method
+    finished(f"{label}: reference")
+
+    dts = [float(m.opt.timestep)]
+    if abs(MJSTEP_FINE_DT - m.opt.timestep) > 1e-12:
+        dts.append(MJSTEP_FINE_DT)
+    else:
+        meta["note"] = "the model's timestep is 1 ms: mj_step dt=0.001 run once"
+        finished(f"{label}: mj_step")
+    for dt in dts:
+        res = _Result(f"mj_step dt={dt:g}", "mj_step", timestep=dt)
+        _run_mjstep(m, probe, dt, times, res, s["time_limit"],
+                    ticker(f"{label}: {res.method}"))
+        results.append(res)
+        finished(f"{label}: {res.method}")
+    for acc in s["accuracies"]:
+        res = _Result(f"mjcenic acc={acc:g}", "mjcenic", accuracy=acc)
+        _run_mjcenic(m, probe, acc, times, res, s["time_limit"],
+                     ticker(f"{label}: {res.method}"))
+        results.append(res)
+        finished(f"{label}: {res.method}")
+
+    order = {"mj_step": 0, "mjcenic": 1}
+    results.sort(key=lambda r: (r.is_reference, order[r.family],
+                                -(r.timestep or 0), -(r.accuracy or 0)))
+    rows = []
+    for res in results:
+        row = _row(label, path, res, L, ref_method, e0, ref.samples if ref_ok else None, probe)
+        row["_ran"] = res.error is None and res.completed
+        rows.append(row)
+    return rows, meta
+
+
 def main(argv=None) -> int:
     return run(_parser().parse_args(sys.argv[1:] if argv is None else list(argv)))
 
 
 def run(args) -> int:
-    err = _check_outputs(args)
+    err = _check_args(args)
     if err:
         print(err, file=sys.stderr)
         return 2
@@ -890,6 +1017,17 @@ def run(args) -> int:
     times = [k * SAMPLE_INTERVAL for k in range(n + 1)]
     if T - times[-1] > 1e-9:
         times.append(T)
+
+    if args.ray is not None:
+        # Connect (or start the local Ray) before any work, so that a bad address fails first.
+        from . import distributed
+        try:
+            distributed.init(args.ray or None)
+        except Exception as e:  # noqa: BLE001 - Ray's ConnectionError, bad address format
+            msg = " ".join(str(e).split()) or type(e).__name__
+            print(f"mjcenic compare: --ray: could not reach Ray at {args.ray or 'a new local Ray'}: "
+                  f"{msg}", file=sys.stderr)
+            return 2
 
     candidates = _collect(args.paths)
 
@@ -905,94 +1043,62 @@ def run(args) -> int:
         loaded.append((label, path, model, err))
 
     runs_per_model = 2 + len(args.accuracies) + 1
-    prog = _Progress(runs_per_model * sum(1 for x in loaded if x[2] is not None))
-    done = [0]
-
-    def ticker(label):
-        return lambda frac: prog.update(done[0] + frac, label)
-
-    def finished(label):
-        done[0] += 1
-        prog.update(done[0], label + " done", final_of_run=True)
-
+    settings = {"times": times, "accuracies": list(args.accuracies),
+                "reference_accuracy": args.reference_accuracy,
+                "reference_time_limit": args.reference_time_limit,
+                "time_limit": args.time_limit}
     rows, models_meta = [], []
     any_ran = False
+
+    todo = []   # the models that loaded, in order; failed loads get their row here
+    slots = []  # index in `rows` order: ("error", label, path, err) or ("model", i)
     for label, path, m, err in loaded:
         if m is None:
+            slots.append(("error", label, path, err))
+        else:
+            slots.append(("model", len(todo)))
+            todo.append((label, path, m))
+
+    if args.ray is not None:
+        from . import distributed
+        prog = _Progress(len(todo), unit="model")
+        items = [(label, os.path.abspath(path), settings) for label, path, _ in todo]
+        try:
+            outs = distributed.map_tasks(
+                _compare_model, items, address=args.ray or None,
+                progress=lambda k, total: prog.update(k, f"{k}/{total} models done",
+                                                      final_of_run=True))
+        finally:
+            prog.finish()
+        # The row's path is the one given on the command line, as in the local path.
+        outs = [([dict(r, path=path) for r in model_rows], dict(meta, path=path))
+                for (_, path, _), (model_rows, meta) in zip(todo, outs)]
+    else:
+        prog = _Progress(runs_per_model * len(todo))
+        done = [0]
+
+        def ticker(label):
+            return lambda frac: prog.update(done[0] + frac, label)
+
+        def finished(label):
+            done[0] += 1
+            prog.update(done[0], label + " done", final_of_run=True)
+
+        outs = [_compare_model((label, path, settings), model=m, ticker=ticker,
+                               finished=finished) for label, path, m in todo]
+        prog.finish()
+
+    for slot in slots:
+        if slot[0] == "error":
+            _, label, path, err = slot
             rows.append(_error_row(label, path, err))
             models_meta.append({"model": label, "path": path, "load_ok": False, "error": err,
                                 "reference_method": None})
             continue
-        probe = _Probe(m)
-        d0 = mujoco.MjData(m)
-        _reset(m, d0)
-        e0 = probe.energy(d0)
-        if not math.isfinite(e0):
-            e0 = None
-        try:
-            length_scale = float(mjcenic.Stepper(m, mode="cenic").length_scale)
-        except Exception:  # noqa: BLE001 - the mjcenic rows will carry the error
-            length_scale = None
-        L = length_scale if length_scale and length_scale > 0 else 1.0
-        meta = {"model": label, "path": path, "load_ok": True, "error": None,
-                "nq": int(m.nq), "nv": int(m.nv), "nu": int(m.nu),
-                "timestep": float(m.opt.timestep),
-                "initial_state": _initial_state_name(m),
-                "length_scale": length_scale, "length_scale_used": L,
-                "initial_energy": e0, "reference_method": None, "reference_note": None}
-
-        results = []
-        # The reference first: every other run is compared with it.
-        ref = _Result(f"mjcenic acc={args.reference_accuracy:g}", "mjcenic",
-                      accuracy=args.reference_accuracy, is_reference=True)
-        _run_mjcenic(m, probe, args.reference_accuracy, times, ref,
-                     args.reference_time_limit, ticker(f"{label}: reference"), fine=True)
-        results.append(ref)
-        ref_ok = ref.completed and ref.finite
-        if not ref_ok:
-            ref.is_reference = False
-            meta["reference_note"] = (f"fallback: the mjcenic reference at accuracy "
-                                      f"{args.reference_accuracy:g} failed ({ref.error})")
-            ref.error = f"reference attempt failed: {ref.error}"
-            fb = _Result(f"mj_step dt={REFERENCE_FALLBACK_DT:g}", "mj_step",
-                         timestep=REFERENCE_FALLBACK_DT, is_reference=True)
-            _run_mjstep(m, probe, REFERENCE_FALLBACK_DT, times, fb, args.time_limit,
-                        ticker(f"{label}: reference fallback"))
-            results.append(fb)
-            ref = fb
-            ref_ok = fb.completed and fb.finite
-            if not ref_ok:
-                meta["reference_note"] += f"; the fallback failed too ({fb.error})"
-        ref_method = ref.method if ref_ok else None
-        meta["reference_method"] = ref_method
-        finished(f"{label}: reference")
-
-        dts = [float(m.opt.timestep)]
-        if abs(MJSTEP_FINE_DT - m.opt.timestep) > 1e-12:
-            dts.append(MJSTEP_FINE_DT)
-        else:
-            meta["note"] = "the model's timestep is 1 ms: mj_step dt=0.001 run once"
-            finished(f"{label}: mj_step")
-        for dt in dts:
-            res = _Result(f"mj_step dt={dt:g}", "mj_step", timestep=dt)
-            _run_mjstep(m, probe, dt, times, res, args.time_limit,
-                        ticker(f"{label}: {res.method}"))
-            results.append(res)
-            finished(f"{label}: {res.method}")
-        for acc in args.accuracies:
-            res = _Result(f"mjcenic acc={acc:g}", "mjcenic", accuracy=acc)
-            _run_mjcenic(m, probe, acc, times, res, args.time_limit,
-                         ticker(f"{label}: {res.method}"))
-            results.append(res)
-            finished(f"{label}: {res.method}")
-
-        order = {"mj_step": 0, "mjcenic": 1}
-        results.sort(key=lambda r: (r.is_reference, order[r.family],
-                                    -(r.timestep or 0), -(r.accuracy or 0)))
-        for res in results:
-            rows.append(_row(label, path, res, L, ref_method, e0,
-                             ref.samples if ref_ok else None, probe))
-            any_ran = any_ran or (res.error is None and res.completed)
+        model_rows, meta = outs[slot[1]]
+        for r in model_rows:
+            any_ran = any_ran or r.pop("_ran")
+            rows.append(r)
         models_meta.append(meta)
     prog.finish()
 

@@ -1,0 +1,114 @@
+"""`mjcenic compare --ray` and `scripts/sweep_shared_models.py --ray`: the per-model work as Ray
+tasks on a local Ray (num_cpus=2) gives the local path's records, timings aside (issue 15)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, ROOT, SHARED_MODELS, python_env
+
+PINCH = ROOT / "models" / "pinch_grasp.xml"
+ARM_REL = "menagerie/kuka_iiwa_14/scene.xml"
+ARM = SHARED_MODELS / ARM_REL
+# Wall-clock fields: the only ones allowed to differ between the two paths.
+COMPARE_TIMING = {"wall_time", "setup_time", "real_time_rate"}
+
+
+def _sweep_timing(record):
+    """mjcenic-run's wall-clock fields: wall_time, mjstep_wall_time, time_* (per phase)."""
+    return {k for k in record if k.endswith("wall_time") or k.startswith("time_")}
+
+
+def _compare_report(tmp_path, name, *extra):
+    import mjcenic.compare
+    out = tmp_path / f"{name}.json"
+    rc = mjcenic.compare.main([str(PINCH), str(ARM), "--duration", "0.05",
+                               "--accuracies", "1e-2,1e-3", "--json", str(out), *extra])
+    assert rc == 0
+    return json.loads(out.read_text())
+
+
+def _without(record, keys):
+    return {k: v for k, v in record.items() if k not in keys}
+
+
+def test_compare_ray_equals_local(tmp_path, capsys):
+    ray = pytest.importorskip("ray")
+    if not ARM.exists():
+        pytest.skip(f"shared model missing: {ARM}")
+    import mjcenic.distributed as dist
+    local = _compare_report(tmp_path, "local")
+    started = not ray.is_initialized()
+    dist.init(num_cpus=2)
+    try:
+        on_ray = _compare_report(tmp_path, "ray", "--ray")
+    finally:
+        if started:
+            ray.shutdown()
+    assert [r["model"] for r in on_ray["rows"]] == [r["model"] for r in local["rows"]]
+    assert len(local["rows"]) == 2 * (1 + 2 + 2)   # reference, mj_step x2, mjcenic x2
+    for a, b in zip(on_ray["rows"], local["rows"]):
+        assert a["error"] is None and a["steps"] > 0, a
+        # Errors, penetration, energy, steps: the same runs on the workers, bit for bit.
+        assert _without(a, COMPARE_TIMING) == _without(b, COMPARE_TIMING)
+        assert a["trajectory_error"] == b["trajectory_error"]
+        assert a["max_penetration"] == b["max_penetration"]
+        assert a["steps"] == b["steps"]
+    assert on_ray["metadata"] == local["metadata"]
+
+
+def test_compare_ray_arguments_checked_before_work(tmp_path, monkeypatch, capsys):
+    import mjcenic.compare as compare
+    # A model path right after --ray is a PATH, not an address.
+    args = argparse.Namespace(ray=str(PINCH), paths=[], json_out=None, markdown=None,
+                              plots=None)
+    assert compare._check_args(args) is None
+    assert args.paths == [str(PINCH)] and args.ray == ""
+    # Without Ray: one line naming the extra, exit 2, no report written.
+    monkeypatch.setitem(sys.modules, "ray", None)
+    out = tmp_path / "r.json"
+    assert compare.main([str(PINCH), "--ray", "--json", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "pip install 'mjcenic[ray]'" in err and "--ray" in err
+    assert not out.exists()
+
+
+def _sweep(tmp_path, name, *extra):
+    out = tmp_path / name
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "sweep_shared_models.py"), "--duration", "0.05",
+         "--models", f"{ARM_REL},menagerie/robotiq_2f85/scene.xml", "--out", str(out),
+         "--build", str(BUILD), *extra],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env=dict(python_env(), MPLBACKEND="Agg"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads((out / "sweep.json").read_text())
+
+
+def test_sweep_ray_equals_local(tmp_path):
+    pytest.importorskip("ray")
+    for rel in (ARM_REL, "menagerie/robotiq_2f85/scene.xml"):
+        if not (SHARED_MODELS / rel).exists():
+            pytest.skip(f"shared model missing: {rel}")
+    local = _sweep(tmp_path, "local", "--jobs", "2")
+    on_ray = _sweep(tmp_path, "ray", "--ray")
+    assert [r["model"] for r in on_ray] == [r["model"] for r in local] == \
+        [ARM_REL, "menagerie/robotiq_2f85/scene.xml"]
+    for a, b in zip(on_ray, local):
+        assert "error" not in a, a
+        assert a["accepted_steps"] > 0
+        timing = _sweep_timing(a)
+        assert timing == _sweep_timing(b) and "wall_time" in timing and "time_solve" in timing
+        assert _without(a, timing) == _without(b, timing)
+
+
+def test_sweep_ray_flag_checked_before_work(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "sweep_shared_models.py"), "--models",
+         "no/such.xml", "--ray", "--out", str(tmp_path / "o"), "--build", str(BUILD)],
+        capture_output=True, text=True, timeout=60, env=python_env())
+    assert proc.returncode == 2 and "--models" in proc.stderr
+    assert not (tmp_path / "o").exists()
