@@ -1,0 +1,430 @@
+// README promises that no other test pins down, each against an independent
+// truth (issue 11): a closed form, the exact recursion of the method on a
+// linear system, a conservation law, mj_step where both must agree, or a
+// quantity recomputed by MuJoCo (mj_forward / mj_collision) at the stepped
+// state rather than read from mjcenic's statistics. Each test is aimed at a
+// mutation of scripts/mutants.py that the rest of the suite let through.
+//
+// Implicit joint damping and stiffness (docs/mujoco-mapping.md §3.6) make one
+// fixed step of ICF the implicit Euler step of the linear system
+//   m v̇ = −k q − b v:   [q₁; v₁] = (I − h A)⁻¹ [q₀; v₀],  A = [0 1; −k/m −b/m],
+// which the tests evaluate independently with 2×2 algebra.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <numbers>
+#include <string>
+
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/integrator/stepper.h"
+#include "test_util.h"
+
+namespace mjcenic {
+namespace {
+
+using test_util::DataPtr;
+using test_util::ModelPtr;
+
+ModelPtr Xml(const std::string& xml) {
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(xml, &err);
+  EXPECT_NE(m, nullptr) << err;
+  return m;
+}
+
+std::unique_ptr<Stepper> Make(const mjModel* m, StepperOptions o) {
+  auto s = Stepper::Create(m, o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+StepperOptions Fixed() {
+  StepperOptions o;
+  o.mode = Mode::kFixed;
+  o.max_step = 0;
+  return o;
+}
+
+// Penetration recomputed by MuJoCo at d's state on a separate mjData:
+// max(−dist) over the contacts mj_forward finds (not mjcenic's statistic).
+double RecomputedPenetration(const mjModel* m, const mjData* d) {
+  DataPtr c(mj_makeData(m));
+  mj_copyData(c.get(), m, d);
+  mj_forward(m, c.get());
+  double p = 0;
+  for (int i = 0; i < c->ncon; ++i)
+    if (c->contact[i].exclude == 0) p = std::max(p, -c->contact[i].dist);
+  return p;
+}
+
+// n steps of implicit Euler on m q̈ = −k q − b q̇ from (q, v).
+void ImplicitEuler(double m, double k, double b, double h, int n, double* q, double* v) {
+  // (I − hA) = [1, −h; h k/m, 1 + h b/m]
+  const double a11 = 1, a12 = -h, a21 = h * k / m, a22 = 1 + h * b / m;
+  const double det = a11 * a22 - a12 * a21;
+  for (int i = 0; i < n; ++i) {
+    const double q1 = (a22 * *q - a12 * *v) / det;
+    const double v1 = (-a21 * *q + a11 * *v) / det;
+    *q = q1;
+    *v = v1;
+  }
+}
+
+// A 2 kg slide joint with spring k and damper b (springref 0), gravity off.
+ModelPtr Oscillator(double k, double b, const char* extra_actuator = "") {
+  char xml[1500];
+  std::snprintf(xml, sizeof(xml), R"(
+<mujoco>
+  <option timestep="0.001" gravity="0 0 0"/>
+  <worldbody>
+    <body>
+      <joint name="x" type="slide" axis="1 0 0" stiffness="%g" damping="%g"/>
+      <geom type="sphere" size="0.05" mass="2" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <actuator>%s</actuator>
+</mujoco>)",
+                k, b, extra_actuator);
+  return Xml(xml);
+}
+
+// q and v after n fixed steps from q = 0.1, v = 0.5.
+void RunOscillator(const mjModel* m, int n, double* q, double* v) {
+  DataPtr d(mj_makeData(m));
+  d->qpos[0] = 0.1;
+  d->qvel[0] = 0.5;
+  mj_forward(m, d.get());
+  auto s = Make(m, Fixed());
+  ASSERT_TRUE(s);
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(s->Step(d.get()).ok());
+  *q = d->qpos[0];
+  *v = d->qvel[0];
+}
+
+TEST(Promises, JointDampingAndStiffnessAreImplicitEuler) {
+  const double mass = 2, k = 200, b = 8, h = 0.001;
+  const int n = 500;
+  for (auto [kk, bb] : {std::pair{k, b}, std::pair{k, 0.0}, std::pair{0.0, b}}) {
+    ModelPtr m = Oscillator(kk, bb);
+    ASSERT_TRUE(m);
+    double q, v;
+    RunOscillator(m.get(), n, &q, &v);
+    double qe = 0.1, ve = 0.5;
+    ImplicitEuler(mass, kk, bb, h, n, &qe, &ve);
+    // Continuous closed form (underdamped): the method's global error is O(h).
+    const double w0 = std::sqrt(kk / mass), zeta = kk > 0 ? bb / (2 * std::sqrt(kk * mass)) : 0;
+    std::printf("  k=%g b=%g: q %.9f v %.9f, implicit Euler %.9f %.9f\n", kk, bb, q, v, qe, ve);
+    // The Newton solve converges to solver_tolerance (relative ~1e-10 on a
+    // linear problem: exact after one iteration up to round-off).
+    EXPECT_NEAR(q, qe, 1e-8);
+    EXPECT_NEAR(v, ve, 1e-7);
+    if (kk > 0 && bb > 0) {
+      const double t = n * h, wd = w0 * std::sqrt(1 - zeta * zeta);
+      const double qc = std::exp(-zeta * w0 * t) *
+                        (0.1 * std::cos(wd * t) + (0.5 + zeta * w0 * 0.1) / wd * std::sin(wd * t));
+      // Implicit Euler's amplitude error over t: ~ h ω² t / 2 relative.
+      const double amplitude = std::hypot(0.1, 0.5 / w0);
+      EXPECT_NEAR(q, qc, amplitude * h * w0 * w0 * t / 2);
+    }
+  }
+}
+
+TEST(Promises, ActuatorDampingAddsToTheJointDamping) {
+  // MuJoCo's actuator damping (passive, along the transmission, gear 2):
+  // b_eff = b_joint + b_act·gear² (docs/mujoco-mapping.md §3.6).
+  ModelPtr m = Oscillator(200, 2, R"(<motor joint="x" gear="2" damping="1.5"/>)");
+  ASSERT_TRUE(m);
+  double q, v;
+  RunOscillator(m.get(), 300, &q, &v);
+  double qe = 0.1, ve = 0.5;
+  ImplicitEuler(2, 200, 2 + 1.5 * 4, 0.001, 300, &qe, &ve);
+  std::printf("  q %.9f v %.9f, implicit Euler (b = 8) %.9f %.9f\n", q, v, qe, ve);
+  EXPECT_NEAR(q, qe, 1e-8);
+  EXPECT_NEAR(v, ve, 1e-7);
+}
+
+// A free 1.5 kg sphere (I = 2/5 m r²) in zero gravity, no contacts.
+ModelPtr FreeSphere() {
+  return Xml(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <body name="ball" pos="0 0 1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1.5" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+}
+
+TEST(Promises, XfrcAppliedChangesMomentumByForceTimesTime) {
+  ModelPtr m = FreeSphere();
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  const double F[3] = {2, -1, 0.5}, tau[3] = {0.003, 0, -0.006}, T = 0.1;
+  std::copy(F, F + 3, d->xfrc_applied + 6);
+  std::copy(tau, tau + 3, d->xfrc_applied + 9);
+  ASSERT_TRUE(s->AdvanceTo(d.get(), T).ok());
+  // Linear momentum: m Δv = F T exactly (constant force at the COM). Angular:
+  // the sphere's inertia is isotropic, so I Δω = τ T in any frame.
+  const double mass = 1.5, I = 0.4 * mass * 0.01;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(mass * d->qvel[i], F[i] * T, 1e-9) << i;
+    EXPECT_NEAR(I * d->qvel[3 + i], tau[i] * T, 1e-9) << i;
+  }
+}
+
+TEST(Promises, PassiveCallbackForceActs) {
+  // mjcb_passive adds a force to qfrc_passive; mjcenic takes it explicitly at
+  // the start of each solve: a constant 3 N along x gives m Δv = 3 N · T.
+  ModelPtr m = FreeSphere();
+  ASSERT_TRUE(m);
+  mjcb_passive = [](const mjModel*, mjData* d) { d->qfrc_passive[0] += 3.0; };
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  auto s = Make(m.get(), StepperOptions{});
+  const bool ok = s && s->AdvanceTo(d.get(), 0.2).ok();
+  mjcb_passive = nullptr;
+  ASSERT_TRUE(ok);
+  EXPECT_NEAR(1.5 * d->qvel[0], 3.0 * 0.2, 1e-9);
+}
+
+// A slide joint driven by an integrator actuator (na = 1) and a mocap body:
+// every input array the README lists is present.
+ModelPtr AllInputs() {
+  return Xml(R"(
+<mujoco>
+  <worldbody>
+    <body name="target" mocap="true" pos="1 0 0"/>
+    <body name="b">
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.05" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general joint="x" dyntype="integrator" gainprm="1"/>
+  </actuator>
+</mujoco>)");
+}
+
+TEST(Promises, EveryNonFiniteInputIsRefusedByName) {
+  ModelPtr m = AllInputs();
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->na, 1);
+  ASSERT_EQ(m->nmocap, 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    const char* name;
+    double* (*field)(mjData*);
+    int index;
+    double value;
+  };
+  const Case cases[] = {
+      {"qpos", [](mjData* d) { return d->qpos; }, 0, nan},
+      {"qvel", [](mjData* d) { return d->qvel; }, 0, inf},
+      {"act", [](mjData* d) { return d->act; }, 0, nan},
+      {"ctrl", [](mjData* d) { return d->ctrl; }, 0, nan},
+      {"qfrc_applied", [](mjData* d) { return d->qfrc_applied; }, 0, -inf},
+      {"xfrc_applied", [](mjData* d) { return d->xfrc_applied; }, 6 * 2 + 4, nan},
+      {"mocap_pos", [](mjData* d) { return d->mocap_pos; }, 1, nan},
+      {"mocap_quat", [](mjData* d) { return d->mocap_quat; }, 3, inf},
+  };
+  for (const Case& c : cases) {
+    for (Mode mode : {Mode::kFixed, Mode::kCenic}) {
+      DataPtr d(mj_makeData(m.get()));
+      d->qpos[0] = 0.2;
+      d->qvel[0] = 0.3;
+      mj_forward(m.get(), d.get());
+      StepperOptions o;
+      o.mode = mode;
+      auto s = Make(m.get(), o);
+      ASSERT_TRUE(s);
+      c.field(d.get())[c.index] = c.value;
+      const absl::Status st = s->Step(d.get());
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.name << ": " << st;
+      const std::string want = std::string(c.name) + "[" + std::to_string(c.index) + "]";
+      EXPECT_NE(std::string(st.message()).find(want), std::string::npos)
+          << "expected '" << want << "' in: " << st.message();
+      EXPECT_EQ(d->time, 0.0) << c.name;
+      if (std::string(c.name) != "qpos") {
+        EXPECT_EQ(d->qpos[0], 0.2) << c.name;
+      }
+    }
+  }
+}
+
+// A 1 kg sphere resting on a plane, its contact parameters given as MJCF
+// attributes.
+ModelPtr RestingSphere(const char* geom_attrs, const char* option_attrs = "",
+                       const char* flags = "") {
+  char xml[1500];
+  std::snprintf(xml, sizeof(xml), R"(
+<mujoco>
+  <option timestep="0.002" %s>%s</option>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1" %s/>
+    <body pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" %s/>
+    </body>
+  </worldbody>
+</mujoco>)",
+                option_attrs, flags, geom_attrs, geom_attrs);
+  return Xml(xml);
+}
+
+// Penetration recomputed by MuJoCo after settling for T under `stepper`
+// (mjcenic) or mj_step (stepper == nullptr).
+double SettledPenetration(const mjModel* m, Stepper* stepper, double T) {
+  DataPtr d(mj_makeData(m));
+  mj_forward(m, d.get());
+  if (stepper) {
+    EXPECT_TRUE(stepper->AdvanceTo(d.get(), T).ok());
+  } else {
+    while (d->time < T - 1e-12) mj_step(m, d.get());
+  }
+  return RecomputedPenetration(m, d.get());
+}
+
+TEST(Promises, ContactStiffnessIsCappedAtFourStepsPerPeriod) {
+  // solref direct −1e7: MuJoCo's stiffness per mass ~ 2e8 1/s², far above the
+  // cap ω_max = 2π / (4 · timestep): k = m_c ω_max² and the sphere rests at
+  // x = g / ω_max² (mapping §5.7 step 4).
+  ModelPtr m = RestingSphere(R"(solref="-1e7 -100")");
+  ASSERT_TRUE(m);
+  const double w_max = 2 * std::numbers::pi / (4 * 0.002);
+  const double x_exact = 9.81 / (w_max * w_max);
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  const double x = SettledPenetration(m.get(), s.get(), 0.6);
+  std::printf("  capped rest penetration %.6g m (g / w_max^2 = %.6g)\n", x, x_exact);
+  EXPECT_NEAR(x, x_exact, 0.01 * x_exact);
+  ASSERT_EQ(s->last_problem().contacts.size(), 1);
+  EXPECT_NEAR(s->last_problem().contacts.k[0], w_max * w_max, 1e-6 * w_max * w_max);
+}
+
+TEST(Promises, PyramidalConeFactorKeepsMujocosRestingPenetration) {
+  // μ = 0.5, condim 3, pyramidal: λ = 2·impratio/(μ²(1+μ²)) = 6.4 (mapping
+  // §5.7 step 3). The resting penetration is MuJoCo's: mj_step's own rest,
+  // recomputed the same way, within 2 % (mj_step's rest is itself the
+  // equilibrium of its soft law; λ = 1 would be off by ~2.5x).
+  ModelPtr m = RestingSphere(R"(friction="0.5 0.005 0.0001")", R"(cone="pyramidal")");
+  ASSERT_TRUE(m);
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  const double x = SettledPenetration(m.get(), s.get(), 0.6);
+  const double x_mj = SettledPenetration(m.get(), nullptr, 0.6);
+  std::printf("  pyramidal mu=0.5: rest penetration %.6g m, mj_step %.6g m\n", x, x_mj);
+  EXPECT_NEAR(x, x_mj, 0.02 * x_mj);
+}
+
+TEST(Promises, RefsafeClampsTheTimeConstant) {
+  // solref τ = 0.001 < 2·timestep: with refsafe (default) MuJoCo uses τ = 2·timestep
+  // and mjcenic rests at mj_step's penetration; with refsafe disabled τ itself
+  // (K 4x larger, beyond the cap: mjcenic rests at the cap's g / ω_max², while
+  // mj_step at this τ is unstable and bounces the ball off).
+  ModelPtr m = RestingSphere(R"(solref="0.001 1")");
+  ASSERT_TRUE(m);
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  const double x = SettledPenetration(m.get(), s.get(), 0.6);
+  const double x_mj = SettledPenetration(m.get(), nullptr, 0.6);
+  std::printf("  refsafe on: rest penetration %.6g m, mj_step %.6g m\n", x, x_mj);
+  EXPECT_NEAR(x, x_mj, 0.02 * x_mj);
+  ModelPtr off = RestingSphere(R"(solref="0.001 1")", "", R"(<flag refsafe="disable"/>)");
+  ASSERT_TRUE(off);
+  auto s_off = Make(off.get(), StepperOptions{});
+  ASSERT_TRUE(s_off);
+  const double w_max = 2 * std::numbers::pi / (4 * 0.002);
+  const double x_off = SettledPenetration(off.get(), s_off.get(), 0.6);
+  std::printf("  refsafe off: rest penetration %.6g m (cap: %.6g m)\n", x_off, 9.81 / (w_max * w_max));
+  EXPECT_NEAR(x_off, 9.81 / (w_max * w_max), 0.01 * x_off);
+  EXPECT_GT(x, 1.05 * x_off);
+}
+
+TEST(Promises, MaxPenetrationStatisticIsThePenetrationOfTheStates) {
+  // A 1 kg sphere dropped from 0.3 m. Fixed mode queries geometry once per
+  // step, at the state it ends with: the statistic is exactly the max of the
+  // penetration MuJoCo recomputes at every stepped state. Cenic also queries
+  // midpoints and rejected attempts: at least the accepted states' maximum.
+  ModelPtr m = RestingSphere("");
+  ASSERT_TRUE(m);
+  for (Mode mode : {Mode::kFixed, Mode::kCenic}) {
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[2] = 0.3;
+    mj_forward(m.get(), d.get());
+    StepperOptions o = mode == Mode::kFixed ? Fixed() : StepperOptions{};
+    auto s = Make(m.get(), o);
+    ASSERT_TRUE(s);
+    double recomputed = RecomputedPenetration(m.get(), d.get());
+    while (d->time < 0.4) {
+      ASSERT_TRUE(s->StepOnce(d.get()).ok());
+      recomputed = std::max(recomputed, RecomputedPenetration(m.get(), d.get()));
+    }
+    const double stat = s->stats().max_penetration;
+    std::printf("  %s: max_penetration %.6g m, recomputed %.6g m\n",
+                mode == Mode::kFixed ? "fixed" : "cenic", stat, recomputed);
+    ASSERT_GT(recomputed, 1e-4);
+    if (mode == Mode::kFixed) {
+      EXPECT_NEAR(stat, recomputed, 1e-12);
+    } else {
+      EXPECT_GE(stat, recomputed);
+      // Intermediate states lie between accepted ones: a deeper one than the
+      // deepest accepted state by more than the local error is impossible.
+      EXPECT_LE(stat, 1.5 * recomputed);
+    }
+  }
+}
+
+TEST(Promises, TorsionalFrictionUsesEachContactsOwnNormalForce) {
+  // Two balls, 1 kg and 4 kg, condim 4, μ_spin = 0.01: bounds μ_spin m g =
+  // 0.098 and 0.392 N·m. A torque of 0.2 N·m on each: the light ball spins
+  // up at (τ − μ_spin m g)/I, the heavy one sticks. Each torque row must take
+  // the normal force of its own contact.
+  ModelPtr m = Xml(R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1" condim="4" friction="1 0.01 0"/>
+    <body name="light" pos="-0.5 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" condim="4" friction="1 0.01 0"/>
+    </body>
+    <body name="heavy" pos="0.5 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="4" condim="4" friction="1 0.01 0"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  StepperOptions o;
+  o.accuracy = 1e-4;
+  auto s = Make(m.get(), o);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->AdvanceTo(d.get(), 0.2).ok());
+  const double tau = 0.2;
+  d->qfrc_applied[5] = tau;
+  d->qfrc_applied[11] = tau;
+  ASSERT_TRUE(s->AdvanceTo(d.get(), 0.5).ok());
+  const double I = 0.4 * 1 * 0.01, w_exact = (tau - 0.01 * 1 * 9.81) / I * 0.3;
+  std::printf("  light: omega %.4f (exact %.4f), heavy: %.3g\n", d->qvel[5], w_exact,
+              d->qvel[11]);
+  EXPECT_NEAR(d->qvel[5], w_exact, 0.05 * w_exact);
+  // Sticking: |ω| within the soft norm's ε = v_s μ / μ_spin = 0.01 rad/s
+  // (σ = τ/bound = 0.51 at ω ≈ 0.6 ε); slipping it would reach 2.2 rad/s.
+  EXPECT_LT(std::abs(d->qvel[11]), 0.01);
+}
+
+}  // namespace
+}  // namespace mjcenic
