@@ -313,10 +313,11 @@ TEST(Promises, ContactStiffnessIsCappedAtFourStepsPerPeriod) {
 }
 
 TEST(Promises, PyramidalConeFactorKeepsMujocosRestingPenetration) {
-  // μ = 0.5, condim 3, pyramidal: λ = 2·impratio/(μ²(1+μ²)) = 6.4 (mapping
-  // §5.7 step 3). The resting penetration is MuJoCo's: mj_step's own rest,
-  // recomputed the same way, within 2 % (mj_step's rest is itself the
-  // equilibrium of its soft law; λ = 1 would be off by ~2.5x).
+  // μ = 0.5, condim 3, pyramidal: λ = 2·impratio/(μ²(1+μ²)) = 6.4
+  // (docs/mujoco-mapping.md §5.7, step 3). The resting penetration is
+  // MuJoCo's: mj_step's own rest, recomputed the same way, within 2 % (the
+  // mapping solves for mj_step's equilibrium; with λ = 1 the contact would be
+  // 6.4x softer and rest deeper).
   ModelPtr m = RestingSphere(R"(friction="0.5 0.005 0.0001")", R"(cone="pyramidal")");
   ASSERT_TRUE(m);
   auto s = Make(m.get(), StepperOptions{});
@@ -424,6 +425,228 @@ TEST(Promises, TorsionalFrictionUsesEachContactsOwnNormalForce) {
   // Sticking: |ω| within the soft norm's ε = v_s μ / μ_spin = 0.01 rad/s
   // (σ = τ/bound = 0.51 at ω ≈ 0.6 ε); slipping it would reach 2.2 rad/s.
   EXPECT_LT(std::abs(d->qvel[11]), 0.01);
+}
+
+TEST(Promises, FailedSolveIsRetriedAtHalfTheStep) {
+  // max_iterations = 2 on the sphere drop: fixed mode (no error control) must
+  // fail at the impact; cenic halves h after each failed solve (rejected
+  // attempts) and reaches the same rest as with the default solver.
+  ModelPtr m(mj_loadXML(test_util::ModelPath("sphere_plane.xml").c_str(), nullptr, nullptr, 0));
+  ASSERT_TRUE(m);
+  auto run = [&](Mode mode, int iterations, double* z, long* rejected) {
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "drop"));
+    mj_forward(m.get(), d.get());
+    StepperOptions o;
+    o.mode = mode;
+    o.solver.max_iterations = iterations;
+    auto s = Make(m.get(), o);
+    const absl::Status st = s->AdvanceTo(d.get(), 0.6);
+    *z = d->qpos[2];
+    *rejected = s->stats().rejected_steps;
+    return st;
+  };
+  double z_fixed, z_retry, z_ref;
+  long rej_fixed, rej_retry, rej_ref;
+  const absl::Status fixed = run(Mode::kFixed, 2, &z_fixed, &rej_fixed);
+  EXPECT_FALSE(fixed.ok());
+  EXPECT_NE(std::string(fixed.message()).find("convex solve failed"), std::string::npos) << fixed;
+  const absl::Status retry = run(Mode::kCenic, 2, &z_retry, &rej_retry);
+  ASSERT_TRUE(retry.ok()) << retry;
+  ASSERT_TRUE(run(Mode::kCenic, 50, &z_ref, &rej_ref).ok());
+  std::printf("  max_iterations 2: z %.9f after %ld rejected attempts; default solver z %.9f\n",
+              z_retry, rej_retry, z_ref);
+  EXPECT_GT(rej_retry, rej_ref);
+  // At rest both sit at the contact's equilibrium: equal to the solver tolerance
+  // times the penetration scale.
+  EXPECT_NEAR(z_retry, z_ref, 1e-7);
+}
+
+TEST(Promises, AnErrorLeavesTheStateExactlyAsBefore) {
+  // A step that cannot meet the accuracy above min_step is rejected (after a
+  // full step-doubling attempt, which loads intermediate states into d) and
+  // ends in an underflow error: qpos, qvel, act and time must be bit-identical
+  // to the state before the call.
+  ModelPtr m(mj_loadXML(test_util::ModelPath("sphere_plane.xml").c_str(), nullptr, nullptr, 0));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  d->qpos[2] = 0.095;  // 5 mm deep: the contact pushes hard
+  d->qvel[0] = 0.3;
+  d->qvel[4] = 2;
+  mj_forward(m.get(), d.get());
+  StepperOptions o;
+  o.accuracy = 1e-10;
+  o.min_step = 1e-3;
+  o.initial_step = 1e-3;
+  o.max_step = 1e-3;
+  auto s = Make(m.get(), o);
+  ASSERT_TRUE(s);
+  DataPtr before(mj_makeData(m.get()));
+  mj_copyData(before.get(), m.get(), d.get());
+  const absl::Status st = s->Step(d.get());
+  ASSERT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_GT(s->stats().solves, 1);  // an attempt was made
+  EXPECT_EQ(d->time, before->time);
+  for (int i = 0; i < m->nq; ++i) EXPECT_EQ(d->qpos[i], before->qpos[i]) << i;
+  for (int i = 0; i < m->nv; ++i) EXPECT_EQ(d->qvel[i], before->qvel[i]) << i;
+}
+
+TEST(Promises, TrapezoidIsSecondOrderAndBackwardEulerFirst) {
+  // Undamped oscillator (k = 200, m = 2, ω = 10) over 0.5 s at fixed h and
+  // h/2: the error against cos ωt falls 4x for the trapezoid rule, 2x for the
+  // implicit Euler step of fixed mode (ratios within 15 %).
+  ModelPtr m = Oscillator(200, 0);
+  ASSERT_TRUE(m);
+  auto error = [&](Mode mode, double h) {
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[0] = 0.1;
+    mj_forward(m.get(), d.get());
+    StepperOptions o;
+    o.mode = mode;
+    o.error_control = false;
+    o.max_step = h;
+    auto s = Make(m.get(), o);
+    EXPECT_TRUE(s->AdvanceTo(d.get(), 0.5).ok());
+    return std::abs(d->qpos[0] - 0.1 * std::cos(10 * 0.5));
+  };
+  const double t1 = error(Mode::kTrapezoid, 0.004), t2 = error(Mode::kTrapezoid, 0.002);
+  const double e1 = error(Mode::kFixed, 0.004), e2 = error(Mode::kFixed, 0.002);
+  std::printf("  trapezoid %.3g -> %.3g (ratio %.2f); implicit Euler %.3g -> %.3g (%.2f)\n", t1,
+              t2, t1 / t2, e1, e2, e1 / e2);
+  EXPECT_NEAR(t1 / t2, 4.0, 0.6);
+  EXPECT_NEAR(e1 / e2, 2.0, 0.3);
+}
+
+TEST(Promises, CtrlIsClampedToCtrlrange) {
+  // A motor (gear 3, ctrlrange ±1) on a free 2 kg slider with ctrl = 5:
+  // force 3 N, so v(T) = 3 T / 2 (clamped) and not 15 T / 2.
+  ModelPtr m = Oscillator(0, 0, R"(<motor joint="x" gear="3" ctrlrange="-1 1" ctrllimited="true"/>)");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  d->ctrl[0] = 5;
+  mj_forward(m.get(), d.get());
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s->AdvanceTo(d.get(), 0.2).ok());
+  EXPECT_NEAR(d->qvel[0], 3 * 0.2 / 2, 1e-9);
+}
+
+TEST(Promises, OneWarningPerUnsupportedFeatureNamingTheElements) {
+  ModelPtr m = Xml(R"(
+<mujoco>
+  <worldbody>
+    <body><joint name="a" type="slide" axis="1 0 0"/><geom type="sphere" size="0.05" mass="1"/></body>
+    <body><joint name="b" type="slide" axis="0 1 0"/><geom type="sphere" size="0.05" mass="1"/></body>
+  </worldbody>
+  <actuator>
+    <general name="early1" joint="a" dyntype="filter" dynprm="0.1" actearly="true"/>
+    <general name="early2" joint="b" dyntype="filter" dynprm="0.1" actearly="true"/>
+  </actuator>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  int n = 0;
+  for (const std::string& w : s->warnings()) {
+    if (w.find("actearly") == std::string::npos) continue;
+    ++n;
+    EXPECT_NE(w.find("early1"), std::string::npos) << w;
+    EXPECT_NE(w.find("early2"), std::string::npos) << w;
+  }
+  EXPECT_EQ(n, 1);
+}
+
+TEST(Promises, MarginContactsRestAtMujocosDistance) {
+  // margin 5 mm: the sphere rests with dist = margin − x (x the load's
+  // penetration of the margin layer), as under mj_step, within 2 % of margin.
+  ModelPtr m = RestingSphere(R"(margin="0.005")");
+  ASSERT_TRUE(m);
+  auto dist_after = [&](Stepper* s) {
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[2] = 0.11;
+    mj_forward(m.get(), d.get());
+    if (s) {
+      EXPECT_TRUE(s->AdvanceTo(d.get(), 0.6).ok());
+    } else {
+      while (d->time < 0.6 - 1e-12) mj_step(m.get(), d.get());
+    }
+    return d->qpos[2] - 0.1;  // the sphere's distance to the plane
+  };
+  auto s = Make(m.get(), StepperOptions{});
+  const double dist = dist_after(s.get()), dist_mj = dist_after(nullptr);
+  std::printf("  margin 5 mm: rest distance %.6g m, mj_step %.6g m\n", dist, dist_mj);
+  EXPECT_NEAR(dist, dist_mj, 0.02 * 0.005);
+  EXPECT_GT(dist, 0.004);
+}
+
+TEST(Promises, BallJointLimitHolds) {
+  // A pendulum on a ball joint limited to 30° released horizontally: the
+  // swing angle never exceeds the limit by more than the near-rigid
+  // violation (a few mrad); without the limit it swings to 90°.
+  ModelPtr m = Xml(R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body>
+      <joint type="ball" range="0 30" limited="true"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  double worst = 0;
+  while (d->time < 0.5) {
+    ASSERT_TRUE(s->Step(d.get()).ok());
+    const double angle = 2 * std::acos(std::min(1.0, std::abs(d->qpos[0])));
+    worst = std::max(worst, angle);
+  }
+  const double limit = 30 * std::numbers::pi / 180;
+  std::printf("  ball limit 30 deg: max angle %.4f deg\n", worst * 180 / std::numbers::pi);
+  EXPECT_LT(worst, limit + 0.01);
+  EXPECT_GT(worst, limit - 0.05);  // it did reach the limit
+}
+
+TEST(Promises, TendonLimitsHoldFixedAndSpatial) {
+  // A 1 kg slider falling under gravity along a vertical slide, tied to the
+  // world by a fixed tendon (length = q) and, in the second scene, by a
+  // spatial tendon between sites, each limited to 0.2 m of travel/length.
+  for (const char* tendon : {R"(<fixed limited="true" range="-1 0.2"><joint joint="z" coef="-1"/></fixed>)",
+                             R"(<spatial limited="true" range="0 0.3"><site site="top"/><site site="bob"/></spatial>)"}) {
+    char xml[1500];
+    std::snprintf(xml, sizeof xml, R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <site name="top" pos="0 0 0.1"/>
+    <body>
+      <joint name="z" type="slide" axis="0 0 1"/>
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
+      <site name="bob"/>
+    </body>
+  </worldbody>
+  <tendon>%s</tendon>
+</mujoco>)", tendon);
+    ModelPtr m = Xml(xml);
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    mj_forward(m.get(), d.get());
+    auto s = Make(m.get(), StepperOptions{});
+    ASSERT_TRUE(s);
+    double lowest = 0;
+    while (d->time < 0.6) {
+      ASSERT_TRUE(s->Step(d.get()).ok());
+      lowest = std::min(lowest, d->qpos[0]);
+    }
+    // Both limits stop the slider at z = −0.2 (fixed: length −q ≤ 0.2; spatial:
+    // 0.1 − z ≤ 0.3). Near-rigid: violation below 2 mm during the catch.
+    std::printf("  %s: lowest z %.5f, rest z %.5f\n", tendon[1] == 'f' ? "fixed" : "spatial",
+                lowest, d->qpos[0]);
+    EXPECT_GT(lowest, -0.202);
+    EXPECT_NEAR(d->qpos[0], -0.2, 5e-4);
+  }
 }
 
 }  // namespace
