@@ -224,5 +224,69 @@ TEST(MjstepAgreement, WeldToMocap) {
                   });
 }
 
+TEST(MjstepAgreement, TendonEquality) {
+  // Tendon t2 = x2 follows tendon t1 = x1 (polycoef 0 1) while a spring pulls x1.
+  const std::string xml = R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <body><joint name="a" type="slide" axis="1 0 0" stiffness="20"/>
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/></body>
+    <body pos="0 1 0"><joint name="b" type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.05" mass="0.5" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <tendon>
+    <fixed name="t1"><joint joint="a" coef="1"/></fixed>
+    <fixed name="t2"><joint joint="b" coef="1"/></fixed>
+  </tendon>
+  <equality><tendon tendon1="t2" tendon2="t1" polycoef="0 1 0 0 0" solref="0.01 1"/></equality>
+</mujoco>)";
+  ExpectAgreement("tendon equality", xml,
+                  Replace(xml, R"(solref="0.01 1")", R"(solref="0.01 1" active="false")"), 0.5,
+                  [](const mjModel*, mjData* d) {
+                    d->qpos[0] = d->qpos[1] = 0.1;  // consistent start
+                  });
+}
+
+// A 1 kg slider (hinge-free, gravity off) driven by one actuator of each
+// kind MuJoCo has a shortcut for; the same scene without the actuator is the
+// reference for "the actuator acts".
+std::string Slider(const std::string& actuator) {
+  return R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <body><joint name="x" type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <actuator>)" + actuator + R"(</actuator>
+</mujoco>)";
+}
+
+void ActuatorCase(const char* name, const std::string& actuator, double ctrl) {
+  ExpectAgreement(name, Slider(actuator), Slider(""), 0.5, [ctrl](const mjModel* m, mjData* d) {
+    d->qvel[0] = 0.4;
+    if (m->nu) d->ctrl[0] = ctrl;
+  });
+}
+
+TEST(MjstepAgreement, IntvelocityActuator) {
+  ActuatorCase("intvelocity", R"(<intvelocity joint="x" kp="50" actrange="-1 1"/>)", -0.3);
+}
+
+TEST(MjstepAgreement, DamperActuator) {
+  ActuatorCase("damper", R"(<damper joint="x" kv="3" ctrlrange="0 1"/>)", 0.8);
+}
+
+TEST(MjstepAgreement, CylinderActuator) {
+  ActuatorCase("cylinder", R"(<cylinder joint="x" timeconst="0.05" area="0.01" bias="0 0 0"/>)",
+               200);
+}
+
+TEST(MjstepAgreement, MuscleActuatorExplicit) {
+  // Muscles are taken explicitly (a warning says so): still first order.
+  ActuatorCase("muscle", R"(<muscle joint="x" lengthrange="-1 1" force="5"/>)", 0.7);
+}
+
 }  // namespace
 }  // namespace mjcenic
