@@ -278,7 +278,7 @@ def main() -> int:
         a, b = ROOT / f, src / f
         if not b.exists() or b.read_bytes() != a.read_bytes():
             b.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(a, b)
+            shutil.copyfile(a, b)  # a fresh mtime: make must see the change
     env = dict(os.environ)
     env.setdefault("CCACHE_BASEDIR", str(scratch))
     if not (build / "CMakeCache.txt").exists():
