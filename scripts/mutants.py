@@ -156,6 +156,12 @@ MUTANTS = [
     # --- ICF model and solver ---
     Mutant("hessian-no-stiffness", HE, "sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);",
            "sink(i, i, m.h * m.D[i]);", "stiffness missing from the Hessian", "Promises.*"),
+    Mutant("ldl-solve-diagonal", HE, "for (int j = 0; j < n_; ++j) y_[j] /= lx[lp[j]];",
+           "for (int j = 0; j < n_; ++j) y_[j] *= lx[lp[j]];", "sparse solve multiplies by D",
+           "LinearSolver.*"),
+    Mutant("permuted-upper-transposed", HE, "entries.push_back({std::max(a, b), std::min(a, b), k});",
+           "entries.push_back({std::min(a, b), std::max(a, b), k});",
+           "sparse factor fed the lower instead of the upper triangle", "LinearSolver.*"),
     Mutant("momentum-no-damping", IM, "r[i] += h * D[i] * v0[i] + h * f[i];",
            "r[i] += h * f[i];", "damping term dropped from r", "Promises.*"),
     Mutant("hunt-crossley-sign", PO, "fn0[c] = Pos(fe0[c]) * Pos(1.0 - d[c] * vc[0]);",
