@@ -285,6 +285,10 @@ def main() -> int:
         if not b.exists() or b.read_bytes() != a.read_bytes():
             b.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(a, b)  # a fresh mtime: make must see the change
+    # The tests find third-party models at <source>/../shared/models: link them.
+    shared = (ROOT.parent / "shared").resolve()
+    if shared.is_dir() and not (scratch / "shared").exists():
+        (scratch / "shared").symlink_to(shared)
     env = dict(os.environ)
     env.setdefault("CCACHE_BASEDIR", str(scratch))
     if not (build / "CMakeCache.txt").exists():
