@@ -371,6 +371,14 @@ TEST(Promises, MaxPenetrationStatisticIsThePenetrationOfTheStates) {
       ASSERT_TRUE(s->StepOnce(d.get()).ok());
       recomputed = std::max(recomputed, RecomputedPenetration(m.get(), d.get()));
     }
+    // mjcenic::MaxPenetration (also what mjcenic-run and compare report for
+    // mj_step) is the same recomputation.
+    {
+      DataPtr c(mj_makeData(m.get()));
+      mj_copyData(c.get(), m.get(), d.get());
+      mj_forward(m.get(), c.get());
+      EXPECT_EQ(MaxPenetration(c.get()), RecomputedPenetration(m.get(), d.get()));
+    }
     const double stat = s->stats().max_penetration;
     std::printf("  %s: max_penetration %.6g m, recomputed %.6g m\n",
                 mode == Mode::kFixed ? "fixed" : "cenic", stat, recomputed);
@@ -801,6 +809,78 @@ TEST(Promises, ExcludedAndFilteredPairsDoNotCollide) {
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(s->Step(d.get()).ok());
     // Semi-implicit Euler in free fall: z_n = z0 − g h² n(n+1)/2.
     EXPECT_NEAR(d->qpos[2], 0.08 - 9.81 * 0.002 * 0.002 * 100 * 101 / 2, 1e-9);
+  }
+}
+
+TEST(Promises, JointLimitsHoldOnBothSidesWithTheirMargin) {
+  // A 1 kg slider along the vertical, range ±0.1 m and margin 0.01 m (the
+  // limit engages 1 cm before the range: MuJoCo's and mjcenic's rest is at
+  // range ∓ margin, mjcenic's near-rigid to well below 1 mm). Gravity pushes it
+  // down onto the lower side, then (flipped) up onto the upper side.
+  ModelPtr m = Xml(R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body><joint name="z" type="slide" axis="0 0 1" range="-0.1 0.1" limited="true" margin="0.01"/>
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/></body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->AdvanceTo(d.get(), 0.5).ok());
+  const double lower = d->qpos[0];
+  m->opt.gravity[2] = 9.81;
+  ASSERT_TRUE(s->AdvanceTo(d.get(), 1.2).ok());
+  const double upper = d->qpos[0];
+  std::printf("  rest on the lower side %.6f m, on the upper side %.6f m (expected -/+0.09)\n",
+              lower, upper);
+  EXPECT_NEAR(lower, -0.09, 5e-4);
+  EXPECT_NEAR(upper, 0.09, 5e-4);
+}
+
+TEST(Promises, ActrangeClampsTheActivation) {
+  // An integrator actuator (act' = ctrl = 1) limited to act ≤ 0.3: after
+  // 0.5 s act = 0.3 exactly (MuJoCo's rule clamps after each update), and the
+  // force gain·act = 0.3 N has accelerated the 2 kg slider to at most
+  // 0.3·0.5/2 m/s (less while act was still rising).
+  ModelPtr m = Oscillator(0, 0, R"(<general joint="x" dyntype="integrator" gainprm="1" actlimited="true" actrange="0 0.3"/>)");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  d->ctrl[0] = 1;
+  mj_forward(m.get(), d.get());
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s->AdvanceTo(d.get(), 0.5).ok());
+  EXPECT_EQ(d->act[0], 0.3);
+  // v = ∫ act/m dt with act = min(t, 0.3): (0.3²/2 + 0.3·0.2)/2 = 0.0525,
+  // less the force's lag (the force uses act at each step's start, so it
+  // lags by up to one step h ≤ h_max): Δv ≤ 0.3 N · h_max / 2 kg.
+  const double lag = 0.3 * s->stats().h_max / 2;
+  std::printf("  act %.6g, v %.6g (exact integral 0.0525, lag bound %.3g)\n", d->act[0],
+              d->qvel[0], lag);
+  EXPECT_LE(d->qvel[0], 0.0525 + 1e-9);
+  EXPECT_GE(d->qvel[0], 0.0525 - lag);
+}
+
+TEST(Promises, AdvanceToEndsExactlyOnTheTarget) {
+  // Targets where t0 + (t − t0) ≠ t in floating point (0.2 + 0.7 =
+  // 0.8999999999999999): the last step must land on t itself.
+  ModelPtr m = FreeSphere();
+  ASSERT_TRUE(m);
+  for (Mode mode : {Mode::kFixed, Mode::kCenic}) {
+    for (auto [t0, t] : {std::pair{0.2, 0.9}, std::pair{0.4, 1.7}, std::pair{0.7, 2.9}}) {
+      DataPtr d(mj_makeData(m.get()));
+      d->time = t0;
+      mj_forward(m.get(), d.get());
+      StepperOptions o;
+      o.mode = mode;
+      o.max_step = 5;
+      auto s = Make(m.get(), o);
+      ASSERT_TRUE(s->AdvanceTo(d.get(), t).ok());
+      EXPECT_EQ(d->time, t) << t0 << " -> " << t;
+    }
   }
 }
 
