@@ -250,6 +250,9 @@ PYTHON_SUITES = ["tests/python/test_python_api.py", "tests/python/test_reliabili
                  "tests/python/test_error_estimate.py"]
 
 
+PYTHON_TARGETS = ["_mjcenic", "mjcenic-run"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scratch", default=str(ROOT / "build-mutants"))
@@ -318,7 +321,7 @@ def main() -> int:
 
     fast = "*-" + args.exclude
     t_start = time.monotonic()
-    rc, out, dt = build_tests(["_mjcenic"] if args.python else [])
+    rc, out, dt = build_tests(PYTHON_TARGETS if args.python else [])
     if rc:
         print(out[-3000:], file=sys.stderr)
         return 2
@@ -356,8 +359,9 @@ def main() -> int:
                     if rc:
                         killed_by = "icf"
                 if killed_by is None and args.python:
-                    # The Python extension is built only for a mutant C++ let through.
-                    rc, out, _ = build_tests(["_mjcenic"])
+                    # The Python extension (and the CLI the Python tests run) is built
+                    # only for a mutant C++ let through.
+                    rc, out, _ = build_tests(PYTHON_TARGETS)
                     if rc == 0:
                         rc, out, _ = run_python(mu.python or PYTHON_SUITES)
                     if rc:
