@@ -210,7 +210,7 @@ MUTANTS = [
     Mutant("capi-foreign-data", CA, "if (d->signature != m->signature || d->narena != m->narena)",
            "if (false)", "mjData of another model accepted"),
     Mutant("capi-registry-capacity", CA, "constexpr size_t kRegistryCapacity = 64;",
-           "constexpr size_t kRegistryCapacity = 1;", "registry keeps one stepper"),
+           "constexpr size_t kRegistryCapacity = 1;", "registry keeps one stepper", "CApi.*"),
 ]
 
 
