@@ -261,7 +261,8 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="only check that every mutation applies")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--test-timeout", type=float, default=120,
-                    help="seconds per test run; a run past it (a hang) kills the mutant")
+                    help="seconds per test run (at least; 4x the unmutated run if longer); a run past it "
+                    "(a hang) kills the mutant")
     ap.add_argument("--exclude", default=SLOW_TESTS, help="gtest patterns left out of the fast subset")
     ap.add_argument("--no-python", dest="python", action="store_false",
                     help="skip the Python suites (run for mutants the C++ tests let through)")
@@ -310,14 +311,16 @@ def main() -> int:
         return sh(["cmake", "--build", str(build), "-j", str(args.jobs), "--target"] + targets
                   + list(extra), env=env)
 
+    timeout = {"s": 3600.0}  # the baseline's; then a multiple of it (below)
+
     def run_cpp(filter_, binary="mjcenic_tests"):
         return sh([str(build / binary), f"--gtest_filter={filter_}", "--gtest_fail_fast",
-                   "--gtest_brief=1"], cwd=build, timeout=args.test_timeout, env=env)
+                   "--gtest_brief=1"], cwd=build, timeout=timeout["s"], env=env)
 
     def run_python(files_):
         penv = dict(env, MJCENIC_BUILD=str(build))
         return sh([sys.executable, "-m", "pytest", "-x", "-q"] + [str(src / f) for f in files_],
-                  cwd=src, timeout=args.test_timeout, env=penv)
+                  cwd=src, timeout=timeout["s"] + 300, env=penv)
 
     fast = "*-" + args.exclude
     t_start = time.monotonic()
@@ -327,7 +330,11 @@ def main() -> int:
         return 2
     print(f"scratch build {dt:.0f} s", flush=True)
     rc, out, dt_base = run_cpp(fast)
-    print(f"baseline: fast C++ subset {dt_base:.0f} s, rc {rc}", flush=True)
+    # A mutant's test run may take 4x the unmutated one (load varies) before it
+    # counts as a hang.
+    timeout["s"] = max(args.test_timeout, 4 * dt_base)
+    print(f"baseline: fast C++ subset {dt_base:.0f} s, rc {rc}; test timeout {timeout['s']:.0f} s",
+          flush=True)
     if rc:
         print(out[-3000:], file=sys.stderr)
         print("the unmutated suite fails: fix that first", file=sys.stderr)
