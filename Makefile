@@ -69,7 +69,7 @@ fuzz: sanitize-build build
 	MJCENIC_BUILD=$(abspath $(BUILD)) MJCENIC_FUZZ_ITERATIONS=$(FUZZ_PY_ITERATIONS) \
 	  MJCENIC_FUZZ_SEED=$(FUZZ_SEED) $(PYTHON) -m pytest -q tests/python/test_fuzz.py
 
-# Mutation check of the tests (scripts/mutants.py; not part of `make test`, ~40 min
+# Mutation check of the tests (scripts/mutants.py; not part of `make test`, ~10 min
 # on 2 cores): every mutation of its list applied to a scratch copy in
 # $(BUILD)-mutants, rebuilt, tested; JSON in $(BUILD)-mutants/mutants.json.
 mutants: deps

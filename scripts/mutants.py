@@ -15,7 +15,7 @@ README) and left out of the kill rate.
 
     python3 scripts/mutants.py [--json build/mutants.json] [--only ID,...] [--check]
 
-`make mutants` runs it (not part of `make test`; ~40 min on 2 cores).
+`make mutants` runs it (not part of `make test`; ~10 min on 2 cores).
 """
 from __future__ import annotations
 
