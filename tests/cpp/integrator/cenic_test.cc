@@ -283,8 +283,12 @@ TEST(CenicConvergence, CylinderDrop) {
     auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-1, 1e-2, 1e-3, 1e-4, 1e-5}, g);
     for (int i = 1; i < 4; ++i)
       EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
+    // Measured err/acc: 0.0038, 0.0055, 0.011 at 1e-2, 1e-3, 1e-4 (the last
+    // partly the reference's own error, ~1.3e-6; see above): bounds with a
+    // factor 4-5 over them, not the 10x of the acceptance (900-2600x slack).
+    const double bound[4] = {0, 0.02, 0.02, 0.05};
     for (int i = 1; i <= 3; ++i)
-      EXPECT_LE(rows[i].error, 10 * rows[i].accuracy) << "accuracy " << rows[i].accuracy;
+      EXPECT_LE(rows[i].error, bound[i] * rows[i].accuracy) << "accuracy " << rows[i].accuracy;
     // Cheap reference check: a run at 1e-5 is already far closer to the
     // reference than the errors being judged at 1e-2 and 1e-3.
     EXPECT_LT(rows[4].error, 0.5 * rows[2].error);
@@ -300,7 +304,8 @@ TEST(CenicConvergence, CylinderDrop) {
       EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
     // Half-order global bound (see the comment above ConvergenceStudy).
     for (int i = 1; i <= 3; ++i) {
-      EXPECT_LE(rows[i].error, 2 * std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
+      // Measured error/√ε: 0.19, 0.20, 0.57 at 1e-2, 1e-3, 1e-4.
+      EXPECT_LE(rows[i].error, std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
       if (rows[i].error > 10 * rows[i].accuracy)
         std::printf("  NOTE: error %.3e is %.0fx the accuracy %.0e (global error ~ sqrt(acc))\n",
                     rows[i].error, rows[i].error / rows[i].accuracy, rows[i].accuracy);
