@@ -1,6 +1,7 @@
 #include "mjcenic/icf/hessian.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include <cholmod.h>
@@ -439,11 +440,49 @@ class SparseHessian final : public HessianFactor {
     double* x = static_cast<double*>(A_->x);
     std::fill(x, x + nnz_, 0.0);
     AccumulateHessian(m, d, &block_, [&](int i, int j, double val) { x[Locate(i, j)] += val; });
-    cholmod_factorize(A_, L_, &cc_);
+    // What cholmod_factorize does for a simplicial LDLᵀ, without its per-call
+    // allocation of triu(A(p,p)) (a permuted transpose): S_ holds that
+    // matrix's pattern from the analysis and receives A's values through
+    // s_index_; cholmod_rowfac then factors it into L_ in place.
+    double* sx = static_cast<double*>(S_->x);
+    for (long k = 0; k < nnz_; ++k) sx[s_index_[k]] = x[k];
+    cc_.status = CHOLMOD_OK;
+    L_->is_ll = cc_.final_ll ? 1 : 0;
+    const size_t grow2 = cc_.grow2;
+    if (L_->xtype == CHOLMOD_PATTERN && cc_.final_pack) cc_.grow2 = 0;  // exact space
+    double beta[2] = {0, 0};
+    cholmod_rowfac(S_, nullptr, beta, 0, n_, L_, &cc_);
+    cc_.grow2 = grow2;
+    if (cc_.status >= CHOLMOD_OK && !cc_.final_asis)
+      cholmod_change_factor(L_->xtype, L_->is_ll, false, cc_.final_pack, cc_.final_monotonic, L_,
+                            &cc_);
     return cc_.status == CHOLMOD_OK && L_->minor == static_cast<size_t>(n_);
   }
 
   void Solve(const double* b, double* x) override {
+    if (!L_->is_ll && !L_->is_super && L_->xtype == CHOLMOD_REAL) {
+      // x = Pᵀ L⁻ᵀ D⁻¹ L⁻¹ P b on the simplicial LDLᵀ factor (D on L's
+      // diagonal, unit diagonal implied): what cholmod_solve2 computes, without
+      // its per-call workspace allocation.
+      const int* lp = static_cast<const int*>(L_->p);
+      const int* li = static_cast<const int*>(L_->i);
+      const int* lnz = static_cast<const int*>(L_->nz);
+      const double* lx = static_cast<const double*>(L_->x);
+      const int* perm = static_cast<const int*>(L_->Perm);
+      for (int k = 0; k < n_; ++k) y_[k] = b[perm ? perm[k] : k];
+      for (int j = 0; j < n_; ++j) {
+        const double yj = y_[j];
+        for (int q = lp[j] + 1; q < lp[j] + lnz[j]; ++q) y_[li[q]] -= lx[q] * yj;
+      }
+      for (int j = 0; j < n_; ++j) y_[j] /= lx[lp[j]];
+      for (int j = n_ - 1; j >= 0; --j) {
+        double yj = y_[j];
+        for (int q = lp[j] + 1; q < lp[j] + lnz[j]; ++q) yj -= lx[q] * y_[li[q]];
+        y_[j] = yj;
+      }
+      for (int k = 0; k < n_; ++k) x[perm ? perm[k] : k] = y_[k];
+      return;
+    }
     double* bx = static_cast<double*>(B_->x);
     std::copy(b, b + n_, bx);
     cholmod_solve2(CHOLMOD_A, L_, B_, nullptr, &X_, nullptr, &Y_, &E_, &cc_);
@@ -468,6 +507,38 @@ class SparseHessian final : public HessianFactor {
   void Free() {
     if (L_) cholmod_free_factor(&L_, &cc_);
     if (A_) cholmod_free_sparse(&A_, &cc_);
+    if (S_) cholmod_free_sparse(&S_, &cc_);
+  }
+
+  // S_ = triu(A(p,p)) for the fill-reducing permutation p = L_->Perm: entry
+  // k of A (row i ≥ column j) lands at row min(p⁻¹i, p⁻¹j), column max(…),
+  // rows sorted within each column; s_index_[k] is its position in S_.
+  void BuildPermutedUpper() {
+    const int* perm = static_cast<const int*>(L_->Perm);
+    const int* ap = static_cast<const int*>(A_->p);
+    const int* ai = static_cast<const int*>(A_->i);
+    std::vector<int> pinv(n_);
+    for (int k = 0; k < n_; ++k) pinv[perm ? perm[k] : k] = k;
+    std::vector<std::array<long, 3>> entries;  // (column, row, k)
+    entries.reserve(nnz_);
+    for (int j = 0; j < n_; ++j)
+      for (int k = ap[j]; k < ap[j + 1]; ++k) {
+        const int a = pinv[ai[k]], b = pinv[j];
+        entries.push_back({std::max(a, b), std::min(a, b), k});
+      }
+    std::sort(entries.begin(), entries.end());
+    S_ = cholmod_allocate_sparse(n_, n_, nnz_, 1, 1, 1, CHOLMOD_REAL, &cc_);
+    if (!S_) throw std::runtime_error("CHOLMOD allocation failed");
+    int* sp = static_cast<int*>(S_->p);
+    int* si = static_cast<int*>(S_->i);
+    s_index_.assign(nnz_, 0);
+    std::fill(sp, sp + n_ + 1, 0);
+    for (long e = 0; e < nnz_; ++e) {
+      ++sp[entries[e][0] + 1];
+      si[e] = static_cast<int>(entries[e][1]);
+      s_index_[entries[e][2]] = e;
+    }
+    for (int j = 0; j < n_; ++j) sp[j + 1] += sp[j];
   }
 
   // Lower-triangle CSC pattern: column j of clique c holds rows j..end(c)-1,
@@ -511,6 +582,8 @@ class SparseHessian final : public HessianFactor {
     p[n_] = pos;
     L_ = cholmod_analyze(A_, &cc_);
     if (!L_) throw std::runtime_error("CHOLMOD symbolic analysis failed");
+    BuildPermutedUpper();
+    y_.assign(n_, 0.0);
     if (!B_ || static_cast<int>(B_->nrow) != n_) {
       if (B_) cholmod_free_dense(&B_, &cc_);
       B_ = cholmod_allocate_dense(n_, 1, n_, CHOLMOD_REAL, &cc_);
@@ -529,6 +602,9 @@ class SparseHessian final : public HessianFactor {
 
   cholmod_common cc_;
   cholmod_sparse* A_ = nullptr;
+  cholmod_sparse* S_ = nullptr;  // triu(A(p,p)), the matrix cholmod_rowfac factors
+  std::vector<long> s_index_;    // position in S_ of each entry of A_
+  std::vector<double> y_;        // Solve's permuted work vector
   cholmod_factor* L_ = nullptr;
   cholmod_dense *B_ = nullptr, *X_ = nullptr, *Y_ = nullptr, *E_ = nullptr;
   int n_ = 0;

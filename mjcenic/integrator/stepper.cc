@@ -49,13 +49,17 @@ struct Stepper::Mujoco {
 
 double MaxPenetration(const mjData* d) { return adapter::MujocoStages::MaxPenetration(d); }
 
+absl::Status CheckMujocoVersion(int library_version, const char* library_string) {
+  if (library_version == mjVERSION_HEADER) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "mjcenic was built against MuJoCo headers ", mjVERSION_HEADER,
+      " but the loaded libmujoco is ", library_string, " (", library_version,
+      "); install the pinned mujoco wheel and rebuild"));
+}
+
 absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
                                                          const StepperOptions& options) {
-  if (mj_version() != mjVERSION_HEADER)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "mjcenic was built against MuJoCo headers ", mjVERSION_HEADER,
-        " but the loaded libmujoco is ", mj_versionString(), " (", mj_version(),
-        "); install the pinned mujoco wheel and rebuild"));
+  if (absl::Status v = CheckMujocoVersion(mj_version(), mj_versionString()); !v.ok()) return v;
   if (!m) return absl::InvalidArgumentError("mjcenic: null mjModel");
   absl::StatusOr<StepperOptions> resolved = ResolveOptions(m, options);
   if (!resolved.ok()) return resolved.status();

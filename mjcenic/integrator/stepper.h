@@ -40,6 +40,10 @@ namespace mjcenic {
 // StepperStats::max_penetration, for a run of mj_step to compare with.
 double MaxPenetration(const mjData* d);
 
+// OK if the loaded libmujoco (mj_version(), mj_versionString()) is the one
+// whose headers mjcenic was built with; else the refusal Stepper::Create returns.
+absl::Status CheckMujocoVersion(int library_version, const char* library_string);
+
 class Stepper {
  public:
   // Fails on a MuJoCo library/header version mismatch or invalid options.

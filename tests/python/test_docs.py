@@ -211,3 +211,43 @@ def test_a_missing_section_is_reported(docs):
     assert any("paper §IX" in b for b in bad)
     assert any("architecture §1 " in b for b in bad)
     assert not any("mapping §5.7" in b or "§8.3 has no item 4" in b for b in bad), bad
+
+
+def _feature_rows():
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("### Supported MJCF features")
+    table = readme[start:].split("\n\n", 2)[1]
+    rows = [r for r in table.splitlines() if r.startswith("|")]
+    assert rows[0].replace(" ", "") == "|feature|status|checkedby|", rows[0]
+    return [[c.strip() for c in r.strip("|").split("|")] for r in rows[2:]]
+
+
+def _cpp_tests():
+    names = set()
+    for f in (ROOT / "tests" / "cpp").rglob("*.cc"):
+        for suite, name in re.findall(r"^TEST(?:_P|_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)",
+                                      f.read_text(), re.M):
+            names.add(f"{suite}.{name}")
+    return names
+
+
+def test_every_feature_row_names_existing_tests():
+    """README's supported-features table: every row names at least one test, and every
+    named test exists (C++ Suite.Name in tests/cpp, Python path::function)."""
+    rows = _feature_rows()
+    assert len(rows) >= 15
+    cpp = _cpp_tests()
+    missing = []
+    for feature, _status, checked in rows:
+        names = re.findall(r"`([^`]+)`", checked)
+        if not names:
+            missing.append(f"{feature}: no test named")
+        for n in names:
+            if "::" in n:
+                path, func = n.split("::")
+                p = ROOT / path
+                if not p.is_file() or not re.search(rf"^def {func}\(", p.read_text(), re.M):
+                    missing.append(f"{feature}: {n} does not exist")
+            elif n not in cpp:
+                missing.append(f"{feature}: {n} is not a C++ test")
+    assert not missing, "\n".join(missing)

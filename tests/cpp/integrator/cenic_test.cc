@@ -283,8 +283,12 @@ TEST(CenicConvergence, CylinderDrop) {
     auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-1, 1e-2, 1e-3, 1e-4, 1e-5}, g);
     for (int i = 1; i < 4; ++i)
       EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
+    // Measured err/acc: 0.0038, 0.0055, 0.011 at 1e-2, 1e-3, 1e-4 (the last
+    // partly the reference's own error, ~1.3e-6; see above): bounds with a
+    // factor 4-5 over them, not the 10x of the acceptance (900-2600x slack).
+    const double bound[4] = {0, 0.02, 0.02, 0.05};
     for (int i = 1; i <= 3; ++i)
-      EXPECT_LE(rows[i].error, 10 * rows[i].accuracy) << "accuracy " << rows[i].accuracy;
+      EXPECT_LE(rows[i].error, bound[i] * rows[i].accuracy) << "accuracy " << rows[i].accuracy;
     // Cheap reference check: a run at 1e-5 is already far closer to the
     // reference than the errors being judged at 1e-2 and 1e-3.
     EXPECT_LT(rows[4].error, 0.5 * rows[2].error);
@@ -300,7 +304,8 @@ TEST(CenicConvergence, CylinderDrop) {
       EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
     // Half-order global bound (see the comment above ConvergenceStudy).
     for (int i = 1; i <= 3; ++i) {
-      EXPECT_LE(rows[i].error, 2 * std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
+      // Measured error/√ε: 0.19, 0.20, 0.57 at 1e-2, 1e-3, 1e-4.
+      EXPECT_LE(rows[i].error, std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
       if (rows[i].error > 10 * rows[i].accuracy)
         std::printf("  NOTE: error %.3e is %.0fx the accuracy %.0e (global error ~ sqrt(acc))\n",
                     rows[i].error, rows[i].error / rows[i].accuracy, rows[i].accuracy);
@@ -432,6 +437,48 @@ TEST(CenicConvergence, SphereDrop) {
     EXPECT_LT(grows[i].error, grows[i - 1].error) << "accuracy " << grows[i].accuracy;
   for (int i = 1; i <= 3; ++i)
     EXPECT_LE(grows[i].error, 10 * grows[i].accuracy) << "accuracy " << grows[i].accuracy;
+}
+
+TEST(CenicConvergence, SphereDropDuringImpact) {
+  // The same drop measured 12 ms into the impact (contact from ≈0.428 s;
+  // MuJoCo's default solref has a 20 ms time constant), while the ball is
+  // still being decelerated: here the error is not washed out by coming to
+  // rest (SphereDrop measures at 0.8 s). Bounds by the order of the
+  // configuration (see the comment above ConvergenceStudy), each with a
+  // factor 2 over the constant measured when the test was written:
+  //  * defaults (position-only local control) are half order: error =
+  //    C √ε with C = 0.048, 0.041, 0.045 at ε = 1e-3, 1e-4, 1e-5; asserted:
+  //    error ≤ 0.1 √ε and a fall by more than √10 / 2 per decade. (At 1e-2
+  //    the 26 steps straddle the impact and the error is small by chance.)
+  //  * GlobalAccuracy stays below the accuracy: error/ε = 0.001 … 0.009;
+  //    asserted: error ≤ 0.02 ε and a fall by more than 3 per decade.
+  const char* file = "sphere_plane.xml";
+  ModelPtr m = LoadModel(ModelPath(file));
+  ASSERT_TRUE(m);
+  const double T = 0.44;
+  const RunResult& ref = Reference(file, m.get(), "drop", T, 1e-8);
+  ASSERT_TRUE(ref.status.ok());
+  auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-3, 1e-4, 1e-5, 1e-7});
+  Report("reference_gap(1e-7 vs 1e-8)", rows[3].error);
+  EXPECT_LT(rows[3].error, 0.1 * rows[2].error);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_LE(rows[i].error, 0.1 * std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
+    if (i > 0) {
+      EXPECT_GT(rows[i - 1].error / rows[i].error, std::sqrt(10.0) / 2)
+          << "accuracy " << rows[i].accuracy;
+    }
+  }
+  std::printf(" GlobalAccuracy configuration\n");
+  const StepperOptions g = GlobalAccuracy(1e-3);
+  const RunResult& gref = Reference(file, m.get(), "drop", T, 1e-8, g);
+  ASSERT_TRUE(gref.status.ok());
+  auto grows = ConvergenceStudy(file, m.get(), "drop", T, gref, {1e-2, 1e-3, 1e-4, 1e-5}, g);
+  for (size_t i = 0; i < grows.size(); ++i) {
+    EXPECT_LE(grows[i].error, 0.02 * grows[i].accuracy) << "accuracy " << grows[i].accuracy;
+    if (i > 0) {
+      EXPECT_GT(grows[i - 1].error / grows[i].error, 3.0) << "accuracy " << grows[i].accuracy;
+    }
+  }
 }
 
 TEST(CenicConvergence, Clutter) {

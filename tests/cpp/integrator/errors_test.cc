@@ -62,9 +62,17 @@ TEST(Errors, InvalidOptionsAreRejectedWithTheirName) {
 }
 
 TEST(Errors, LibraryMatchesHeaders) {
-  // Create() refuses a libmujoco other than the headers it was built with;
-  // in this build they agree (the pin in MUJOCO_VERSION).
+  // Create() refuses a libmujoco other than the headers it was built with
+  // (CheckMujocoVersion is the check Create runs on mj_version()); in this
+  // build they agree (the pin in MUJOCO_VERSION).
   EXPECT_EQ(mj_version(), mjVERSION_HEADER);
+  EXPECT_TRUE(CheckMujocoVersion(mj_version(), mj_versionString()).ok());
+  for (int other : {mjVERSION_HEADER - 1, mjVERSION_HEADER + 1, 0}) {
+    const absl::Status s = CheckMujocoVersion(other, "9.9.9");
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << other;
+    EXPECT_NE(std::string(s.message()).find("9.9.9"), std::string::npos) << s;
+    EXPECT_NE(std::string(s.message()).find("rebuild"), std::string::npos) << s;
+  }
 }
 
 }  // namespace

