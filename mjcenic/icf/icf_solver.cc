@@ -52,7 +52,8 @@ void IcfSolver::TagIslands(const IcfModel& m) {
   ForEachPool(m, data_, tag);
 }
 
-void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen) {
+void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
+                         bool majorize_friction) {
   data_.Resize(m);
   const int nv = m.nv;
   std::copy(v, v + nv, data_.v.begin());
@@ -69,9 +70,12 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen)
       double* gamma = pd.gamma.data() + R * c;
       if (!frozen || !frozen[pd.island[c]]) {
         pool.rows.Multiply(c, v, vc);
-        if constexpr (requires { pool.bias; })  // contacts: surface-velocity bias
+        if constexpr (requires { pool.bias; }) {  // contacts: surface-velocity bias
           for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
-        pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c, majorize_friction);
+        } else {
+          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+        }
       }
       cost += pd.cost[c];
       pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
@@ -321,11 +325,14 @@ double IcfSolver::ScaledGradient(const IcfModel& m, bool per_island) {
   return std::sqrt(Dg);
 }
 
-bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_updates) {
+bool IcfSolver::IslandsConverged(int k, int k_newton, int ni, int* nfrozen,
+                                 int* island_updates) {
+  // k_newton: the first iteration with an exact-Hessian step (§8.1); the
+  // step criterion only trusts the steps from there on.
   bool converged = true;
   for (int i = 0; i < ni; ++i) {
     if (isl_.frozen[i]) continue;
-    if (k >= 2 && isl_.step_prev2[i] > 0) {
+    if (k >= k_newton + 2 && isl_.step_prev2[i] > 0) {
       const double theta = std::clamp(isl_.step_prev[i] / isl_.step_prev2[i], 0.0, 0.9999);
       isl_.eta[i] = theta / (1 - theta);
     }
@@ -335,7 +342,7 @@ bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_update
     // inexact direction such as PCG's) has step 0 but need not be solved.
     const bool moved = isl_.step_prev[i] > 0;
     if (std::sqrt(isl_.Dg2[i]) < tol_i ||
-        (k >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
+        (k >= k_newton + 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
       isl_.frozen[i] = 1, ++*nfrozen;
     else
       converged = false, ++*island_updates;
@@ -431,21 +438,23 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   for (int k = 0; k < o.max_iterations; ++k) {
     {
       PhaseTimer t(&st.time_evaluate);
-      Evaluate(m, vtmp_.data(), frozen);
+      Evaluate(m, vtmp_.data(), frozen, k < o.majorized_iterations);
     }
     if (history) history->push_back(data_.cost);
     const double Dg = ScaledGradient(m, per_island);
     st.scaled_gradient = Dg;
     if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return finish(SolveStatus::kNonFinite);
     // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
-    // whole system, or island by island.
-    bool converged = Dg < tol || (k >= 1 && eta * step_prev < tol);
-    if (per_island) converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
+    // whole system, or island by island. Criterion 2 assumes Newton's rate, so
+    // it (and θ) only use steps of exact-Hessian iterations (k ≥ k_newton, §8.1).
+    const int k_newton = std::max(o.majorized_iterations, 0);
+    bool converged = Dg < tol || (k >= k_newton + 1 && eta * step_prev < tol);
+    if (per_island) converged = IslandsConverged(k, k_newton, ni, &nfrozen, &st.island_updates);
     if (converged) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
     }
-    if (k >= 2) {
+    if (k >= k_newton + 2) {
       const double theta = std::clamp(step_prev / step_prev2, 0.0, 0.9999);
       eta = theta / (1 - theta);
       if (std::pow(theta, o.reuse_target_iterations - k) / (1 - theta) * step_prev > tol)

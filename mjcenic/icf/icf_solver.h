@@ -34,6 +34,10 @@ struct SolverOptions {
   // CG iterate is a descent direction) and CG iteration cap.
   double pcg_tolerance = 1e-4;
   int pcg_max_iterations = 500;
+  // Newton iterations k < this assemble the friction blocks from the
+  // friction cost's quadratic majorizer instead of its Hessian (§8.1). The
+  // stepper turns it on for tight tolerances (fixed mode).
+  int majorized_iterations = 0;
 };
 
 enum class SolveStatus { kConverged, kMaxIterations, kNotPositiveDefinite, kNotDescent,
@@ -101,7 +105,9 @@ class IcfSolver {
   // Evaluate, re-using the stored per-constraint values of islands marked in
   // `frozen` (their v has not changed since they were computed; their costs
   // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
-  void Evaluate(const IcfModel& model, const double* v, const char* frozen);
+  // majorize_friction: contact G from the friction majorizer (§8.1).
+  void Evaluate(const IcfModel& model, const double* v, const char* frozen,
+                bool majorize_friction = false);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
@@ -116,7 +122,7 @@ class IcfSolver {
   double ScaledTolerance(const IcfModel& m, const SolverOptions& o);  // scale_ = D; tol
   void StartIslands(const IcfModel& m, const SolverOptions& o, int ni);
   double ScaledGradient(const IcfModel& m, bool per_island);
-  bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
+  bool IslandsConverged(int k, int k_newton, int ni, int* nfrozen, int* island_updates);
   double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);
   int NumIslands(const IcfModel& m) const { return islands_on_ ? std::max(m.num_islands, 1) : 1; }
   int DofIsland(const IcfModel& m, int i) const {

@@ -51,7 +51,10 @@ struct ContactPool {
   void Lag(const double* v0, const IcfParameters& p);
   void SetTimeStep(double h, const IcfParameters& p);
   // vc (3) -> cost, gamma (3), G (3x3 row-major).
-  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+  // majorize_friction: G's friction block is the isotropic curvature μn⁰/(|v_t|_ε+ε)·I
+  // of the friction cost's quadratic majorizer instead of its Hessian (cenic-math §8.1).
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G,
+            bool majorize_friction = false) const;
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)
 };
 

@@ -98,6 +98,8 @@ class Stepper {
                                                       // accepted step
     std::vector<double> act_rate_prev;                // embedded: act_dot at its start
     std::vector<double> ctrl_prev;                    // embedded: the ctrl it was taken with
+    std::vector<double> warm_accel;                   // (v − v_t)/h of the last accepted step
+    std::vector<double> warm_v;                       // and the v it ended with
     void Resize(int nq, int nv, int na);
   };
 
@@ -180,6 +182,7 @@ class Stepper {
   StateSnapshot force_start_state_{true};
   StateSnapshot prev_end_state_{false};  // embedded: where the last accepted step ended
   double h_prev_ = 0;                    // embedded: its size
+  bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;
