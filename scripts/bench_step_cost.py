@@ -15,7 +15,10 @@ contacts per step, and its time split by phase from the stepper's stats
 evaluate / factorize / line search, writeback, other).
 
 Writes docs/step_cost/step_cost.json, docs/step_cost/step_cost.png and the
-README section between the "step_cost" markers. Not a test: it only measures.
+README section between the "step_cost" markers; with docs/step_cost/baseline.json
+(an earlier run's step_cost.json, e.g. before a solver change) the table also
+shows that run's ratio and Newton iterations. --from-json regenerates the PNG
+and README from a saved run without measuring. Not a test: it only measures.
 """
 import argparse
 import json
@@ -130,7 +133,7 @@ def plot(records, path):
     fig.savefig(path, dpi=110)
 
 
-def readme_section(records, meta):
+def readme_section(records, meta, baseline):
     ratios = [r["ratio"] for r in records]
     lines = [BEGIN, "",
              f"Fixed mode (error control off, h = the model's `opt.timestep`) against `mj_step`, "
@@ -139,15 +142,20 @@ def readme_section(records, meta):
              f"(`nice python3 scripts/bench_step_cost.py`). Median ratio {statistics.median(ratios):.2f}. "
              "Phases: share of mjcenic's step time in MuJoCo's stages (geometry), contact mapping, "
              "ICF assembly, and the Newton solve's evaluate / factorize / line search.", "",
-             "| model | mj_step µs | mjcenic µs | ratio | Newton it./solve | contacts | geometry "
-             "| contacts map | assembly | evaluate | factorize | line search |",
+             "| model | mj_step µs | mjcenic µs | ratio (baseline) | Newton it./solve (baseline) "
+             "| contacts | geometry | contacts map | assembly | evaluate | factorize | line search |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in records:
         ph = r["phases"]
+        b = baseline.get(r["model"])
+        rb = f" ({b['ratio']:.2f})" if b else ""
+        nb = f" ({b['newton_per_solve']:.2f})" if b else ""
         lines.append(f"| {r['model']} | {r['mjstep_us']:.0f} | {r['mjcenic_us']:.0f} | "
-                     f"{r['ratio']:.2f} | {r['newton_per_solve']:.2f} | "
+                     f"{r['ratio']:.2f}{rb} | {r['newton_per_solve']:.2f}{nb} | "
                      f"{r['contacts_per_step']:.0f} | " +
                      " | ".join(f"{ph[p]:.2f}" for p in PHASES[:-1]) + " |")
+    if baseline:
+        lines += ["", f"Baseline in parentheses: {meta.get('baseline_note', 'docs/step_cost/baseline.json')}."]
     lines += ["", "![step cost](docs/step_cost/step_cost.png)", "", END]
     return "\n".join(lines)
 
@@ -160,7 +168,25 @@ def main():
     ap.add_argument("--only", nargs="*", help="substrings of model paths to run")
     ap.add_argument("--no-readme", action="store_true")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--from-json", help="regenerate PNG + README from this saved run")
     a = ap.parse_args()
+    out = pathlib.Path(a.out)
+    base_path = OUT / "baseline.json"
+    baseline = {}
+    base_note = None
+    if base_path.exists():
+        bj = json.loads(base_path.read_text())
+        baseline = {r["model"]: r for r in bj["records"]}
+        base_note = bj["meta"].get("note")
+    if a.from_json:
+        saved = json.loads(pathlib.Path(a.from_json).read_text())
+        records, meta = saved["records"], saved["meta"]
+        if base_note:
+            meta["baseline_note"] = base_note
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "step_cost.json").write_text(json.dumps(saved, indent=1))
+        write_outputs(records, meta, baseline, out)
+        return
     paths = [("shared/" + rel, SHARED / rel) for rel in MODELS]
     paths += [(f"models/{p.name}", p) for p in sorted((ROOT / "models").glob("*.xml"))]
     if a.only:
@@ -177,16 +203,21 @@ def main():
         print(f"{name:55s} mj {r['mjstep_us']:8.1f} us  cenic {r['mjcenic_us']:8.1f} us  "
               f"ratio {r['ratio']:5.2f}  newton {r['newton_per_solve']:5.2f}  "
               f"contacts {r['contacts_per_step']:6.1f}", flush=True)
-    out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"reps": a.reps, "settle": a.settle, "chunk": a.chunk}
     (out / "step_cost.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
     if a.only or a.no_readme:
         return
+    if base_note:
+        meta["baseline_note"] = base_note
+    write_outputs(records, meta, baseline, out)
+
+
+def write_outputs(records, meta, baseline, out):
     plot(records, out / "step_cost.png")
     readme = ROOT / "README.md"
     text = readme.read_text()
-    sec = readme_section(records, meta)
+    sec = readme_section(records, meta, baseline)
     if BEGIN in text:
         i, j = text.index(BEGIN), text.index(END) + len(END)
         text = text[:i] + sec + text[j:]

@@ -35,9 +35,12 @@ struct SolverOptions {
   double pcg_tolerance = 1e-4;
   int pcg_max_iterations = 500;
   // Newton iterations k < this assemble the friction blocks from the
-  // friction cost's quadratic majorizer instead of its Hessian (§8.1). The
-  // stepper turns it on for tight tolerances (fixed mode).
+  // friction cost's quadratic majorizer instead of its Hessian (§8.1); with
+  // it > 0, so does every later iteration of an island whose last line search
+  // was damped (α < damped_alpha). The stepper turns it on for tight
+  // tolerances (fixed mode). Ignored with hessian_reuse.
   int majorized_iterations = 0;
+  double damped_alpha = 0.5;
 };
 
 enum class SolveStatus { kConverged, kMaxIterations, kNotPositiveDefinite, kNotDescent,
@@ -105,9 +108,9 @@ class IcfSolver {
   // Evaluate, re-using the stored per-constraint values of islands marked in
   // `frozen` (their v has not changed since they were computed; their costs
   // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
-  // majorize_friction: contact G from the friction majorizer (§8.1).
+  // majorize (per island, or null): contact G from the friction majorizer (§8.1).
   void Evaluate(const IcfModel& model, const double* v, const char* frozen,
-                bool majorize_friction = false);
+                const char* majorize = nullptr);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
@@ -122,7 +125,7 @@ class IcfSolver {
   double ScaledTolerance(const IcfModel& m, const SolverOptions& o);  // scale_ = D; tol
   void StartIslands(const IcfModel& m, const SolverOptions& o, int ni);
   double ScaledGradient(const IcfModel& m, bool per_island);
-  bool IslandsConverged(int k, int k_newton, int ni, int* nfrozen, int* island_updates);
+  bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
   double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);
   int NumIslands(const IcfModel& m) const { return islands_on_ ? std::max(m.num_islands, 1) : 1; }
   int DofIsland(const IcfModel& m, int i) const {
@@ -141,6 +144,9 @@ class IcfSolver {
   struct IslandNewton {
     std::vector<double> tol, Dg2, step2, step_prev, step_prev2, eta;
     std::vector<char> frozen;
+    // Majorized G in this iteration (§8.1); trailing run of exact-Hessian steps.
+    std::vector<char> major;
+    std::vector<int> exact_run;
   };
   IslandNewton isl_;
 

@@ -224,6 +224,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   stats_.time_solve += Seconds(t0, Clock::now());
   ++stats_.solves;
   stats_.newton_iterations += st.iterations;
+  last_iterations_ = st.iterations;
   stats_.factorizations += st.factorizations;
   stats_.ls_iterations += st.ls_iterations;
   stats_.time_evaluate += st.time_evaluate;
@@ -321,12 +322,14 @@ bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
   // Newton's initial guess (cenic-math §8.1): with a tight tolerance (fixed
   // mode), v_t + h a_prev, the previous accepted step's mean acceleration,
-  // when d still holds the velocity that step ended with; else v_t. ℓ is
+  // when d still holds the velocity that step ended with and its solve
+  // needed ≥ 2 Newton iterations (else v_t, which a near-steady system
+  // already satisfies to round-off better than a_prev's noise). ℓ is
   // strictly convex, so the guess changes the iteration count, never the
   // solution (beyond the solver tolerance).
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
-  const bool warm = tolerance <= kTightTolerance && warm_valid_ &&
+  const bool warm = tolerance <= kTightTolerance && warm_valid_ && last_iterations_ >= 2 &&
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
   for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + (warm ? h * s.warm_accel[i] : 0.0);
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance)) return false;

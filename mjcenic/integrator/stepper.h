@@ -183,6 +183,7 @@ class Stepper {
   StateSnapshot prev_end_state_{false};  // embedded: where the last accepted step ended
   double h_prev_ = 0;                    // embedded: its size
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
+  int last_iterations_ = 0;              // Newton iterations of the last solve
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;
