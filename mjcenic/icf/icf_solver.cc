@@ -447,9 +447,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       // whose last line search was damped. Not with Hessian reuse (§8.5): a
       // kept majorized factorization would steer many iterations.
       const int K = o.hessian_reuse ? 0 : o.majorized_iterations;
+      const bool damped = !o.hessian_reuse && o.majorize_damped && k > 0;
       bool any_major = false;
       for (int i = 0; i < ni; ++i) {
-        isl_.major[i] = K > 0 && (k < K || ls_.alpha[i] < o.damped_alpha);
+        isl_.major[i] = k < K || (damped && ls_.alpha[i] < o.damped_alpha);
         any_major = any_major || isl_.major[i];
       }
       Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr);

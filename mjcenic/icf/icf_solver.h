@@ -34,12 +34,14 @@ struct SolverOptions {
   // CG iterate is a descent direction) and CG iteration cap.
   double pcg_tolerance = 1e-4;
   int pcg_max_iterations = 500;
-  // Newton iterations k < this assemble the friction blocks from the
-  // friction cost's quadratic majorizer instead of its Hessian (§8.1); with
-  // it > 0, so does every later iteration of an island whose last line search
-  // was damped (α < damped_alpha). The stepper turns it on for tight
-  // tolerances (fixed mode). Ignored with hessian_reuse.
+  // Newton iterations k < majorized_iterations assemble the friction blocks
+  // from the friction cost's quadratic majorizer instead of its Hessian
+  // (§8.1); with majorize_damped, so does any iteration of an island whose
+  // last line search was damped (α < damped_alpha). The stepper turns
+  // majorize_damped on for tight tolerances (fixed mode). Both are ignored
+  // with hessian_reuse.
   int majorized_iterations = 0;
+  bool majorize_damped = false;
   double damped_alpha = 0.5;
 };
 

@@ -217,7 +217,12 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   // One majorized-friction iteration first when the tolerance is tight
   // (cenic-math §8.1: fixed mode's 1e-8); loose error-controlled tolerances
   // keep the plain Newton path.
-  if (tolerance <= kTightTolerance) o.majorized_iterations = 1;
+  // After a hard solve (≥ 3 iterations) the first iteration is majorized
+  // too; a near-steady scene, solved in 1–2 exact steps, is left alone.
+  if (tolerance <= kTightTolerance) {
+    o.majorize_damped = true;
+    if (last_iterations_ >= 3) o.majorized_iterations = 1;
+  }
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st);
   last_solved_ = &model;
