@@ -52,7 +52,8 @@ void IcfSolver::TagIslands(const IcfModel& m) {
   ForEachPool(m, data_, tag);
 }
 
-void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen) {
+void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
+                         const char* majorize) {
   data_.Resize(m);
   const int nv = m.nv;
   std::copy(v, v + nv, data_.v.begin());
@@ -69,9 +70,13 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen)
       double* gamma = pd.gamma.data() + R * c;
       if (!frozen || !frozen[pd.island[c]]) {
         pool.rows.Multiply(c, v, vc);
-        if constexpr (requires { pool.bias; })  // contacts: surface-velocity bias
+        if constexpr (requires { pool.bias; }) {  // contacts: surface-velocity bias
           for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
-        pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c,
+                    majorize && majorize[pd.island[c]]);
+        } else {
+          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+        }
       }
       cost += pd.cost[c];
       pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
@@ -300,6 +305,7 @@ const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bo
 void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) {
   for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2})
     x->assign(ni, 0.0);
+  isl_.exact_run.assign(ni, 0);
   isl_.eta.assign(ni, 1.0);
   isl_.frozen.assign(ni, 0);
   for (int i = 0; i < m.nv; ++i) {
@@ -322,10 +328,12 @@ double IcfSolver::ScaledGradient(const IcfModel& m, bool per_island) {
 }
 
 bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_updates) {
+  // The step criterion only trusts exact-Hessian steps (§8.1): θ needs the
+  // last two, the test the last one.
   bool converged = true;
   for (int i = 0; i < ni; ++i) {
     if (isl_.frozen[i]) continue;
-    if (k >= 2 && isl_.step_prev2[i] > 0) {
+    if (k >= 2 && isl_.exact_run[i] >= 2 && isl_.step_prev2[i] > 0) {
       const double theta = std::clamp(isl_.step_prev[i] / isl_.step_prev2[i], 0.0, 0.9999);
       isl_.eta[i] = theta / (1 - theta);
     }
@@ -335,7 +343,7 @@ bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_update
     // inexact direction such as PCG's) has step 0 but need not be solved.
     const bool moved = isl_.step_prev[i] > 0;
     if (std::sqrt(isl_.Dg2[i]) < tol_i ||
-        (k >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
+        (k >= 1 && isl_.exact_run[i] >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
       isl_.frozen[i] = 1, ++*nfrozen;
     else
       converged = false, ++*island_updates;
@@ -426,26 +434,41 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   } unset_frozen{H};
 
   std::copy(v_guess, v_guess + nv, vtmp_.begin());
+  ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
+  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
+  isl_.major.assign(ni, 0);
+  int exact_run = 0;  // trailing exact-Hessian steps of the whole system
   double eta = 1.0;
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
   for (int k = 0; k < o.max_iterations; ++k) {
     {
       PhaseTimer t(&st.time_evaluate);
-      Evaluate(m, vtmp_.data(), frozen);
+      // §8.1: majorized friction for k < K and, with K > 0, for an island
+      // whose last line search was damped. Not with Hessian reuse (§8.5): a
+      // kept majorized factorization would steer many iterations.
+      const int K = o.hessian_reuse ? 0 : o.majorized_iterations;
+      const bool damped = !o.hessian_reuse && o.majorize_damped && k > 0;
+      bool any_major = false;
+      for (int i = 0; i < ni; ++i) {
+        isl_.major[i] = k < K || (damped && ls_.alpha[i] < o.damped_alpha);
+        any_major = any_major || isl_.major[i];
+      }
+      Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr);
     }
     if (history) history->push_back(data_.cost);
     const double Dg = ScaledGradient(m, per_island);
     st.scaled_gradient = Dg;
     if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return finish(SolveStatus::kNonFinite);
     // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
-    // whole system, or island by island.
-    bool converged = Dg < tol || (k >= 1 && eta * step_prev < tol);
+    // whole system, or island by island. Criterion 2 assumes Newton's rate, so
+    // it (and θ) only use steps of exact-Hessian iterations (§8.1).
+    bool converged = Dg < tol || (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
     if (per_island) converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
     if (converged) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
     }
-    if (k >= 2) {
+    if (k >= 2 && exact_run >= 2) {
       const double theta = std::clamp(step_prev / step_prev2, 0.0, 0.9999);
       eta = theta / (1 - theta);
       if (std::pow(theta, o.reuse_target_iterations - k) / (1 - theta) * step_prev > tol)
@@ -477,6 +500,12 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     step_prev2 = step_prev;
     step_prev = TakeStep(m, w, per_island, ni);
+    bool all_exact = true;
+    for (int i = 0; i < ni; ++i) {
+      all_exact = all_exact && !isl_.major[i];
+      if (per_island && !isl_.frozen[i]) isl_.exact_run[i] = isl_.major[i] ? 0 : isl_.exact_run[i] + 1;
+    }
+    exact_run = all_exact ? exact_run + 1 : 0;
     ++st.iterations;
   }
   Evaluate(m, vtmp_.data(), frozen);

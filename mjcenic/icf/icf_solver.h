@@ -34,6 +34,15 @@ struct SolverOptions {
   // CG iterate is a descent direction) and CG iteration cap.
   double pcg_tolerance = 1e-4;
   int pcg_max_iterations = 500;
+  // Newton iterations k < majorized_iterations assemble the friction blocks
+  // from the friction cost's quadratic majorizer instead of its Hessian
+  // (§8.1); with majorize_damped, so does any iteration of an island whose
+  // last line search was damped (α < damped_alpha). The stepper turns
+  // majorize_damped on for tight tolerances (fixed mode). Both are ignored
+  // with hessian_reuse.
+  int majorized_iterations = 0;
+  bool majorize_damped = false;
+  double damped_alpha = 0.5;
 };
 
 enum class SolveStatus { kConverged, kMaxIterations, kNotPositiveDefinite, kNotDescent,
@@ -101,7 +110,9 @@ class IcfSolver {
   // Evaluate, re-using the stored per-constraint values of islands marked in
   // `frozen` (their v has not changed since they were computed; their costs
   // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
-  void Evaluate(const IcfModel& model, const double* v, const char* frozen);
+  // majorize (per island, or null): contact G from the friction majorizer (§8.1).
+  void Evaluate(const IcfModel& model, const double* v, const char* frozen,
+                const char* majorize = nullptr);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
@@ -135,6 +146,9 @@ class IcfSolver {
   struct IslandNewton {
     std::vector<double> tol, Dg2, step2, step_prev, step_prev2, eta;
     std::vector<char> frozen;
+    // Majorized G in this iteration (§8.1); trailing run of exact-Hessian steps.
+    std::vector<char> major;
+    std::vector<int> exact_run;
   };
   IslandNewton isl_;
 

@@ -82,7 +82,8 @@ double ContactPool::NormalPotential(int c, double x) const {
   return h * (fe * x - 0.5 * h * kc * x * x - 0.5 * dc * fe * x * x + dc * h * kc * x * x * x / 3.0);
 }
 
-void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
+void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G,
+                       bool majorize_friction) const {
   const double vn = vc[0], kc = k[c], dc = d[c], fe = fe0[c];
   // Normal impulse (P13) and its antiderivative N (§4.4), shifted by the
   // constant N⁺(v̂) so that the potential vanishes where the contact is open.
@@ -102,10 +103,11 @@ void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, dou
   gamma[1] = -mun * t1;
   gamma[2] = -mun * t2;
   // G (§4.7): μn⁰/(|v_t|_ε+ε)·(I − n̂n̂ᵀ − t̂t̂ᵀ) − γ_n' n̂n̂ᵀ.
-  const double a = mun / soft;
-  G[0] = -dgn; G[1] = 0;                 G[2] = 0;
-  G[3] = 0;    G[4] = a * (1 - t1 * t1); G[5] = -a * t1 * t2;
-  G[6] = 0;    G[7] = -a * t1 * t2;      G[8] = a * (1 - t2 * t2);
+  // Majorized (cenic-math §8.1, first Newton iterations): drop the −t̂t̂ᵀ term.
+  const double a = mun / soft, f = majorize_friction ? 0.0 : 1.0;
+  G[0] = -dgn; G[1] = 0;                     G[2] = 0;
+  G[3] = 0;    G[4] = a * (1 - f * t1 * t1); G[5] = -f * a * t1 * t2;
+  G[6] = 0;    G[7] = -f * a * t1 * t2;      G[8] = a * (1 - f * t2 * t2);
 }
 
 // ------------------------------------------------------------ near-rigid --

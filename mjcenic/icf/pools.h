@@ -54,7 +54,10 @@ struct ContactPool {
   // time step (after SetTimeStep; what SetTimeStep would set, for c alone).
   void SetAnchor(int c, double b1, double b2);
   // vc (3) -> cost, gamma (3), G (3x3 row-major).
-  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+  // majorize_friction: G's friction block is the isotropic curvature μn⁰/(|v_t|_ε+ε)·I
+  // of the friction cost's quadratic majorizer instead of its Hessian (cenic-math §8.1).
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G,
+            bool majorize_friction = false) const;
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)
 };
 

@@ -69,7 +69,8 @@ absl::StatusOr<std::unique_ptr<Stepper>> Stepper::Create(const mjModel* m,
 void Stepper::Scratch::Resize(int nq, int nv, int na) {
   for (auto* x : {&q_start, &q_full, &q_mid, &q_end, &q_a, &q_b}) x->resize(nq);
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
-                  &force_start, &v_call_start, &accel_prev, &v_a, &v_b})
+                  &force_start, &v_call_start, &accel_prev, &v_a, &v_b, &warm_accel,
+                  &warm_v})
     x->resize(nv);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
@@ -215,17 +216,31 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
   return true;
 }
 
+namespace {
+constexpr double kTightTolerance = 1e-7;
+}  // namespace
+
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
                     double tolerance) {
   const auto t0 = Clock::now();
   icf::SolverOptions o = options_.solver;
   o.tolerance = tolerance;
+  // One majorized-friction iteration first when the tolerance is tight
+  // (cenic-math §8.1: fixed mode's 1e-8); loose error-controlled tolerances
+  // keep the plain Newton path.
+  // After a hard solve (≥ 3 iterations) the first iteration is majorized
+  // too; a near-steady scene, solved in 1–2 exact steps, is left alone.
+  if (tolerance <= kTightTolerance) {
+    o.majorize_damped = true;
+    if (last_iterations_ >= 3) o.majorized_iterations = 1;
+  }
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st);
   last_solved_ = &model;
   stats_.time_solve += Seconds(t0, Clock::now());
   ++stats_.solves;
   stats_.newton_iterations += st.iterations;
+  last_iterations_ = st.iterations;
   stats_.factorizations += st.factorizations;
   stats_.ls_iterations += st.ls_iterations;
   stats_.time_evaluate += st.time_evaluate;
@@ -322,8 +337,19 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
 
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
+  // Newton's initial guess (cenic-math §8.1): with a tight tolerance (fixed
+  // mode), v_t + h a_prev, the previous accepted step's mean acceleration,
+  // when d still holds the velocity that step ended with and its solve
+  // needed ≥ 2 Newton iterations (else v_t, which a near-steady system
+  // already satisfies to round-off better than a_prev's noise). ℓ is
+  // strictly convex, so the guess changes the iteration count, never the
+  // solution (beyond the solver tolerance).
   Scratch& s = scratch_;
-  if (!Solve(model_start_, s.v_start.data(), s.v_full.data(), tolerance)) return false;
+  const int nv = static_cast<int>(m_->nv);
+  const bool warm = tolerance <= kTightTolerance && warm_valid_ && last_iterations_ >= 2 &&
+                    std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + (warm ? h * s.warm_accel[i] : 0.0);
+  if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance)) return false;
   Integrate(s.q_start.data(), s.v_full.data(), s.act_start.data(), s.act_rate_start.data(), h,
             s.q_full.data(), s.act_full.data());
   return true;
@@ -537,6 +563,9 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   d->time = (h == t_limit - t0) ? t_limit : t0 + h;
   if (options_.mode == Mode::kTrapezoid) TrapezoidEndForce(d, h);
   if (options_.error_estimate == ErrorEstimate::kEmbedded) RecordEmbeddedHistory(d, h);
+  for (int i = 0; i < m_->nv; ++i) s.warm_accel[i] = (s.v_end[i] - s.v_start[i]) / h;
+  std::copy(s.v_end.begin(), s.v_end.end(), s.warm_v.begin());
+  warm_valid_ = true;
   RecordStep(h);
   return absl::OkStatus();
 }

@@ -105,6 +105,8 @@ class Stepper {
     std::vector<double> q_a, v_a, act_a;              // dense output: the accepted step
     std::vector<double> q_b, v_b, act_b;              // [t_a, t_b] the last call ended in
     std::vector<double> act_rate_a, act_euler;        // act_dot at x_a; act_a advanced by it
+    std::vector<double> warm_accel;                   // (v − v_t)/h of the last accepted step
+    std::vector<double> warm_v;                       // and the v it ended with
     void Resize(int nq, int nv, int na);
   };
 
@@ -203,6 +205,8 @@ class Stepper {
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
+  bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
+  int last_iterations_ = 0;              // Newton iterations of the last solve
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;
   Scratch scratch_;
