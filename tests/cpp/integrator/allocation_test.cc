@@ -23,7 +23,9 @@ void Count() {
 }
 }  // namespace
 
-#if defined(__SANITIZE_ADDRESS__)
+// MJCENIC_ASAN: the sanitizer build undefines __SANITIZE_ADDRESS__ for mujoco.h
+// (CMakeLists.txt) and says so with this macro.
+#if defined(__SANITIZE_ADDRESS__) || defined(MJCENIC_ASAN)
 #define MJCENIC_COUNT_MALLOC 0
 #else
 #define MJCENIC_COUNT_MALLOC 1
