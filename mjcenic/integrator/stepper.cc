@@ -675,8 +675,9 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
     return absl::AbortedError(absl::StrCat("mjcenic: the user controller failed at time ", d->time));
   // Dense output: a call that finds d as the previous call left it continues
   // that call's accepted step (interpolating again if t is still inside it)
-  // and may end inside its own last step.
-  const bool overshoot = DenseOutputAllowed(d);
+  // and may end inside its own last step. StepOnce restarts from d (its one
+  // step starts where the caller stands).
+  const bool overshoot = !single_step && DenseOutputAllowed(d);
   if (!overshoot) dense_pending_ = false;
   if (dense_pending_ && t <= dense_t_b_) {
     WriteInterpolated(d, t);
