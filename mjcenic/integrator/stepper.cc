@@ -721,7 +721,7 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
     dense_written_.Invalidate();
     return status;
   }
-  if (!single_step) {
+  if (!single_step && DenseOutputApplies()) {  // no copy per call without it
     dense_written_.Capture(m_, d);
     dense_written_time_ = d->time;
   } else {
@@ -732,14 +732,18 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   return absl::OkStatus();
 }
 
-bool Stepper::DenseOutputAllowed(const mjData* d) const {
-  // Only where the step is the integrator's own choice, the inputs cannot
-  // change inside a call (no callback, no user controller), and d holds
-  // exactly what the previous call wrote (else the user changed something and
-  // the integration restarts from d).
+bool Stepper::DenseOutputApplies() const {
+  // Only where the step is the integrator's own choice and the inputs cannot
+  // change inside a call (no callback, no user controller).
   return options_.dense_output && options_.mode != Mode::kFixed && options_.error_control &&
-         !mujoco_->controller.installed() && !mujoco_->stages.HasControlCallback() &&
-         d->time == dense_written_time_ && dense_written_.Matches(m_, d);
+         !mujoco_->controller.installed() && !mujoco_->stages.HasControlCallback();
+}
+
+bool Stepper::DenseOutputAllowed(const mjData* d) const {
+  // ... and d holds exactly what the previous call wrote (else the user
+  // changed something and the integration restarts from d).
+  return DenseOutputApplies() && d->time == dense_written_time_ &&
+         dense_written_.Matches(m_, d);
 }
 
 void Stepper::WriteInterpolated(mjData* d, double t) {

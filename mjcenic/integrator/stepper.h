@@ -121,6 +121,7 @@ class Stepper {
   // Dense output (README, "Outputs inside a step"): whether this call may end
   // inside an accepted step, the state at t inside [t_a, t_b] written to d,
   // and the accepted step's end loaded back into d.
+  bool DenseOutputApplies() const;
   bool DenseOutputAllowed(const mjData* d) const;
   void WriteInterpolated(mjData* d, double t);
   void LoadDenseEnd(mjData* d);
