@@ -3,7 +3,7 @@ converged reference.
 
     mjcenic compare PATH... [--json OUT] [--markdown OUT] [--plots DIR]
                     [--duration 1.0] [--accuracies 1e-1,1e-2,1e-3] [--reps 3]
-                    [--reference-accuracy 1e-4] [--reference-levels 4,10]
+                    [--reference-accuracy 1e-4] [--reference-levels 3,10]
 
 Which files are compared
   A PATH that is a file is always compared. A PATH that is a directory is
@@ -28,7 +28,8 @@ What is run, per model
       k = LO, LO+1, ... (--reference-levels LO,HI), refined until converged:
       the check (trajectory error of level k-1 against level k) is at most
       --reference-accuracy and the observed order log2(check_{k-1}/check_k)
-      is at least 0.5 (or the check is below 1/100 of the tolerance). A level
+      is at least 0.5 at each of the last two levels (or the check is below
+      1/100 of the tolerance). A level
       predicted to exceed --reference-time-limit (the sum over the levels) is
       not run. A reference that does not converge is reported loudly: a
       WARNING line on stderr, "converged": false with the reason in the JSON
@@ -753,9 +754,9 @@ def add_arguments(p):
                    help="[m, rad] each simulator's reference counts as converged when its "
                         "check (the next coarser level's trajectory error against it) is at "
                         "most this and the levels converge (observed order >= 0.5) (1e-4)")
-    p.add_argument("--reference-levels", type=_levels, default=[4, 10], metavar="LO,HI",
+    p.add_argument("--reference-levels", type=_levels, default=[3, 10], metavar="LO,HI",
                    help="reference steps dt/2^k for k = LO..HI, refined until converged "
-                        "(4,10)")
+                        "(3,10)")
     p.add_argument("--reference-time-limit", type=positive, default=120.0,
                    help="wall time [s] per simulator's reference levels; a level predicted to "
                         "exceed it is not run and the reference counts as not converged (120)")
@@ -1141,7 +1142,8 @@ def run(args) -> int:
             continue
         model_rows, meta = outs[slot[1]]
         for r in model_rows:
-            any_ran = any_ran or r.pop("_ran")
+            ran = r.pop("_ran")  # always removed (not short-circuited)
+            any_ran = any_ran or ran
             rows.append(r)
         models_meta.append(meta)
     prog.finish()

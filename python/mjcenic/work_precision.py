@@ -11,8 +11,9 @@ check at level k is the trajectory error of level k-1 against level k (for a
 first-order method about the error of level k-1, and an upper estimate of
 level k's own error); the observed order is log2(check_{k-1} / check_k). A
 reference is converged when its check is at most `tol` and either the check
-fell by at least 2^0.5 from the previous level (order >= 0.5: the levels are
-in the asymptotic regime) or it is already below tol/100. Otherwise it is not
+fell by at least 2^0.5 at each of the last two levels (observed order >= 0.5
+twice: the levels are in the asymptotic regime; one such ratio happens by
+chance in a chaotic scene) or it is already below tol/100. Otherwise it is not
 converged, and the caller says so loudly (ReferenceNotConverged, or a warning
 in compare's report): a chaotic scene whose levels keep differing by O(1) is
 not a reference.
@@ -243,26 +244,38 @@ def runner(sim, m, times, make_data, ctrl=None, options=None, **kw):
     raise ValueError(f"unknown simulator {sim!r}")
 
 
+def orders(checks):
+    """Observed orders log2(check_{k-1} / check_k) between consecutive checks (None where a
+    check is 0 or not finite)."""
+    out = []
+    for a, b in zip(checks[:-1], checks[1:]):
+        ok = a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)
+        out.append(math.log2(a / b) if ok else None)
+    return out
+
+
 def converged(checks, tol):
-    """(converged, observed order or None) from the checks of consecutive levels (the last
-    is the finest); see the module doc."""
+    """(converged, observed order at the finest level or None) from the checks of
+    consecutive levels (the last is the finest); see the module doc. The order test needs
+    the last two orders (four levels): one ratio above 2^0.5 happens by chance in a chaotic
+    scene."""
     if not checks:
         return False, None
     c = checks[-1]
-    order = None
-    if len(checks) >= 2 and c > 0 and checks[-2] > 0 and math.isfinite(checks[-2]):
-        order = math.log2(checks[-2] / c)
+    ords = orders(checks)
+    order = ords[-1] if ords else None
     if not math.isfinite(c) or c > tol:
         return False, order
     if c <= FLOOR_FRACTION * tol:
         return True, order
-    return (order is not None and order >= ORDER_MIN), order
+    last = ords[-2:]
+    return (len(last) == 2 and all(o is not None and o >= ORDER_MIN for o in last)), order
 
 
 def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
               stop_early=True, log=None, label=""):
     """The converged reference of one simulator: run_at(dt / 2^k) for k = lo..hi, stopping
-    at the first converged level when stop_early (never before lo + 2), or before a level
+    at the first converged level when stop_early, or before a level
     whose predicted wall time (twice the previous one's) would exceed `time_limit` (the sum
     over the levels), or when a level fails.
 
@@ -295,7 +308,7 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
                 + (f"|x(2h) - x(h)| = {checks[-1]:.3g} (end {ends[-1]:.3g})" if checks else
                    "first level") + f", {r.wall:.2f} s")
         ok, _ = converged(checks, tol)
-        if stop_early and ok and len(checks) >= 2:
+        if stop_early and ok:
             break
         k += 1
     if not runs:
@@ -311,12 +324,14 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
             note = (f"check {checks[-1]:.3g} > tolerance {tol:g} at the finest level "
                     f"dt/{2 ** k}")
         else:
-            note = (f"the levels do not converge: observed order {order:.2f} < {ORDER_MIN} "
-                    f"at dt/{2 ** k}" if order is not None else "no observed order")
+            ords = ", ".join("—" if o is None else f"{o:.2f}" for o in orders(checks))
+            note = (f"the levels do not converge: observed orders {ords or '—'} (the last two "
+                    f"must be >= {ORDER_MIN}) at dt/{2 ** k}")
     elif not ok and checks:
         note += f"; check {checks[-1]:.3g} at dt/{2 ** k}"
     return {"run": r, "level": k, "h": dt / 2 ** k, "check": checks[-1] if checks else None,
             "check_end": ends[-1] if ends else None, "checks": checks, "order": order,
+            "orders": orders(checks),
             "converged": ok, "note": None if ok else note, "wall": r.wall, "tol": tol,
             "levels": [kk for kk, _ in runs]}
 
