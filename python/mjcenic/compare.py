@@ -636,16 +636,22 @@ def plots(report, directory, overlaps=None):
             ax.set_ylabel("wall time [s]", fontsize=7)
         if k >= len(models) - ncols:
             ax.set_xlabel("trajectory error [m, rad]", fontsize=7)
-    fig.suptitle(f"Wall time vs trajectory error, each simulator against its own reference, "
-                 f"{T:g} s simulated, one panel per model (own axes; lower left is better)\n"
-                 "hollow squares: mj_step, dots: mjcenic; vertical lines: reference checks"
-                 + (f"; models under {common}/" if common else ""), fontsize=10)
+    import textwrap
+    width_in = 3.5 * ncols
+    title = (f"Wall time vs trajectory error, each simulator against its own reference, "
+             f"{T:g} s simulated, one panel per model (own axes; lower left is better)")
+    sub = ("hollow squares: mj_step, dots: mjcenic; vertical lines: reference checks"
+           + (f"; models under {common}/" if common else ""))
+    chars = max(30, int(width_in * 12))  # ~12 characters per inch at 10 pt
+    fig.suptitle("\n".join(textwrap.wrap(title, chars) + textwrap.wrap(sub, chars)),
+                 fontsize=10)
     check_handles = [Line2D([], [], color="0.45", ls=ls, lw=0.9,
                             label=f"{fam} reference check")
                      for fam, ls in check_ls.items()]
     handles = legend_handles(plot_roles) + check_handles
     fig.legend(handles=handles, loc="outside lower center",
-               ncols=min(len(handles), 6), fontsize=8, frameon=False)
+               ncols=max(1, min(len(handles), 6, int(width_in / 2.3))), fontsize=8,
+               frameon=False)
     save(fig, "wall_time_vs_error.png")
 
     # (b), (c) one row per model, a log axis, one marker per method
