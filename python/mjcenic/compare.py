@@ -722,14 +722,16 @@ def plots(report, directory, overlaps=None):
 # ----------------------------------------------------------------------------- main
 
 def _levels(text):
-    """argparse type: LO,HI with 0 <= LO <= HI <= 16 and HI >= LO + 2 (three levels)."""
+    """argparse type: LO,HI with 0 <= LO and LO + 3 <= HI <= 16 (the order test needs four
+    levels: three checks, two observed orders)."""
     import argparse
     try:
         lo, hi = (int(v) for v in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected LO,HI (two integers), got '{text}'")
-    if not (0 <= lo and lo + 2 <= hi <= 16):
-        raise argparse.ArgumentTypeError(f"expected 0 <= LO and LO + 2 <= HI <= 16, got '{text}'")
+    if not (0 <= lo and lo + 3 <= hi <= 16):
+        raise argparse.ArgumentTypeError(f"expected 0 <= LO and LO + 3 <= HI <= 16 (four "
+                                         f"levels at least), got '{text}'")
     return [lo, hi]
 
 
