@@ -178,3 +178,13 @@ def test_compare_records_hold_no_cross_simulator_error(tmp_path):
     # difference that the two agree to 1e-6 there)
     cross = _own_error(m, mjstep_q(0.002), q_ref_cen)
     assert abs(cross - e_mj) > 1e-2 * e_mj, (cross, e_mj)
+
+
+def test_reference_flags_checked_before_work(capsys):
+    for args in (["--reference-levels", "3,5"], ["--reference-levels", "x"],
+                 ["--reference-accuracy", "0"], ["--reps", "0"]):
+        with pytest.raises(SystemExit) as e:
+            compare.main([str(PINCH), *args])
+        assert e.value.code == 2, args
+        err = capsys.readouterr()
+        assert args[0] in err.err and err.out == "", args
