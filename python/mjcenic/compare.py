@@ -269,6 +269,7 @@ class _Entry:
         self.max_pen = 0.0
         self.e_final = None
         self.error = None
+        self.times = ()          # the sample times [s after the start]
 
 
 def _mjstep_entry(m, probe, dt, times, make_data, s, tick):
