@@ -12,7 +12,7 @@ clutter over 0.3 s) and per simulator:
   shared with `mjcenic compare`). Its convergence is shown by the distance to
   the run at twice that step (the "check"): a first-order method's reference
   is then about that far from the exact trajectory, and errors below ~2x the
-  check are not resolved; the observed order from the three finest levels and
+  check are not resolved; the observed orders from the four finest levels and
   --ref-tol decide whether it is printed as converged;
 * the sweep: mj_step at dt/2^k, k = 0..5; mjcenic at accuracy 1e-1..1e-5 for
   each error-estimate configuration (doubling = the paper's, embedded, and
@@ -123,7 +123,7 @@ def bench_scene(sc, reps, quick, log, budget, ref_tol):
     refs = {}
     for sim in ("mj_step", "mjcenic"):
         ref = wp.reference(m, wp.runner(sim, m, sc.times, sc.data, ctrl=sc.ctrl), dt,
-                           levels=(REF_LEVEL - 2, REF_LEVEL), tol=ref_tol, stop_early=False,
+                           levels=(REF_LEVEL - 3, REF_LEVEL), tol=ref_tol, stop_early=False,
                            log=log, label=sim)
         refs[sim] = ref
         order = f"{ref['order']:.2f}" if ref["order"] is not None else "—"
