@@ -188,3 +188,29 @@ def test_reference_flags_checked_before_work(capsys):
         assert e.value.code == 2, args
         err = capsys.readouterr()
         assert args[0] in err.err and err.out == "", args
+
+
+def test_work_precision_script_outputs(tmp_path):
+    """scripts/work_precision.py on the shared core: the pinch grasp, 3 levels per series; its
+    JSON, summary and PNG, both references converged (first order), the mj_step errors above
+    their reference's check and falling with dt."""
+    import subprocess
+    import sys
+    from conftest import python_env
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "work_precision.py"),
+                           "--scenes", "pinch_grasp", "--quick", "--reps", "1", "--series",
+                           "doubling", "--out-dir", str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, env=dict(python_env(), MPLBACKEND="Agg"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "NOT CONVERGED" not in proc.stdout
+    res = json.loads((tmp_path / "work_precision.json").read_text())["results"][0]
+    assert (tmp_path / "pinch_grasp.png").stat().st_size > 10000
+    assert "pinch_grasp" in (tmp_path / "summary.md").read_text()
+    for sim in ("mj_step", "mjcenic"):
+        ref = res["references"][sim]
+        assert ref["converged"] and ref["level"] == 8 and len(ref["checks"]) == 3, ref
+        assert all(0.7 <= o <= 1.3 for o in ref["orders"]), ref
+    mj = [r for r in res["runs"] if r["series"] == "mj_step"]
+    errs = [r["traj_error"] for r in sorted(mj, key=lambda r: -r["dt"])]
+    assert len(errs) == 3 and errs[0] > errs[1] > errs[2] > 2 * res["references"]["mj_step"]["check"]
+    assert {r["accuracy"] for r in res["runs"] if r["series"] == "doubling"} == {0.1, 0.01, 0.001}
