@@ -6,7 +6,8 @@ Each simulator is measured against **its own** converged reference (issue 17):
 * mjcenic against mjcenic in fixed mode (error control off, the same ICF
   contact model) at dt/2^k.
 
-`reference()` runs the levels k = lo, lo+1, ... and checks convergence: the
+`reference()` runs the levels k = lo, lo+1, ... and checks convergence
+(docs/cenic-math.md §14.6): the
 check at level k is the trajectory error of level k-1 against level k (for a
 first-order method about the error of level k-1, and an upper estimate of
 level k's own error); the observed order is log2(check_{k-1} / check_k). A
