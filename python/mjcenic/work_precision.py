@@ -130,9 +130,9 @@ def run_mjstep(m, dt, times, make_data, ctrl=None, after_step=None, time_limit=m
         if n_k > step:
             if after_step is None:
                 w = perf()
-                while step < n_k - 1:
-                    mujoco.mj_step(mm, d)
-                    step += 1
+                if n_k - 1 > step:  # one call: no Python per step in the timed loop
+                    mujoco.mj_step(mm, d, nstep=n_k - 1 - step)
+                    step = n_k - 1
                 q_prev[:] = d.qpos
                 mujoco.mj_step(mm, d)
                 step += 1
