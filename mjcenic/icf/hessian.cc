@@ -263,21 +263,9 @@ class PcgHessian final : public HessianFactor {
     });
     // Each clique block: full symmetric copy in Hd_, inverse in L_ (Cholesky,
     // then L⁻ᵀ L⁻¹), so the sweeps use plain small matrix–vector products.
-    for (int c = 0; c < ncl; ++c) {
-      const int n = clique_start_[c + 1] - clique_start_[c];
-      if (n == 0) continue;
-      Eigen::Map<Eigen::MatrixXd> Hc(Hd_.data() + offset_[c], n, n);
-      Hc.triangularView<Eigen::StrictlyUpper>() = Hc.transpose();
-      Eigen::Map<Eigen::MatrixXd> Lc(L_.data() + offset_[c], n, n);
-      Lc = Hc;
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lc);
-      if (llt.info() != Eigen::Success) return false;
-      Lc.triangularView<Eigen::StrictlyUpper>().setZero();
-      Lc.triangularView<Eigen::Lower>().solveInPlace(identity_.topLeftCorner(n, n));
-      // identity_ now holds L⁻¹ in its top-left corner; B⁻¹ = L⁻ᵀ L⁻¹.
-      Lc.noalias() = identity_.topLeftCorner(n, n).transpose() * identity_.topLeftCorner(n, n);
-      identity_.topLeftCorner(n, n).setIdentity();
-    }
+    bool ok = true;
+    Dispatch([&](auto N) { ok = InvertBlocks<decltype(N)::value>(); });
+    if (!ok) return false;
     model_ = &model;
     data_ = &data;
     assembled_ = true;
@@ -402,6 +390,52 @@ class PcgHessian final : public HessianFactor {
   // Gauss–Seidel sweep (B the clique blocks, L the coupling blocks below
   // them; cenic-math §8.4). SPD for SPD H. Block Jacobi (z = B⁻¹ r) while no
   // coupling blocks are stored.
+  // Symmetrizes each clique block of Hd_ (lower triangle assembled) and
+  // writes its inverse into L_: Cholesky B = LLᵀ, then B⁻¹ = L⁻ᵀL⁻¹, in
+  // plain loops (the blocks are at most a few dofs; N = 0: sizes differ).
+  template <int N>
+  bool InvertBlocks() {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    double* T = identity_.data();  // scratch, ≥ n×n
+    for (int c = 0; c < ncl; ++c) {
+      const int n = N ? N : clique_start_[c + 1] - clique_start_[c];
+      double* H = Hd_.data() + offset_[c];  // column-major: H[j*n + i] = (i, j)
+      double* L = L_.data() + offset_[c];
+      for (int j = 0; j < n; ++j)
+        for (int i = j + 1; i < n; ++i) H[i * n + j] = H[j * n + i];
+      // Cholesky into T (column-major lower).
+      for (int j = 0; j < n; ++j) {
+        double d = H[j * n + j];
+        for (int k = 0; k < j; ++k) d -= T[k * n + j] * T[k * n + j];
+        if (!(d > 0)) return false;
+        const double ljj = std::sqrt(d);
+        T[j * n + j] = ljj;
+        for (int i = j + 1; i < n; ++i) {
+          double x = H[j * n + i];
+          for (int k = 0; k < j; ++k) x -= T[k * n + i] * T[k * n + j];
+          T[j * n + i] = x / ljj;
+        }
+      }
+      // T ← L⁻¹ in place (lower), column by column from the right.
+      for (int j = n - 1; j >= 0; --j) {
+        T[j * n + j] = 1.0 / T[j * n + j];
+        for (int i = n - 1; i > j; --i) {
+          double x = 0;
+          for (int k = j + 1; k <= i; ++k) x += T[k * n + i] * T[j * n + k];
+          T[j * n + i] = -x * T[j * n + j];
+        }
+      }
+      // L_c = L⁻ᵀ L⁻¹: (a, b) = Σ_{k ≥ max(a,b)} L⁻¹(k, a) L⁻¹(k, b).
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b <= a; ++b) {
+          double x = 0;
+          for (int k = a; k < n; ++k) x += T[a * n + k] * T[b * n + k];
+          L[b * n + a] = L[a * n + b] = x;
+        }
+    }
+    return true;
+  }
+
   // Every clique has uniform_ dofs (0: sizes differ): the kernels below are
   // instantiated for the common small sizes so the block loops unroll.
   template <class F>
@@ -544,7 +578,7 @@ class PcgHessian final : public HessianFactor {
   std::vector<size_t> block_offset_;
   std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
   std::vector<double> r_, z_, p_, q_, x_, acc_, t_;
-  Eigen::MatrixXd identity_;  // scratch: I, overwritten by L⁻¹ per block
+  Eigen::MatrixXd identity_;  // scratch of the widest clique block (InvertBlocks)
 };
 
 // ----------------------------------------------------------------- sparse --
