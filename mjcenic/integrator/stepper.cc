@@ -354,21 +354,6 @@ bool Stepper::FullStep(double h, double tolerance) {
   const bool warm = tolerance <= kTightTolerance && warm_valid_ && last_iterations_ >= 2 &&
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
   for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + (warm ? h * s.warm_accel[i] : 0.0);
-  // Of the two guesses, start from the one with the lower cost ℓ (two
-  // evaluations, no factorization; cenic-math §8.1): in a scene whose
-  // contacts change from step to step (impacts in a pile) the extrapolated
-  // velocity is often the worse one.
-  if (warm) {
-    const auto t0 = Clock::now();
-    solver_.Evaluate(model_start_, s.v_guess.data());
-    const double l_warm = solver_.data().cost;
-    solver_.Evaluate(model_start_, s.v_start.data());
-    if (solver_.data().cost < l_warm)
-      std::copy(s.v_start.begin(), s.v_start.end(), s.v_guess.begin());
-    const double dt = Seconds(t0, Clock::now());
-    stats_.time_solve += dt;
-    stats_.time_evaluate += dt;
-  }
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance)) return false;
   Integrate(s.q_start.data(), s.v_full.data(), s.act_start.data(), s.act_rate_start.data(), h,
             s.q_full.data(), s.act_full.data());

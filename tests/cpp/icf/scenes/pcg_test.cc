@@ -265,9 +265,9 @@ TEST(Pcg, HessianReuseMultipliesByTheCurrentHessian) {
 
 TEST(Pcg, FixedModePileNeedsFewNewtonIterations) {
   // The stepper's fixed mode on the pile dropped with a stir (PCG under
-  // auto once it is one island; forcing, warm start and the lower-cost
-  // initial guess of cenic-math §8.1, §8.4): measured 3.5 Newton iterations
-  // per solve over 0.3 s (60 steps).
+  // auto once it is one island; warm start, majorization and forcing of
+  // cenic-math §8.1, §8.4): measured 3.77 Newton iterations per solve over
+  // 0.3 s (60 steps).
   ModelPtr m = Pile();
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -285,7 +285,7 @@ TEST(Pcg, FixedModePileNeedsFewNewtonIterations) {
   const double per_solve = static_cast<double>(st.newton_iterations) / st.solves;
   std::printf("  fixed mode, 60 steps: %.2f Newton iterations per solve\n", per_solve);
   EXPECT_EQ(st.solves, 60);
-  EXPECT_LE(per_solve, 4.0);
+  EXPECT_LE(per_solve, 4.25);  // measured 3.77 + a quarter iteration
 }
 
 TEST(Pcg, StepperRunsAgreeWithTheSparseSolver) {
