@@ -444,6 +444,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   int exact_run = 0;  // trailing exact-Hessian steps of the whole system
   double eta = 1.0;
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
+  double Dg_prev = 0;  // |D ∇ℓ| of the last iteration (PCG forcing)
   for (int k = 0; k < o.max_iterations; ++k) {
     {
       PhaseTimer t(o.phase_timers ? &st.time_evaluate : nullptr);
@@ -491,6 +492,14 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       fresh_ = true;
       fresh_factor_ = H;
     }
+    // Inexact Newton (§8.4, kPcg): the relative residual of the direction
+    // follows the gradient's progress (Eisenstat–Walker), loose while ℓ is
+    // far from quadratic, pcg_tolerance once the iteration converges fast.
+    double forcing = o.pcg_forcing_max;
+    if (k > 0 && Dg_prev > 0) forcing = 0.9 * (Dg / Dg_prev) * (Dg / Dg_prev);
+    forcing = std::clamp(forcing, o.pcg_tolerance, std::max(o.pcg_tolerance, o.pcg_forcing_max));
+    H->SetIterative(forcing, o.pcg_max_iterations);
+    Dg_prev = Dg;
     const double* w = NewtonDirection(m, H, per_island, &st.linear_iterations);
     factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w

@@ -34,6 +34,12 @@ struct SolverOptions {
   // CG iterate is a descent direction) and CG iteration cap.
   double pcg_tolerance = 1e-4;
   int pcg_max_iterations = 500;
+  // kPcg forcing (§8.4): the direction of iteration k is solved to the
+  // relative residual clamp(0.9 (|D∇ℓ_k|/|D∇ℓ_{k−1}|)², pcg_tolerance,
+  // pcg_forcing_max) (pcg_forcing_max at k = 0); pcg_forcing_max ≤
+  // pcg_tolerance (the default) solves every direction to pcg_tolerance.
+  // The stepper sets 10⁻² for tight tolerances (fixed mode).
+  double pcg_forcing_max = 0;
   // Newton iterations k < majorized_iterations assemble the friction blocks
   // from the friction cost's quadratic majorizer instead of its Hessian
   // (§8.1); with majorize_damped, so does any iteration of an island whose

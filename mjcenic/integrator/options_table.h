@@ -189,13 +189,15 @@ struct FrictionlossName {
     "`cubic` (paper) or `quadratic` (SAP) initial guess")                                         \
   X(linear_solver, solver.linear_solver, LinearSolverName,                                        \
     "`dense` (Eigen LLT), `sparse` (CHOLMOD), `islands` (one dense LLT per island), `pcg` "        \
-    "(conjugate gradients, matrix-free, block-Jacobi over the trees; no factorization), `auto` "  \
+    "(conjugate gradients, symmetric block Gauss–Seidel over the trees; no factorization), "      \
+    "`auto` "                                                                                      \
     "(`islands` when there are several islands of ≤ 128 dofs, or ≤ 320 dofs when the trees "      \
     "average ≥ 12 dofs; else `pcg` when an island has ≥ 1000 dofs and no tree more than 12; "     \
     "else sparse when nv ≥ 64 and the tree blocks cover < 25 % of the matrix; else dense)")       \
   X(pcg_tolerance, solver.pcg_tolerance, Positive,                                                \
     "`pcg`: relative residual of each Newton direction (inexact Newton; every CG iterate is a "   \
-    "descent direction, so the Newton tolerance still decides convergence)")                      \
+    "descent direction, so the Newton tolerance still decides convergence); in fixed mode the "   \
+    "floor, early directions are solved to ≤ 1e-2 while the gradient falls slowly")               \
   X(solver_tolerance, solver.tolerance, Positive, "Newton tolerance (fixed mode)")                \
   X(max_iterations, solver.max_iterations, Count, "Newton iteration cap per convex solve")        \
   X(phase_timers, phase_timers, Flag,                                                             \

@@ -235,6 +235,7 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
 
 namespace {
 constexpr double kTightTolerance = 1e-7;
+constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
@@ -249,6 +250,10 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   // keep the plain Newton path.
   // After a hard solve (≥ 3 iterations) the first iteration is majorized
   // too; a near-steady scene, solved in 1–2 exact steps, is left alone.
+  // Likewise the PCG directions' forcing (cenic-math §8.4): loose while the
+  // gradient falls slowly; not under error control, whose few iterations
+  // would carry the looser directions into the solution.
+  if (tolerance <= kTightTolerance) o.pcg_forcing_max = kTightPcgForcing;
   if (tolerance <= kTightTolerance) {
     o.majorize_damped = true;
     if (last_iterations_ >= 3) o.majorized_iterations = 1;
