@@ -21,12 +21,14 @@
 
 namespace mjcenic::icf {
 
-enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg };
+enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank };
 
 // Decides kAuto: one dense block per island when there are several islands
 // and none is larger than the limits below; PCG when an island has at least
 // kMinPcgDofs dofs and every tree (clique) at most kMaxPcgCliqueDofs; else
-// sparse when nv is large and the clique structure is sparse; else dense.
+// when nv is large and the clique structure is sparse: kLowRank (tree blocks
+// plus a Woodbury correction, cenic-math.md §8.6) if the constraints that
+// couple trees have at most min(kMaxLowRank, nv) rows in all, else sparse; else dense.
 // Islands of up to kMaxIslandDofs dofs, or of up to kMaxIslandDofsLargeTrees
 // when the trees average at least kMinTreeDofsForLargeIslands dofs (dense
 // within themselves): 100_humanoids (27-dof trees, islands ≤ 297 dofs) is 18 %
@@ -37,7 +39,10 @@ inline constexpr int kMaxIslandDofsLargeTrees = 320;
 inline constexpr int kMinTreeDofsForLargeIslands = 12;
 inline constexpr int kMinPcgDofs = 1000;
 inline constexpr int kMaxPcgCliqueDofs = 12;
+inline constexpr int kMaxLowRank = 160;
 LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requested);
+// Rows (Σ R_i) of the constraints whose dofs span more than one tree.
+int CouplingRank(const IcfModel& model);
 
 class HessianFactor {
  public:
