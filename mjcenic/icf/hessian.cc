@@ -643,6 +643,7 @@ class LowRankHessian final : public HessianFactor {
       H_.assign(boff_[nc], 0.0);
       L_.assign(boff_[nc], 0.0);
       z_.assign(nv, 0.0);
+      dinv_.assign(nv, 0.0);
       clique_count_.assign(nc + 1, 0);
       ++pattern_id_;
       ++analyses_;
@@ -758,10 +759,14 @@ class LowRankHessian final : public HessianFactor {
     };
     ForEachPool(m, const_cast<IcfData&>(d), add_pool);
     // B = LLᵀ per clique block (in place, lower triangle).
-    L_ = H_;
+    std::copy(H_.begin(), H_.end(), L_.begin());
     for (int c = 0; c < nc; ++c) {
       const int n = clique_start_[c + 1] - clique_start_[c];
       if (n == 0) continue;
+      if (n <= kSmallBlock) {
+        if (!SmallCholesky(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c])) return false;
+        continue;
+      }
       Eigen::Map<Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
       Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lc);
       if (llt.info() != Eigen::Success) return false;
@@ -863,10 +868,49 @@ class LowRankHessian final : public HessianFactor {
   static void Grow(std::vector<T>* v, size_t n) {
     if (v->size() < n) v->resize(n);
   }
+  // Tree blocks up to this size are factorized and solved with plain loops
+  // (Eigen's dynamic-size kernels cost more in call overhead than in flops
+  // on 6×6 blocks).
+  static constexpr int kSmallBlock = 32;
+
+  // In-place Cholesky of the column-major lower triangle of L (n × n);
+  // dinv[j] = 1 / L_jj.
+  static bool SmallCholesky(double* L, int n, double* dinv) {
+    for (int j = 0; j < n; ++j) {
+      double d = L[j * n + j];
+      for (int k = 0; k < j; ++k) d -= L[k * n + j] * L[k * n + j];
+      if (!(d > 0)) return false;
+      d = std::sqrt(d);
+      L[j * n + j] = d;
+      dinv[j] = 1.0 / d;
+      for (int i = j + 1; i < n; ++i) {
+        double x = L[j * n + i];
+        for (int k = 0; k < j; ++k) x -= L[k * n + i] * L[k * n + j];
+        L[j * n + i] = x * dinv[j];
+      }
+    }
+    return true;
+  }
+
   // y ← B_c⁻¹ y on clique c's factored block.
   void BlockSolve(int c, double* y) const {
     const int n = clique_start_[c + 1] - clique_start_[c];
     if (n == 0) return;
+    if (n <= kSmallBlock) {
+      const double* L = L_.data() + boff_[c];
+      const double* dinv = dinv_.data() + clique_start_[c];
+      for (int j = 0; j < n; ++j) {  // L z = y, column by column
+        const double z = y[j] * dinv[j];
+        y[j] = z;
+        for (int i = j + 1; i < n; ++i) y[i] -= L[j * n + i] * z;
+      }
+      for (int i = n - 1; i >= 0; --i) {  // Lᵀ x = z, row i of Lᵀ is column i of L
+        double x = y[i];
+        for (int k = i + 1; k < n; ++k) x -= L[i * n + k] * y[k];
+        y[i] = x * dinv[i];
+      }
+      return;
+    }
     Eigen::Map<const Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
     Eigen::Map<Eigen::VectorXd> yc(y, n);
     Lc.triangularView<Eigen::Lower>().solveInPlace(yc);
@@ -877,7 +921,7 @@ class LowRankHessian final : public HessianFactor {
   std::vector<int> clique_start_, clique_of_dof_, clique_count_, seg_adr_, seg_clique_;
   std::vector<size_t> boff_, seg_off_;
   std::vector<std::uint64_t> by_clique_;  // (column << 32) | segment, grouped by clique
-  std::vector<double> H_, L_, V_, Y_, C_, t_, z_;
+  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_;
 };
 
 }  // namespace
