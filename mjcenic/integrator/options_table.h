@@ -123,7 +123,8 @@ using LineSearchGuessName =
 using LinearSolverName =
     Enum<icf::LinearSolverKind, icf::LinearSolverKind::kAuto, icf::LinearSolverKind::kDense,
          icf::LinearSolverKind::kSparse, icf::LinearSolverKind::kIslands,
-         icf::LinearSolverKind::kPcg, icf::LinearSolverKind::kLowRank>;
+         icf::LinearSolverKind::kPcg, icf::LinearSolverKind::kLowRank,
+         icf::LinearSolverKind::kBlock>;
 
 // ContactOptions::frictionloss_stiction: "mujoco" (false) or "stiction" (true).
 struct FrictionlossName {

@@ -1,10 +1,12 @@
 // The lowrank linear solver (cenic-math.md §8.6): H = B + V Vᵀ, B the
 // per-tree blocks, V one column per curvature direction of the constraints
-// that couple trees; solves by the Woodbury identity. Checked against the
-// plain dense Cholesky of the same H (independent truth): the assembled H,
-// the solution of H x = b, the Newton direction and the converged velocities
-// of a real contact scene with wide rows added; the structure is analysed
-// once whatever the contact set; auto picks it only for few coupling rows.
+// that couple trees; solves by the Woodbury identity. And the block Cholesky
+// over the tree graph (§8.7). Both checked against the plain dense Cholesky
+// of the same H (independent truth): the assembled H, the solution of
+// H x = b, the Newton direction and the converged velocities of a real
+// contact scene with wide rows added; lowrank is analysed once whatever the
+// contact set, block only when its pattern outgrows the stored superset; the
+// auto choice between them.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -96,21 +98,24 @@ TEST(LowRank, WoodburySolveEqualsDenseCholeskyOnWideRows) {
     IcfSolver solver;
     solver.Evaluate(m, m.v0.data());
     auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
-    auto low = icf::MakeHessianFactor(LinearSolverKind::kLowRank);
     EXPECT_TRUE(dense->Prepare(m));
-    EXPECT_TRUE(low->Prepare(m));
     ASSERT_TRUE(dense->AssembleAndFactor(m, solver.data()));
-    ASSERT_TRUE(low->AssembleAndFactor(m, solver.data()));
-    const Eigen::MatrixXd Hd = dense->DenseH(), Hl = low->DenseH();
+    const Eigen::MatrixXd Hd = dense->DenseH();
     // The wide rows make H dense: no entry is left to the blocks alone.
     EXPECT_GT((Hd.array() != 0).count(), Hd.size() / 2);
-    EXPECT_LE((Hd - Hl).cwiseAbs().maxCoeff(), 1e-13 * Hd.cwiseAbs().maxCoeff()) << seed;
     Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(m.nv, -1, 2), xd(m.nv);
     dense->Solve(b.data(), xd.data());
-    Eigen::VectorXd xl = b;
-    low->Solve(xl.data(), xl.data());  // x may alias b
-    EXPECT_LT(RelDiff(xd, xl), 1e-12) << "seed " << seed;
-    EXPECT_LE((Hd * xl - b).norm(), 1e-12 * b.norm()) << "seed " << seed;
+    for (LinearSolverKind kind : {LinearSolverKind::kLowRank, LinearSolverKind::kBlock}) {
+      auto f = icf::MakeHessianFactor(kind);
+      EXPECT_TRUE(f->Prepare(m));
+      ASSERT_TRUE(f->AssembleAndFactor(m, solver.data()));
+      EXPECT_LE((Hd - f->DenseH()).cwiseAbs().maxCoeff(), 1e-13 * Hd.cwiseAbs().maxCoeff())
+          << seed;
+      Eigen::VectorXd x = b;
+      f->Solve(x.data(), x.data());  // x may alias b
+      EXPECT_LT(RelDiff(xd, x), 1e-12) << "seed " << seed << " kind " << static_cast<int>(kind);
+      EXPECT_LE((Hd * x - b).norm(), 1e-12 * b.norm()) << "seed " << seed;
+    }
   }
 }
 
@@ -179,23 +184,31 @@ TEST(LowRank, NewtonDirectionAndSolutionMatchDenseOnAContactScene) {
   for (double scale : {0.0, 1e-3, 0.05}) {
     Eigen::VectorXd v = Eigen::Map<const Eigen::VectorXd>(m.v0.data(), m.nv);
     for (int i = 0; i < m.nv; ++i) v[i] += scale * n01(gen);
-    Eigen::VectorXd wd(m.nv), wl(m.nv);
-    IcfSolver a, b;
+    Eigen::VectorXd wd(m.nv), wl(m.nv), wb(m.nv);
+    IcfSolver a, b, c;
     ASSERT_TRUE(a.SearchDirection(m, v.data(), LinearSolverKind::kDense, wd.data()));
     ASSERT_TRUE(b.SearchDirection(m, v.data(), LinearSolverKind::kLowRank, wl.data()));
+    ASSERT_TRUE(c.SearchDirection(m, v.data(), LinearSolverKind::kBlock, wb.data()));
     EXPECT_LT(RelDiff(wd, wl), 1e-10) << "scale " << scale;
+    EXPECT_LT(RelDiff(wd, wb), 1e-10) << "scale " << scale;
   }
   // Converged velocities agree to the solver tolerance, in as many iterations.
-  icf::SolverOptions od, ol;
+  icf::SolverOptions od;
   od.linear_solver = LinearSolverKind::kDense;
-  ol.linear_solver = LinearSolverKind::kLowRank;
-  Eigen::VectorXd vd(m.nv), vl(m.nv);
-  IcfSolver sd, sl;
-  icf::SolveStats std_, stl;
+  Eigen::VectorXd vd(m.nv);
+  IcfSolver sd;
+  icf::SolveStats std_;
   EXPECT_EQ(sd.Solve(m, m.v0.data(), od, vd.data(), &std_), icf::SolveStatus::kConverged);
-  EXPECT_EQ(sl.Solve(m, m.v0.data(), ol, vl.data(), &stl), icf::SolveStatus::kConverged);
-  EXPECT_EQ(std_.iterations, stl.iterations);
-  EXPECT_LT(RelDiff(vd, vl), 1e-8);
+  for (LinearSolverKind kind : {LinearSolverKind::kLowRank, LinearSolverKind::kBlock}) {
+    icf::SolverOptions ol;
+    ol.linear_solver = kind;
+    Eigen::VectorXd vl(m.nv);
+    IcfSolver sl;
+    icf::SolveStats stl;
+    EXPECT_EQ(sl.Solve(m, m.v0.data(), ol, vl.data(), &stl), icf::SolveStatus::kConverged);
+    EXPECT_EQ(std_.iterations, stl.iterations);
+    EXPECT_LT(RelDiff(vd, vl), 1e-8);
+  }
 }
 
 TEST(LowRank, StructureIsAnalysedOnceWhateverTheContactSet) {
@@ -216,21 +229,32 @@ TEST(LowRank, StructureIsAnalysedOnceWhateverTheContactSet) {
   };
   const IcfModel half = subset(2), none = subset(0);
   auto low = icf::MakeHessianFactor(LinearSolverKind::kLowRank);
+  auto block = icf::MakeHessianFactor(LinearSolverKind::kBlock);
   const IcfModel* order[] = {&full, &half, &none, &full, &half, &full};
   for (const IcfModel* m : order) {
     low->Prepare(*m);
+    block->Prepare(*m);
     IcfSolver s;
     s.Evaluate(*m, m->v0.data());
     ASSERT_TRUE(low->AssembleAndFactor(*m, s.data()));
+    ASSERT_TRUE(block->AssembleAndFactor(*m, s.data()));
     auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
     dense->Prepare(*m);
     ASSERT_TRUE(dense->AssembleAndFactor(*m, s.data()));
-    Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(m->nv, -1, 1), xd(m->nv), xl(m->nv);
+    Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(m->nv, -1, 1), xd(m->nv), xl(m->nv),
+                    xb(m->nv);
     dense->Solve(b.data(), xd.data());
     low->Solve(b.data(), xl.data());
+    block->Solve(b.data(), xb.data());
     EXPECT_LT(RelDiff(xd, xl), 1e-10) << "contacts " << m->contacts.size();
+    EXPECT_LT(RelDiff(xd, xb), 1e-10) << "contacts " << m->contacts.size();
   }
   EXPECT_EQ(low->analyses(), 1);
+  // The block pattern is the union of the coupled tree pairs seen so far
+  // (within 2·pairs + 16, as the sparse kind): `full` first, so `half` and
+  // `none`-plus-the-wide-rows are subsets of the stored pattern; at most a
+  // re-analysis when the superset grows too large for `none`.
+  EXPECT_LE(block->analyses(), 2);
 }
 
 TEST(LowRank, AutoPicksItOnlyForFewCouplingRows) {
@@ -242,7 +266,30 @@ TEST(LowRank, AutoPicksItOnlyForFewCouplingRows) {
   EXPECT_EQ(icf::ChooseLinearSolver(few, LinearSolverKind::kAuto), LinearSolverKind::kLowRank);
   IcfModel many = RandomProblem(11, 40, 3, icf::kMaxLowRank, 4);
   EXPECT_GT(icf::CouplingRank(many), icf::kMaxLowRank);
-  EXPECT_EQ(icf::ChooseLinearSolver(many, LinearSolverKind::kAuto), LinearSolverKind::kSparse);
+  EXPECT_EQ(icf::ChooseLinearSolver(many, LinearSolverKind::kAuto), LinearSolverKind::kBlock);
+  // A chain of trees coupled pairwise (one island, no wide rows): the block
+  // Cholesky; one row over three trees added: lowrank.
+  IcfModel chain = RandomProblem(12, 40, 0, 0, 4);
+  auto couple = [&](std::initializer_list<int> trees) {
+    std::vector<int> dofs;
+    for (int t : trees)
+      for (int i = chain.clique_start[t]; i < chain.clique_start[t + 1]; ++i) dofs.push_back(i);
+    const int c = chain.gains.Add(dofs, 0.0, 0.0, 1.0, -1e9, 1e9);
+    for (size_t k = 0; k < dofs.size(); ++k) chain.gains.rows.J(c)[k] = 1.0;
+  };
+  for (int t = 0; t + 1 < 40; ++t) couple({t, t + 1});
+  chain.Finalize(chain.h);
+  ASSERT_GE(chain.nv, 64);
+  ASSERT_EQ(chain.num_islands, 1);
+  int wide = -1;
+  EXPECT_EQ(icf::CouplingRank(chain, &wide), 39);
+  EXPECT_EQ(wide, 0);
+  EXPECT_EQ(icf::ChooseLinearSolver(chain, LinearSolverKind::kAuto), LinearSolverKind::kBlock);
+  couple({3, 17, 30});
+  chain.Finalize(chain.h);
+  EXPECT_EQ(icf::CouplingRank(chain, &wide), 40);
+  EXPECT_EQ(wide, 1);
+  EXPECT_EQ(icf::ChooseLinearSolver(chain, LinearSolverKind::kAuto), LinearSolverKind::kLowRank);
   // An explicit choice is kept.
   EXPECT_EQ(icf::ChooseLinearSolver(few, LinearSolverKind::kSparse), LinearSolverKind::kSparse);
 }
