@@ -87,106 +87,6 @@ class DenseHessian final : public HessianFactor {
   Eigen::LLT<Eigen::MatrixXd> llt_;
 };
 
-// ---------------------------------------------------------------- islands --
-
-// One dense lower-triangular block per island, factorized in place; for many
-// small independent systems (a hundred robots, piles of separate objects)
-// this costs Σ nᵢ³/3 and no sparse bookkeeping.
-class IslandHessian final : public HessianFactor {
- public:
-  bool Prepare(const IcfModel& model) override {
-    const int nv = model.nv;
-    const int ni = std::max(model.num_islands, 1);
-    island_.resize(nv);
-    local_.resize(nv);
-    size_.assign(ni, 0);
-    for (int i = 0; i < nv; ++i) {
-      const int isl = model.num_islands ? model.island_of_clique[model.clique_of_dof[i]] : 0;
-      island_[i] = isl;
-      local_[i] = size_[isl]++;
-    }
-    offset_.resize(ni + 1);
-    start_.resize(ni + 1);
-    offset_[0] = start_[0] = 0;
-    for (int k = 0; k < ni; ++k) {
-      offset_[k + 1] = offset_[k] + static_cast<size_t>(size_[k]) * size_[k];
-      start_[k + 1] = start_[k] + size_[k];
-    }
-    // Dofs gathered island by island (position start_[isl] + local).
-    order_.resize(nv);
-    for (int i = 0; i < nv; ++i) order_[start_[island_[i]] + local_[i]] = i;
-    if (H_.size() < offset_[ni]) H_.resize(offset_[ni]);
-    if (L_.size() < offset_[ni]) L_.resize(offset_[ni]);
-    x_.resize(nv);
-    const bool changed = island_ != last_island_;
-    if (changed) {
-      last_island_ = island_;
-      ++pattern_id_;
-      ++analyses_;
-    }
-    return changed;
-  }
-  bool SetFrozen(const char* frozen) override {
-    frozen_ = frozen;
-    return true;
-  }
-  bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
-    const int ni = static_cast<int>(size_.size());
-    auto frozen = [this](int k) { return frozen_ != nullptr && frozen_[k] != 0; };
-    for (int k = 0; k < ni; ++k)
-      if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
-    AccumulateHessian(
-        model, data, &block_,
-        [this](int i, int j, double x) {
-          const int isl = island_[i], n = size_[isl];
-          H_[offset_[isl] + static_cast<size_t>(local_[j]) * n + local_[i]] += x;  // column-major
-        },
-        [&](int dof) { return !frozen(island_[dof]); });
-    for (int k = 0; k < ni; ++k) {
-      if (size_[k] == 0 || frozen(k)) continue;
-      std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
-      Eigen::Map<Eigen::MatrixXd> Lk(L_.data() + offset_[k], size_[k], size_[k]);
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);  // in place, lower triangle
-      if (llt.info() != Eigen::Success) return false;
-    }
-    return true;
-  }
-  void Solve(const double* b, double* x) override {
-    const int nv = static_cast<int>(order_.size());
-    for (int p = 0; p < nv; ++p) x_[p] = b[order_[p]];
-    for (size_t k = 0; k < size_.size(); ++k) {
-      const int n = size_[k];
-      if (n == 0) continue;
-      if (frozen_ && frozen_[k]) {
-        std::fill(x_.begin() + start_[k], x_.begin() + start_[k] + n, 0.0);
-        continue;
-      }
-      Eigen::Map<const Eigen::MatrixXd> Lk(L_.data() + offset_[k], n, n);
-      Eigen::Map<Eigen::VectorXd> xk(x_.data() + start_[k], n);
-      Lk.triangularView<Eigen::Lower>().solveInPlace(xk);
-      Lk.triangularView<Eigen::Lower>().adjoint().solveInPlace(xk);
-    }
-    for (int p = 0; p < nv; ++p) x[order_[p]] = x_[p];
-  }
-  Eigen::MatrixXd DenseH() const override {
-    const int nv = static_cast<int>(order_.size());
-    Eigen::MatrixXd full = Eigen::MatrixXd::Zero(nv, nv);
-    for (int i = 0; i < nv; ++i)
-      for (int j = 0; j < nv; ++j)
-        if (island_[i] == island_[j]) {
-          const int a = std::max(local_[i], local_[j]), c = std::min(local_[i], local_[j]);
-          full(i, j) = H_[offset_[island_[i]] + static_cast<size_t>(c) * size_[island_[i]] + a];
-        }
-    return full;
-  }
-
- private:
-  std::vector<int> island_, last_island_, local_, size_, start_, order_;
-  std::vector<size_t> offset_;
-  std::vector<double> H_, L_, x_;
-  const char* frozen_ = nullptr;  // per island, or null
-};
-
 // -------------------------------------------------------------------- pcg --
 
 // Conjugate gradients on H x = b, matrix-free (H p = A p + Σ Jᵀ(G (J p)) from
@@ -1188,8 +1088,18 @@ class BlockHessian final : public HessianFactor {
       }
     }
     total_ = off;
-    Grow(&L_, total_);
-    Grow(&H_, total_);
+    // Room for the densest fill from the start (every pair of trees:
+    // (nv² + Σ n_c²)/2 values) while that is small, so that a pattern with
+    // more fill later does not allocate in a step.
+    size_t room = total_;
+    if (n_ <= kReserveDofs) {
+      size_t squares = 0;
+      for (int c = 0; c < nc; ++c) squares += static_cast<size_t>(Size(c)) * Size(c);
+      room = std::max(room, (static_cast<size_t>(n_) * n_ + squares) / 2);
+      adj_.reserve(static_cast<size_t>(nc) * (nc - 1) / 2);
+    }
+    Grow(&L_, room);
+    Grow(&H_, room);
     Grow(&dinv_, n_);
     Grow(&y_, n_);
   }
@@ -1199,6 +1109,7 @@ class BlockHessian final : public HessianFactor {
     if (v->size() < n) v->resize(n);
   }
 
+  static constexpr int kReserveDofs = 512;
   bool analysed_ = false;
   int n_ = 0, nc_ = 0;
   long total_ = 0;
@@ -1207,6 +1118,138 @@ class BlockHessian final : public HessianFactor {
   std::vector<long> block_of_;  // (row tree, column tree) → offset, −1: no block
   std::vector<std::uint64_t> pairs_, stored_, merged_, graph_;
   std::vector<double> L_, H_, dinv_, y_;
+};
+
+// ---------------------------------------------------------------- islands --
+
+// One dense lower-triangular block per island, factorized in place; for many
+// small independent systems (a hundred robots, piles of separate objects)
+// this costs Σ nᵢ³/3 and no sparse bookkeeping. When an island grows large
+// and its trees are small, the whole system goes through BlockHessian.
+class IslandHessian final : public HessianFactor {
+ public:
+  bool Prepare(const IcfModel& model) override {
+    // An island of many small trees: block elimination over the tree graph
+    // (§8.7) instead of its dense n³/3 (a settled pile of free bodies is one
+    // or two islands of ~100 dofs whose coupling graph is sparse).
+    const bool by_block = UseBlock(model);
+    if (by_block) {
+      const bool changed = graph_.Prepare(model) || !by_block_;
+      by_block_ = true;
+      last_island_.clear();  // back to dense blocks: a new partition
+      if (changed) ++pattern_id_, ++analyses_;
+      return changed;
+    }
+    const bool left_block = by_block_;
+    by_block_ = false;
+    const int nv = model.nv;
+    const int ni = std::max(model.num_islands, 1);
+    island_.resize(nv);
+    local_.resize(nv);
+    size_.assign(ni, 0);
+    for (int i = 0; i < nv; ++i) {
+      const int isl = model.num_islands ? model.island_of_clique[model.clique_of_dof[i]] : 0;
+      island_[i] = isl;
+      local_[i] = size_[isl]++;
+    }
+    offset_.resize(ni + 1);
+    start_.resize(ni + 1);
+    offset_[0] = start_[0] = 0;
+    for (int k = 0; k < ni; ++k) {
+      offset_[k + 1] = offset_[k] + static_cast<size_t>(size_[k]) * size_[k];
+      start_[k + 1] = start_[k] + size_[k];
+    }
+    // Dofs gathered island by island (position start_[isl] + local).
+    order_.resize(nv);
+    for (int i = 0; i < nv; ++i) order_[start_[island_[i]] + local_[i]] = i;
+    if (H_.size() < offset_[ni]) H_.resize(offset_[ni]);
+    if (L_.size() < offset_[ni]) L_.resize(offset_[ni]);
+    x_.resize(nv);
+    const bool changed = island_ != last_island_ || left_block;
+    if (changed) {
+      last_island_ = island_;
+      ++pattern_id_;
+      ++analyses_;
+    }
+    return changed;
+  }
+  bool SetFrozen(const char* frozen) override {
+    frozen_ = frozen;
+    return !by_block_;  // the block factorization covers every island
+  }
+  bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
+    if (by_block_) return graph_.AssembleAndFactor(model, data);
+    const int ni = static_cast<int>(size_.size());
+    auto frozen = [this](int k) { return frozen_ != nullptr && frozen_[k] != 0; };
+    for (int k = 0; k < ni; ++k)
+      if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
+    AccumulateHessian(
+        model, data, &block_,
+        [this](int i, int j, double x) {
+          const int isl = island_[i], n = size_[isl];
+          H_[offset_[isl] + static_cast<size_t>(local_[j]) * n + local_[i]] += x;  // column-major
+        },
+        [&](int dof) { return !frozen(island_[dof]); });
+    for (int k = 0; k < ni; ++k) {
+      if (size_[k] == 0 || frozen(k)) continue;
+      std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
+      Eigen::Map<Eigen::MatrixXd> Lk(L_.data() + offset_[k], size_[k], size_[k]);
+      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);  // in place, lower triangle
+      if (llt.info() != Eigen::Success) return false;
+    }
+    return true;
+  }
+  void Solve(const double* b, double* x) override {
+    if (by_block_) return graph_.Solve(b, x);
+    const int nv = static_cast<int>(order_.size());
+    for (int p = 0; p < nv; ++p) x_[p] = b[order_[p]];
+    for (size_t k = 0; k < size_.size(); ++k) {
+      const int n = size_[k];
+      if (n == 0) continue;
+      if (frozen_ && frozen_[k]) {
+        std::fill(x_.begin() + start_[k], x_.begin() + start_[k] + n, 0.0);
+        continue;
+      }
+      Eigen::Map<const Eigen::MatrixXd> Lk(L_.data() + offset_[k], n, n);
+      Eigen::Map<Eigen::VectorXd> xk(x_.data() + start_[k], n);
+      Lk.triangularView<Eigen::Lower>().solveInPlace(xk);
+      Lk.triangularView<Eigen::Lower>().adjoint().solveInPlace(xk);
+    }
+    for (int p = 0; p < nv; ++p) x[order_[p]] = x_[p];
+  }
+  Eigen::MatrixXd DenseH() const override {
+    if (by_block_) return graph_.DenseH();
+    const int nv = static_cast<int>(order_.size());
+    Eigen::MatrixXd full = Eigen::MatrixXd::Zero(nv, nv);
+    for (int i = 0; i < nv; ++i)
+      for (int j = 0; j < nv; ++j)
+        if (island_[i] == island_[j]) {
+          const int a = std::max(local_[i], local_[j]), c = std::min(local_[i], local_[j]);
+          full(i, j) = H_[offset_[island_[i]] + static_cast<size_t>(c) * size_[island_[i]] + a];
+        }
+    return full;
+  }
+
+  // Islands larger than this are factorized by block elimination when the
+  // trees qualify for it (≤ kMaxBlockTrees trees of ≤ kMaxBlockTreeDofs).
+  static constexpr int kMaxDenseIslandDofs = 48;
+
+ private:
+  static bool UseBlock(const IcfModel& m) {
+    if (m.largest_island <= kMaxDenseIslandDofs) return false;
+    const int trees = static_cast<int>(m.clique_start.size()) - 1;
+    if (trees > kMaxBlockTrees) return false;
+    for (int c = 0; c < trees; ++c)
+      if (m.clique_start[c + 1] - m.clique_start[c] > kMaxBlockTreeDofs) return false;
+    return true;
+  }
+
+  BlockHessian graph_;
+  bool by_block_ = false;
+  std::vector<int> island_, last_island_, local_, size_, start_, order_;
+  std::vector<size_t> offset_;
+  std::vector<double> H_, L_, x_;
+  const char* frozen_ = nullptr;  // per island, or null
 };
 
 }  // namespace
