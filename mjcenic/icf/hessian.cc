@@ -889,17 +889,58 @@ class BlockHessian final : public HessianFactor {
   bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
     const int nc = static_cast<int>(clique_start_.size()) - 1;
     std::fill(L_.begin(), L_.begin() + total_, 0.0);
-    AccumulateHessian(m, d, &block_, [this](int i, int j, double x) {
-      const int ci = clique_of_dof_[i], cj = clique_of_dof_[j];
-      const int li = i - clique_start_[ci], lj = j - clique_start_[cj];
-      if (ci == cj) {  // i ≥ j: lower triangle of the tree block
-        L_[Block(ci, ci) + static_cast<size_t>(lj) * Size(ci) + li] += x;
-      } else if (pos_[ci] > pos_[cj]) {  // block (ci, cj) of column cj
-        L_[Block(ci, cj) + static_cast<size_t>(lj) * Size(ci) + li] += x;
-      } else {  // block (cj, ci) of column ci: transposed
-        L_[Block(cj, ci) + static_cast<size_t>(li) * Size(cj) + lj] += x;
+    // A: tree blocks (lower triangles).
+    for (int i = 0; i < m.nv; ++i) {
+      const int c = clique_of_dof_[i], s0 = clique_start_[c], w = Size(c);
+      double* Lc = L_.data() + Block(c, c);
+      const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) Lc[(m.M_colind[adr + k] - s0) * w + (i - s0)] += m.M[adr + k];
+      Lc[(i - s0) * w + (i - s0)] += m.h * m.D[i] + m.h * m.h * m.K[i];
+    }
+    // Σ JᵀGJ: one block lookup per pair of the constraint's dof runs (trees).
+    auto add_pool = [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      for (int c = 0; c < pool.size(); ++c) {
+        const double* G = pd.G.data() + R * R * c;
+        bool zero = true;
+        for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
+        if (zero) continue;
+        const auto dofs = pool.rows.dofs(c);
+        const int n = static_cast<int>(dofs.size());
+        if (n == 0) continue;
+        if (static_cast<int>(block_.size()) < n * n) block_.resize(n * n);
+        const double* B = block_.data();
+        pool.rows.CongruenceTransform(c, G, block_.data());
+        runs_.clear();
+        for (int k = 0; k < n; ++k)
+          if (k == 0 || clique_of_dof_[dofs[k]] != clique_of_dof_[dofs[k - 1]]) runs_.push_back(k);
+        runs_.push_back(n);
+        const int nr = static_cast<int>(runs_.size()) - 1;
+        for (int ra = 0; ra < nr; ++ra) {
+          const int ca = clique_of_dof_[dofs[runs_[ra]]], sa = clique_start_[ca], wa = Size(ca);
+          for (int rb = 0; rb <= ra; ++rb) {
+            const int cb = clique_of_dof_[dofs[runs_[rb]]], sb = clique_start_[cb], wb = Size(cb);
+            if (ra == rb) {  // lower triangle of the tree block
+              double* T = L_.data() + Block(ca, ca);
+              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+                for (int b = runs_[ra]; b <= a; ++b)
+                  T[(dofs[b] - sa) * wa + (dofs[a] - sa)] += B[a * n + b];
+            } else if (pos_[ca] > pos_[cb]) {  // block (ca, cb): wa × wb
+              double* T = L_.data() + Block(ca, cb);
+              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+                for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+                  T[(dofs[b] - sb) * wa + (dofs[a] - sa)] += B[a * n + b];
+            } else {  // block (cb, ca): wb × wa, transposed
+              double* T = L_.data() + Block(cb, ca);
+              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+                for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+                  T[(dofs[a] - sa) * wb + (dofs[b] - sb)] += B[a * n + b];
+            }
+          }
+        }
       }
-    });
+    };
+    ForEachPool(m, const_cast<IcfData&>(d), add_pool);
     std::copy(L_.begin(), L_.begin() + total_, H_.begin());
     for (int k = 0; k < nc; ++k) {
       const int c = perm_[k], n = Size(c);
@@ -1113,7 +1154,7 @@ class BlockHessian final : public HessianFactor {
   bool analysed_ = false;
   int n_ = 0, nc_ = 0;
   long total_ = 0;
-  std::vector<int> clique_start_, clique_of_dof_, cliques_, perm_, pos_, adj_adr_, adj_;
+  std::vector<int> clique_start_, clique_of_dof_, cliques_, perm_, pos_, adj_adr_, adj_, runs_;
   std::vector<char> alive_;
   std::vector<long> block_of_;  // (row tree, column tree) → offset, −1: no block
   std::vector<std::uint64_t> pairs_, stored_, merged_, graph_;
