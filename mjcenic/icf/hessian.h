@@ -25,7 +25,8 @@ namespace mjcenic::icf {
 enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock };
 
 // Decides kAuto: one dense block per island when there are several islands
-// and none is larger than the limits below; PCG when an island has at least
+// and none is larger than the limits below (kIslands itself hands an island
+// of more than 48 dofs of small trees to the block Cholesky, §8.7); PCG when an island has at least
 // kMinPcgDofs dofs and every tree (clique) at most kMaxPcgCliqueDofs; else
 // when nv is large and the clique structure is sparse: kLowRank (tree blocks
 // plus a Woodbury correction, cenic-math.md §8.6) if some constraint spans
