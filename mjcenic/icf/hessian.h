@@ -1,7 +1,8 @@
 // Storage and Cholesky factorization of the ICF Hessian
 // H = A + Σ_i J_iᵀ G_i J_i  (cenic-math.md §3.3, §8.4), dense (Eigen), dense
 // per island (H is block diagonal over islands, see IcfModel) or sparse
-// (SuiteSparse CHOLMOD); or, for one large island of small trees, no
+// (SuiteSparse CHOLMOD), block-sparse over the trees (kBlock), tree blocks plus
+// a Woodbury correction (kLowRank); or, for one large island of small trees, no
 // factorization at all: preconditioned conjugate gradients (kPcg). The sparse pattern is block-structured over
 // cliques: a dense lower block per clique plus a dense block for every pair of
 // cliques coupled by a constraint. Symbolic analysis is redone only when that
@@ -21,12 +22,18 @@
 
 namespace mjcenic::icf {
 
-enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg };
+enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock };
 
 // Decides kAuto: one dense block per island when there are several islands
-// and none is larger than the limits below; PCG when an island has at least
+// and none is larger than the limits below (kIslands itself hands an island
+// of more than 48 dofs of small trees to the block Cholesky, §8.7); PCG when an island has at least
 // kMinPcgDofs dofs and every tree (clique) at most kMaxPcgCliqueDofs; else
-// sparse when nv is large and the clique structure is sparse; else dense.
+// when nv is large and the clique structure is sparse: kLowRank (tree blocks
+// plus a Woodbury correction, cenic-math.md §8.6) if some constraint spans
+// three or more trees and the constraints that couple trees have at most
+// min(kMaxLowRank, nv) rows in all; else kBlock (block Cholesky over the tree
+// graph, §8.7) for at most kMaxBlockTrees trees of at most kMaxBlockTreeDofs
+// dofs; else kLowRank under the same row limit, else sparse; else dense.
 // Islands of up to kMaxIslandDofs dofs, or of up to kMaxIslandDofsLargeTrees
 // when the trees average at least kMinTreeDofsForLargeIslands dofs (dense
 // within themselves): 100_humanoids (27-dof trees, islands ≤ 297 dofs) is 18 %
@@ -37,7 +44,13 @@ inline constexpr int kMaxIslandDofsLargeTrees = 320;
 inline constexpr int kMinTreeDofsForLargeIslands = 12;
 inline constexpr int kMinPcgDofs = 1000;
 inline constexpr int kMaxPcgCliqueDofs = 12;
+inline constexpr int kMaxLowRank = 160;
+inline constexpr int kMaxBlockTrees = 128;
+inline constexpr int kMaxBlockTreeDofs = 12;
 LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requested);
+// Rows (Σ R_i) of the constraints whose dofs span more than one tree; *wide
+// (optional): how many of those constraints span three trees or more.
+int CouplingRank(const IcfModel& model, int* wide = nullptr);
 
 class HessianFactor {
  public:

@@ -37,6 +37,8 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
   auto& f = kind == LinearSolverKind::kSparse    ? sparse_
             : kind == LinearSolverKind::kIslands ? islands_
             : kind == LinearSolverKind::kPcg     ? pcg_
+            : kind == LinearSolverKind::kLowRank ? lowrank_
+            : kind == LinearSolverKind::kBlock   ? block_
                                                  : dense_;
   if (!f) f = MakeHessianFactor(kind, o.pcg_tolerance, o.pcg_max_iterations);
   f->SetIterative(o.pcg_tolerance, o.pcg_max_iterations);  // this solve's settings

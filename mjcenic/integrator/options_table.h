@@ -123,7 +123,8 @@ using LineSearchGuessName =
 using LinearSolverName =
     Enum<icf::LinearSolverKind, icf::LinearSolverKind::kAuto, icf::LinearSolverKind::kDense,
          icf::LinearSolverKind::kSparse, icf::LinearSolverKind::kIslands,
-         icf::LinearSolverKind::kPcg>;
+         icf::LinearSolverKind::kPcg, icf::LinearSolverKind::kLowRank,
+         icf::LinearSolverKind::kBlock>;
 
 // ContactOptions::frictionloss_stiction: "mujoco" (false) or "stiction" (true).
 struct FrictionlossName {
@@ -188,12 +189,16 @@ struct FrictionlossName {
   X(line_search_guess, solver.line_search_guess, LineSearchGuessName,                             \
     "`cubic` (paper) or `quadratic` (SAP) initial guess")                                         \
   X(linear_solver, solver.linear_solver, LinearSolverName,                                        \
-    "`dense` (Eigen LLT), `sparse` (CHOLMOD), `islands` (one dense LLT per island), `pcg` "        \
-    "(conjugate gradients, symmetric block Gauss–Seidel over the trees; no factorization), "      \
-    "`auto` "                                                                                      \
-    "(`islands` when there are several islands of ≤ 128 dofs, or ≤ 320 dofs when the trees "      \
-    "average ≥ 12 dofs; else `pcg` when an island has ≥ 1000 dofs and no tree more than 12; "     \
-    "else sparse when nv ≥ 64 and the tree blocks cover < 25 % of the matrix; else dense)")       \
+    "`dense` (Eigen LLT), `sparse` (CHOLMOD), `islands` (one dense LLT per island; an island of "  \
+    "> 48 dofs of small trees by `block`), `pcg` (conjugate gradients, symmetric block " \
+    "Gauss–Seidel over the trees; no factorization), `lowrank` (dense LLT per tree plus a Woodbury correction " \
+    "for the rows coupling trees), `block` (block Cholesky over the graph of coupled trees), "     \
+    "`auto` (`islands` when there are several islands of ≤ 128 dofs, or ≤ 320 dofs when the "    \
+    "trees average ≥ 12 dofs; else `pcg` when an island has ≥ 1000 dofs and no tree more than "  \
+    "12; else, when nv ≥ 64 and the tree blocks cover < 25 % of the matrix: `lowrank` if a "     \
+    "constraint spans ≥ 3 trees and the coupling constraints have ≤ min(160, nv) rows, else "     \
+    "`block` for ≤ 128 trees of ≤ 12 dofs, else `lowrank` under the same row limit, else "        \
+    "`sparse`; else dense)")                                                                       \
   X(pcg_tolerance, solver.pcg_tolerance, Positive,                                                \
     "`pcg`: relative residual of each Newton direction (inexact Newton; every CG iterate is a "   \
     "descent direction, so the Newton tolerance still decides convergence); in fixed mode the "   \

@@ -172,4 +172,13 @@ TEST(Allocation, NoneAfterWarmupPcgPile) {
   mj_deleteSpec(spec);
 }
 
+// The lowrank linear solver (wide tendon rows through a hub body, body–body
+// contacts coming and going; cenic-math.md §8.6).
+TEST(Allocation, NoneAfterWarmupLowRankTendons) {
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed,
+                                     MJCENIC_SHARED_MODELS_DIR "/mujoco/replicate/tendon.xml", 4.0,
+                                     0.5),
+            0);
+}
+
 }  // namespace
