@@ -218,6 +218,7 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
 
 namespace {
 constexpr double kTightTolerance = 1e-7;
+constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
@@ -298,6 +299,7 @@ void Stepper::Extrapolate() {
 bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int* worst) {
   // linearize → build → full step → the scheme's own part → error.
   attempt_penetration_ = 0;
+  attempt_depth_ratio_ = 0;
   *error = 0;
   *worst = -1;
   if (!ProblemAtStart(d, h)) return false;
@@ -331,8 +333,43 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
   }
   if (ImplicitController() && !LinearizeController(d)) return false;
   if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
+  if (PenetrationCheck()) RecordStartDepths(d);
   model_start_state_.Capture(m_, d);
   return true;
+}
+
+bool Stepper::PenetrationCheck() const {
+  return options_.penetration_tolerance > 0 && options_.mode != Mode::kFixed &&
+         options_.error_control;
+}
+
+void Stepper::RecordStartDepths(const mjData* d) {
+  start_depths_.clear();
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& c = d->contact[i];
+    if (c.exclude != 0 && c.exclude != 1) continue;
+    start_depths_.push_back({c.geom[0], c.geom[1], std::max(0.0, -c.dist)});
+  }
+}
+
+double Stepper::DepthGrowthRatio(const mjData* d) {
+  // cenic-math §11.10: growth of each active contact's depth over the
+  // deepest start depth of its geom pair (0 for a pair that was not in
+  // contact at x_t), relative to its tolerance c·x_nom.
+  double ratio = 0;
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& c = d->contact[i];
+    if (c.exclude != 0 || !(c.dist < 0)) continue;
+    double start = 0;
+    for (const PairDepth& p : start_depths_)
+      if (p.g1 == c.geom[0] && p.g2 == c.geom[1]) start = std::max(start, p.depth);
+    const double growth = -c.dist - start;
+    if (!(growth > 0)) continue;
+    const double tol =
+        options_.penetration_tolerance * mujoco_->builder.NominalPenetration(m_, c);
+    if (tol > 0) ratio = std::max(ratio, growth / tol);
+  }
+  return ratio;
 }
 
 bool Stepper::FullStep(double h, double tolerance) {
@@ -375,6 +412,7 @@ bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error,
   LoadState(m_, d, s.q_mid.data(), s.v_mid.data(), s.act_mid.data());
   // Geometry query 2, at the midpoint.
   if (!BuildAt(d, 0.5 * h, &model_mid_, s.act_rate_mid.data())) return false;
+  if (PenetrationCheck()) attempt_depth_ratio_ = DepthGrowthRatio(d);  // §11.10
   const bool ok = Solve(model_mid_, s.v_full.data(), s.v_end.data(), tolerance);
   LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
   if (!ok) return false;
@@ -550,10 +588,27 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
           " exceeds the accuracy ", options_.accuracy, " even at h = ", h,
           " (minimum ", h_min, "); worst coordinate: ", norm_.WorstName(m_, worst),
           ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
+    double h_depth = std::numeric_limits<double>::infinity();
+    if (dec.accept && PenetrationCheck()) {
+      // cenic-math §11.10: the end state's geometry query (the next step's
+      // or the post-step contract's anyway) checks that no contact deepened
+      // by more than its tolerance since x_t; the growth, first order in h,
+      // sizes the step like an error of order 1.
+      LoadState(m_, d, s.q_end.data(), s.v_end.data(), s.act_end.data());
+      EnsureStages(d, &attempt_penetration_);
+      const double ratio = std::max(attempt_depth_ratio_, DepthGrowthRatio(d));
+      if (ratio > 0) h_depth = kDepthSafety * h / ratio;
+      if (ratio > 1 && h > h_min) {
+        LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
+        ++stats_.rejected_steps;
+        h = std::max({h_depth, 0.1 * h, h_min});
+        continue;
+      }
+    }
     if (dec.accept) {
       if (absl::Status st = SolverProgress(t0, h, solve_failed); !st.ok()) return st;
       stats_.last_error = error;
-      if (!limited) h_ideal_ = dec.h_next;
+      if (!limited) h_ideal_ = std::max(std::min(dec.h_next, h_depth), h_min);
       break;
     }
     ++stats_.rejected_steps;
