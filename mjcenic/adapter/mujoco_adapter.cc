@@ -670,6 +670,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     ContactRecord& rec = records->emplace_back();
     rec.geom[0] = con.geom[0];
     rec.geom[1] = con.geom[1];
+    rec.depth = std::max(0.0, -con.dist);
     std::copy(con.pos, con.pos + 3, rec.pos);
     std::copy(con.frame, con.frame + 9, rec.frame);
     FrameRows(con.frame, cols_a_, cols_b_, model->contacts.rows.J(c));

@@ -37,6 +37,7 @@ struct ContactRecord {
   double pos[3];
   double frame[9];
   int torque = -1;  // its ContactTorquePool constraint (condim 4/6), or -1
+  double depth = 0;  // max(0, −dist) at the build state [m] (cenic-math §11.10)
 };
 
 // Where a limit, coupling or friction-loss row of a Build came from, so

@@ -333,7 +333,6 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
   }
   if (ImplicitController() && !LinearizeController(d)) return false;
   if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
-  if (PenetrationCheck()) RecordStartDepths(d);
   model_start_state_.Capture(m_, d);
   return true;
 }
@@ -341,15 +340,6 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
 bool Stepper::PenetrationCheck() const {
   return options_.penetration_tolerance > 0 && options_.mode != Mode::kFixed &&
          options_.error_control;
-}
-
-void Stepper::RecordStartDepths(const mjData* d) {
-  start_depths_.clear();
-  for (int i = 0; i < d->ncon; ++i) {
-    const mjContact& c = d->contact[i];
-    if (c.exclude != 0 && c.exclude != 1) continue;
-    start_depths_.push_back({c.geom[0], c.geom[1], std::max(0.0, -c.dist)});
-  }
 }
 
 double Stepper::DepthGrowthRatio(const mjData* d) {
@@ -361,8 +351,8 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
     const mjContact& c = d->contact[i];
     if (c.exclude != 0 || !(c.dist < 0)) continue;
     double start = 0;
-    for (const PairDepth& p : start_depths_)
-      if (p.g1 == c.geom[0] && p.g2 == c.geom[1]) start = std::max(start, p.depth);
+    for (const adapter::ContactRecord& r : mujoco_->records_start.contacts)
+      if (r.geom[0] == c.geom[0] && r.geom[1] == c.geom[1]) start = std::max(start, r.depth);
     const double growth = -c.dist - start;
     if (!(growth > 0)) continue;
     const double tol =

@@ -181,12 +181,11 @@ class Stepper {
   void EnsureStages(mjData* d, double* penetration = nullptr);
   void PostStep(mjData* d, double H, const double* v_start);
   void RecordStep(double h);
-  // Penetration check (cenic-math §11.10): whether it is on; the contacts'
-  // depths at the step start (from d after the start build); and the largest
-  // growth of a contact's depth over its pair's start depth, in units of its
-  // tolerance penetration_tolerance·x_nom, over d's contacts.
+  // Penetration check (cenic-math §11.10): whether it is on, and the largest
+  // growth of a contact's depth over its geom pair's depth at x_t (the start
+  // build's records), in units of its tolerance penetration_tolerance·x_nom,
+  // over d's contacts.
   bool PenetrationCheck() const;
-  void RecordStartDepths(const mjData* d);
   double DepthGrowthRatio(const mjData* d);
 
   const mjModel* m_;
@@ -213,14 +212,7 @@ class Stepper {
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
-  // Penetration check: start depth of each contact of x_t (geom pair, depth
-  // ≥ 0), and the growth ratio found at this attempt's midpoint.
-  struct PairDepth {
-    int g1, g2;
-    double depth;
-  };
-  std::vector<PairDepth> start_depths_;
-  double attempt_depth_ratio_ = 0;
+  double attempt_depth_ratio_ = 0;  // penetration check: growth ratio at the midpoint
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   int last_iterations_ = 0;              // Newton iterations of the last solve
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
