@@ -78,9 +78,10 @@ class MujocoAdapter {
  public:
   MujocoAdapter(const mjModel* m, const ContactOptions& contact);
 
-  // The contact's nominal penetration x_nom = m_c g_ref / k [m] (mapping
-  // §5.7): the depth at which its mapped stiffness carries its share of
-  // weight. Used by the stepper's penetration check (cenic-math §11.10).
+  // The contact's nominal penetration x_nom = m_c g_ref / k [m]
+  // (docs/mujoco-mapping.md §5.7): the depth at which its mapped stiffness
+  // carries its share of weight. Used by the penetration check
+  // (cenic-math §11.10).
   double NominalPenetration(const mjModel* m, const mjContact& con);
 
   // Warnings about unsupported or approximated features, one per feature.
