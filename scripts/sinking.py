@@ -26,6 +26,11 @@ Configurations: "default" (the defaults) and "paper" (penetration_tolerance=0,
 the paper's configuration without the penetration check; cenic-math
 §11.10).
 
+Cost (--cost-reps N > 0): at accuracy 1e-3, per scene and loop, the steps and
+the wall time of "default" against "paper", the two runs interleaved in one
+process, min over N repetitions (this machine is shared); ratio = default /
+paper.
+
 Writes OUT/sinking.json and OUT/sinking.png.
 """
 import argparse
@@ -127,6 +132,8 @@ def main():
     p.add_argument("--option", action="append", default=[],
                    help="KEY=VALUE added to every configuration (e.g. to measure a variant)")
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--cost-reps", type=int, default=5,
+                   help="repetitions of the interleaved cost runs at 1e-3 (0: none)")
     a = p.parse_args()
     extra = {}
     for kv in a.option:
@@ -160,36 +167,107 @@ def main():
                     f"{acc:g}: {1e3 * x['pen']:7.3g} mm {x['steps']:6d} st {x['wall']:6.2f} s"
                     + (" ERR" if "error" in x else "") for acc, x in rows.items())
                     + ("  ok" if ok else "  SINKS"), flush=True)
+        if a.cost_reps > 0:
+            r["cost_1e-3"] = cost(sc, loops, a.cost_reps, extra)
         res["scenes"][name] = r
         (out / "sinking.json").write_text(json.dumps(res, indent=1) + "\n")
+    (out / "summary.md").write_text(summary(res))
     if not a.no_plot:
         plot(res, out / "sinking.png")
 
 
+def cost(sc, loops, reps, extra):
+    """Steps and wall time at 1e-3, default vs paper, interleaved, min of reps."""
+    out = {}
+    for loop in loops:
+        best = {c: None for c in CONFIGS}
+        for _ in range(reps):
+            for c in CONFIGS:
+                x = run_mjcenic(sc, dict(CONFIGS[c], **extra, accuracy=1e-3), loop)
+                if best[c] is None or x["wall"] < best[c]["wall"]:
+                    best[c] = x
+        d, pp = best["default"], best["paper"]
+        out[loop] = {"default": d, "paper": pp, "steps_ratio": d["steps"] / max(pp["steps"], 1),
+                     "attempts_ratio": (d["steps"] + d["rejected"]) /
+                     max(pp["steps"] + pp["rejected"], 1),
+                     "wall_ratio": d["wall"] / pp["wall"]}
+        print(f"  cost 1e-3 {loop:6s}: steps {d['steps']} vs {pp['steps']} "
+              f"(attempts {d['steps'] + d['rejected']} vs {pp['steps'] + pp['rejected']}), "
+              f"wall {d['wall']:.3f} vs {pp['wall']:.3f} s = {out[loop]['wall_ratio']:.2f}x",
+              flush=True)
+    return out
+
+
+def summary(res):
+    """Markdown tables: max penetration [mm] per scene (mj_step; default and
+    paper at 1e-1 / 1e-2 / 1e-3, per loop) and the cost at 1e-3."""
+    def mm(x):
+        return f"{1e3 * x:.3g}"
+    lines = []
+    for loop in res["loops"]:
+        lines += [f"Loop `{loop}`: max penetration [mm] at accuracy 1e-1 / 1e-2 / 1e-3", "",
+                  "| scene | mj_step (model dt) | default | paper (`penetration_tolerance=0`) |",
+                  "|---|---|---|---|"]
+        for name, r in res["scenes"].items():
+            cells = []
+            for c in res["configs"]:
+                run = r["runs"].get(f"{c}/{loop}")
+                if run is None:
+                    cells.append("—")
+                    continue
+                cells.append(" / ".join(mm(run["by_accuracy"][f"{a:g}"]["pen"])
+                                        for a in res["accuracies"])
+                             + ("" if run["ok"] else " **sinks**"))
+            lines.append(f"| {name} | {mm(r['mj_step']['pen'])} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if any("cost_1e-3" in r for r in res["scenes"].values()):
+        lines += ["Cost at accuracy 1e-3, default / paper: accepted steps (ratio of attempts, "
+                  "rejected included) and wall-time ratio (interleaved, min of reps; runs of a "
+                  "few ms on a shared machine, so noisy)", "",
+                  "| scene | " + " | ".join(f"{lp}: steps | {lp}: wall" for lp in res["loops"])
+                  + " |", "|---|" + "---|---|" * len(res["loops"])]
+        for name, r in res["scenes"].items():
+            c = r.get("cost_1e-3")
+            if not c:
+                continue
+            lines.append(f"| {name} | " + " | ".join(
+                f"{c[lp]['default']['steps']} / {c[lp]['paper']['steps']} "
+                f"({c[lp]['attempts_ratio']:.2f}×) | {c[lp]['wall_ratio']:.2f}×"
+                for lp in res["loops"]) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def plot(res, path):
+    """One panel per configuration (rows) and loop (columns): max penetration
+    per scene at each accuracy, and mj_step's at the model dt."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     scenes = list(res["scenes"])
-    keys = [k for k in next(iter(res["scenes"].values()))["runs"]]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 4.5), sharey=True,
-                             squeeze=False)
+    configs, loops = list(res["configs"]), list(res["loops"])
+    fig, axes = plt.subplots(len(configs), len(loops), figsize=(4.6 * len(loops),
+                             3.6 * len(configs)), sharey=True, squeeze=False)
     x = np.arange(len(scenes))
-    for ax, key in zip(axes[0], keys):
-        mj = np.array([res["scenes"][s]["mj_step"]["pen"] for s in scenes]) * 1e3
-        for i, acc in enumerate(res["accuracies"]):
-            y = [res["scenes"][s]["runs"][key]["by_accuracy"][f"{acc:g}"]["pen"] * 1e3
-                 for s in scenes]
-            ax.bar(x + (i - 1.5) * 0.2, np.maximum(y, 1e-3), 0.2, label=f"accuracy {acc:g}")
-        ax.bar(x + 1.5 * 0.2, np.maximum(mj, 1e-3), 0.2, color="k", label="mj_step (model dt)")
-        ax.set_yscale("log")
-        ax.set_xticks(x, scenes, rotation=60, ha="right", fontsize=8)
-        ax.set_title(key, fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("max penetration [mm]")
+    mj = np.array([res["scenes"][s]["mj_step"]["pen"] for s in scenes]) * 1e3
+    for row, c in enumerate(configs):
+        for col, loop in enumerate(loops):
+            ax = axes[row][col]
+            for i, acc in enumerate(res["accuracies"]):
+                y = [res["scenes"][s]["runs"][f"{c}/{loop}"]["by_accuracy"][f"{acc:g}"]["pen"]
+                     * 1e3 for s in scenes]
+                ax.bar(x + (i - 1.5) * 0.2, np.maximum(y, 1e-3), 0.2, label=f"accuracy {acc:g}")
+            ax.bar(x + 1.5 * 0.2, np.maximum(mj, 1e-3), 0.2, color="k", label="mj_step (model dt)")
+            ax.set_yscale("log")
+            ax.set_ylim(1e-2, 500)
+            ax.set_xticks(x, scenes if row == len(configs) - 1 else [""] * len(scenes),
+                          rotation=60, ha="right", fontsize=8)
+            ax.set_title(f"{c}, loop {loop}", fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+        axes[row][0].set_ylabel("max penetration [mm]")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":
