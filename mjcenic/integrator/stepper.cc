@@ -219,6 +219,7 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
 namespace {
 constexpr double kTightTolerance = 1e-7;
 constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
+constexpr double kDepthFloor = 1e-3;  // tolerance floor 10⁻³ L (§11.10)
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
@@ -346,6 +347,9 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
   // cenic-math §11.10: growth of each active contact's depth over the
   // deepest start depth of its geom pair (0 for a pair that was not in
   // contact at x_t), relative to its tolerance c·x_nom.
+  // Floor: the position resolution of the default accuracy, 10⁻³ L (stiff
+  // contacts have x_nom of micrometres and would otherwise force tiny steps).
+  const double floor = kDepthFloor * norm_.length_scale();
   double ratio = 0;
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& c = d->contact[i];
@@ -355,8 +359,8 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
       if (r.geom[0] == c.geom[0] && r.geom[1] == c.geom[1]) start = std::max(start, r.depth);
     const double growth = -c.dist - start;
     if (!(growth > 0)) continue;
-    const double tol =
-        options_.penetration_tolerance * mujoco_->builder.NominalPenetration(m_, c);
+    const double tol = options_.penetration_tolerance *
+                       std::max(mujoco_->builder.NominalPenetration(m_, c), floor);
     if (tol > 0) ratio = std::max(ratio, growth / tol);
   }
   return ratio;
