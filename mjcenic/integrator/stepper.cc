@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -220,6 +221,10 @@ namespace {
 constexpr double kTightTolerance = 1e-7;
 constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
 constexpr double kDepthFloor = 1e-3;  // tolerance floor 10⁻³ L (§11.10)
+std::uint64_t PairKey(int g1, int g2) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(g1)) << 32) |
+         static_cast<std::uint32_t>(g2);
+}
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
@@ -334,6 +339,7 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
   }
   if (ImplicitController() && !LinearizeController(d)) return false;
   if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
+  start_depths_valid_ = false;  // penetration check: new start contacts
   model_start_state_.Capture(m_, d);
   return true;
 }
@@ -350,13 +356,32 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
   // Floor: the position resolution of the default accuracy, 10⁻³ L (stiff
   // contacts have x_nom of micrometres and would otherwise force tiny steps).
   const double floor = kDepthFloor * norm_.length_scale();
+  if (!start_depths_valid_) {
+    // The deepest start depth per geom pair, sorted by pair (built once per
+    // start build; a lookup is then a binary search, not a scan).
+    start_depths_.clear();
+    for (const adapter::ContactRecord& r : mujoco_->records_start.contacts)
+      start_depths_.push_back({PairKey(r.geom[0], r.geom[1]), r.depth});
+    std::sort(start_depths_.begin(), start_depths_.end());
+    size_t n = 0;
+    for (const auto& e : start_depths_) {
+      if (n > 0 && start_depths_[n - 1].first == e.first)
+        start_depths_[n - 1].second = std::max(start_depths_[n - 1].second, e.second);
+      else
+        start_depths_[n++] = e;
+    }
+    start_depths_.resize(n);
+    start_depths_valid_ = true;
+  }
   double ratio = 0;
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& c = d->contact[i];
     if (c.exclude != 0 || !(c.dist < 0)) continue;
-    double start = 0;
-    for (const adapter::ContactRecord& r : mujoco_->records_start.contacts)
-      if (r.geom[0] == c.geom[0] && r.geom[1] == c.geom[1]) start = std::max(start, r.depth);
+    const std::uint64_t key = PairKey(c.geom[0], c.geom[1]);
+    const auto it = std::lower_bound(
+        start_depths_.begin(), start_depths_.end(), key,
+        [](const std::pair<std::uint64_t, double>& e, std::uint64_t k) { return e.first < k; });
+    const double start = it != start_depths_.end() && it->first == key ? it->second : 0.0;
     const double growth = -c.dist - start;
     if (!(growth > 0)) continue;
     const double tol = options_.penetration_tolerance *

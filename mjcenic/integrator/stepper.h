@@ -19,8 +19,10 @@
 // of the step's last solve divided by its step (rows it did not solve are 0).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/status/status.h>
@@ -213,6 +215,10 @@ class Stepper {
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
   double attempt_depth_ratio_ = 0;  // penetration check: growth ratio at the midpoint
+  // Penetration check: the deepest depth per geom pair (key g1 << 32 | g2) at
+  // x_t, sorted; rebuilt from the start build's records when they change.
+  std::vector<std::pair<std::uint64_t, double>> start_depths_;
+  bool start_depths_valid_ = false;
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   int last_iterations_ = 0;              // Newton iterations of the last solve
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
