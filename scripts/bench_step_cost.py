@@ -8,10 +8,11 @@ off, h = the model's opt.timestep) against one mj_step, on every shared model
 Per model: both simulators start from the same state (the first keyframe,
 advanced by --settle seconds of mj_step so piles are already in contact), then
 run K steps each, interleaved in one process (mj_step chunk, mjcenic chunk,
-...) --reps times from that same state; the µs per step of each is the
+...; each chunk is one call, mj_step(m, d, nstep=K) and Stepper.step(d, K), so
+neither pays Python per step) --reps times from that same state; the µs per step of each is the
 minimum over the repetitions. Also: mjcenic's Newton iterations per solve,
-contacts per step, and its time split by phase from the stepper's stats
-(MuJoCo stages = time_geometry, contact mapping, ICF assembly, the solve's
+contacts per step, and its time split by phase from the stats of a second
+stepper with phase_timers on, run after the timed ones (MuJoCo stages = time_geometry, contact mapping, ICF assembly, the solve's
 evaluate / factorize / line search, writeback, other).
 
 Writes docs/step_cost/step_cost.json, docs/step_cost/step_cost.png and the
@@ -82,8 +83,7 @@ def bench(path, reps, settle, chunk_seconds):
     for _ in range(reps):
         set_state(m, dm, s0)
         t0 = time.perf_counter()
-        for _ in range(K):
-            mujoco.mj_step(m, dm)
+        mujoco.mj_step(m, dm, nstep=K)  # K steps in one call: no Python per step
         t_mj.append((time.perf_counter() - t0) / K)
         set_state(m, dc, s0)
         t0 = time.perf_counter()
@@ -92,8 +92,14 @@ def bench(path, reps, settle, chunk_seconds):
     st = {k: v - st0.get(k, 0) for k, v in sim.stats.items() if isinstance(v, (int, float))}
     solves = max(st["solves"], 1)
     steps = max(st["steps"], 1)
-    total = st["time_total"]
-    phases = exclusive({p: st[p] / total if total > 0 else 0 for p in PHASES})
+    # The phase split from a second stepper with phase_timers on (its clock
+    # reads are not in the timed runs above), over one chunk from s0.
+    timed = mjcenic.Stepper(m, mode="fixed", phase_timers=True)
+    set_state(m, dc, s0)
+    timed.step(dc, K)
+    pst = {k: v for k, v in timed.stats.items() if isinstance(v, (int, float))}
+    total = pst["time_total"]
+    phases = exclusive({p: pst[p] / total if total > 0 else 0 for p in PHASES})
     return {"nv": m.nv, "nbody": m.nbody, "dt": dt, "steps_per_rep": K,
             "mjstep_us": 1e6 * min(t_mj), "mjcenic_us": 1e6 * min(t_c),
             "ratio": min(t_c) / min(t_mj),

@@ -268,10 +268,14 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
     if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model, &records->rows);
     AddEfcRows(m, d, model, &records->rows);
-    const auto t0 = std::chrono::steady_clock::now();
-    AddContacts(m, d, params, model, &records->contacts, info);
-    info->time_contacts =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (phase_timers_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      AddContacts(m, d, params, model, &records->contacts, info);
+      info->time_contacts =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      AddContacts(m, d, params, model, &records->contacts, info);
+    }
   }
   std::sort(records->rows.begin(), records->rows.end());
   model->Finalize(h);

@@ -71,7 +71,7 @@ std::string ObjectName(const mjModel* m, int type, int id);
 struct BuildInfo {
   int ncontact = 0;
   double max_penetration = 0;  // max(−dist) over active contacts [m]
-  double time_contacts = 0;    // wall time in AddContacts [s]
+  double time_contacts = 0;    // wall time in AddContacts [s] (with phase timers)
 };
 
 class MujocoAdapter {
@@ -86,6 +86,8 @@ class MujocoAdapter {
 
   // Warnings about unsupported or approximated features, one per feature.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Whether Build times its contact mapping (BuildInfo::time_contacts).
+  void set_phase_timers(bool on) { phase_timers_ = on; }
 
   // Builds the ICF problem with constants `params` at the state held in d
   // (stages computed, actuation computed with the step's ctrl) for time step
@@ -128,6 +130,7 @@ class MujocoAdapter {
   void MappedContact(const double key[11], double omega_max, double* k, double* d);
 
   ContactOptions contact_;
+  bool phase_timers_ = false;
   std::vector<std::string> warnings_;
   std::vector<int> clique_start_, clique_of_dof_;
   std::vector<double> damping_, stiffness_;       // implicit D, K per dof

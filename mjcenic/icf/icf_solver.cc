@@ -372,12 +372,16 @@ double IcfSolver::TakeStep(const IcfModel& m, const double* w, bool per_island, 
 }
 
 namespace {
-// Adds the wall time of its scope to *total (SolveStats' phase times).
+// Adds the wall time of its scope to *total (SolveStats' phase times); a
+// null total (SolverOptions::phase_timers off) reads no clock.
 class PhaseTimer {
  public:
-  explicit PhaseTimer(double* total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  explicit PhaseTimer(double* total) : total_(total) {
+    if (total_) start_ = std::chrono::steady_clock::now();
+  }
   ~PhaseTimer() {
-    *total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (total_)
+      *total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;
@@ -442,7 +446,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
   for (int k = 0; k < o.max_iterations; ++k) {
     {
-      PhaseTimer t(&st.time_evaluate);
+      PhaseTimer t(o.phase_timers ? &st.time_evaluate : nullptr);
       // §8.1: majorized friction for k < K and, with K > 0, for an island
       // whose last line search was damped. Not with Hessian reuse (§8.5): a
       // kept majorized factorization would steer many iterations.
@@ -475,7 +479,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
         fresh_ = false;  // (P35)
     }
     const bool same_pattern = k >= 1 || !pattern_changed;
-    std::optional<PhaseTimer> factor_timer(std::in_place, &st.time_factorize);
+    std::optional<PhaseTimer> factor_timer(std::in_place,
+                                           o.phase_timers ? &st.time_factorize : nullptr);
     if (!(o.hessian_reuse && same_pattern && fresh_)) {
       ++st.factorizations;
       partial_factor_ = nfrozen > 0 && H->SetFrozen(frozen);
@@ -494,7 +499,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       return finish(std::isfinite(d0) ? SolveStatus::kNotDescent : SolveStatus::kNonFinite);
     }
     {
-      PhaseTimer t(&st.time_line_search);
+      PhaseTimer t(o.phase_timers ? &st.time_line_search : nullptr);
       PrepareLineSearch(m, w);
       if (!LineSearch(m, o, &st.ls_iterations)) return finish(SolveStatus::kLineSearchFailed);
     }

@@ -43,6 +43,9 @@ struct SolverOptions {
   int majorized_iterations = 0;
   bool majorize_damped = false;
   double damped_alpha = 0.5;
+  // Measure SolveStats' phase times (two clock reads per phase and Newton
+  // iteration); off: they stay 0.
+  bool phase_timers = false;
 };
 
 enum class SolveStatus { kConverged, kMaxIterations, kNotPositiveDefinite, kNotDescent,

@@ -110,6 +110,7 @@ struct StepperOptions {
   // limited (cenic-math §11.10). 0: off (the paper's configuration).
   double penetration_tolerance = 1;
   double kappa = 1e-3;               // κ
+  bool phase_timers = false;         // time_* statistics per phase (time_total always)
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping
   icf::IcfParameters icf;            // v_s, Δ, σ_R, β, h^nr_min
   icf::SolverOptions solver;         // Newton tolerances, reuse, line search, linear solver
@@ -131,17 +132,17 @@ struct StepperOptions {
   X(geometry_queries, long, "MuJoCo position stages run (collision + kinematics)")         \
   X(controller_calls, long, "user controller evaluations (incl. finite differences)")      \
   X(max_penetration, double, "max(−dist) over the active contacts at the trajectory's states (step starts, accepted midpoints, outputs; not rejected attempts) [m]")               \
-  X(time_geometry, double, "wall time in kinematics, collision, M, bias forces [s]")       \
-  X(time_assembly, double, "wall time in the ICF problem build [s]")                       \
-  X(time_solve, double, "wall time in Newton (factorization + line search) [s]")           \
+  X(time_geometry, double, "wall time in kinematics, collision, M, bias forces [s] (with phase_timers)") \
+  X(time_assembly, double, "wall time in the ICF problem build [s] (with phase_timers)")   \
+  X(time_solve, double, "wall time in Newton (factorization + line search) [s] (with phase_timers)") \
   X(time_total, double, "wall time in the stepper [s]")                                    \
   X(last_error, double, "error estimate of the last accepted step (0 without error control)") \
   X(contacts, long, "active contacts summed over the problem builds (÷ builds: per problem)") \
-  X(time_contacts, double, "wall time in the contact mapping, part of time_assembly [s]")    \
-  X(time_evaluate, double, "wall time in cost/gradient evaluation, part of time_solve [s]")  \
-  X(time_factorize, double, "wall time in Hessian assembly, factorization and Newton directions, part of time_solve [s]") \
-  X(time_line_search, double, "wall time in line searches, part of time_solve [s]")          \
-  X(time_writeback, double, "wall time writing efc_force/contact forces to mjData, part of time_geometry [s]")
+  X(time_contacts, double, "wall time in the contact mapping, part of time_assembly [s] (with phase_timers)")    \
+  X(time_evaluate, double, "wall time in cost/gradient evaluation, part of time_solve [s] (with phase_timers)")  \
+  X(time_factorize, double, "wall time in Hessian assembly, factorization and Newton directions, part of time_solve [s] (with phase_timers)") \
+  X(time_line_search, double, "wall time in line searches, part of time_solve [s] (with phase_timers)")          \
+  X(time_writeback, double, "wall time writing efc_force/contact forces to mjData, part of time_geometry [s] (with phase_timers)")
 
 struct StepperStats {
 #define MJCENIC_STATS_MEMBER(name, type, doc) type name = 0;

@@ -25,6 +25,10 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// A phase timer's clock read: the epoch when phase timers are off, so every
+// Seconds() of two such reads is 0 without reading the clock.
+Clock::time_point PhaseNow(bool on) { return on ? Clock::now() : Clock::time_point{}; }
+
 int FirstNonFinite(const double* x, long n) {
   for (long i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) return static_cast<int>(i);
@@ -38,7 +42,9 @@ int FirstNonFinite(const double* x, long n) {
 struct Stepper::Mujoco {
   Mujoco(const mjModel* m, const StepperOptions& o, long* controller_calls)
       : builder(m, o.contact), stages(m, o.speculative_margin),
-        controller(m, &stages, controller_calls) {}
+        controller(m, &stages, controller_calls) {
+    builder.set_phase_timers(o.phase_timers);
+  }
   adapter::MujocoAdapter builder;
   adapter::MujocoStages stages;
   adapter::ConstraintForces forces;
@@ -86,6 +92,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       h_hist_(kBins, 0) {
   scratch_.Resize(static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->na));
   scratch_.ctrl_prev.resize(m->nu);
+  scratch_.ctrl_actuated.resize(m->nu);
 }
 
 Stepper::~Stepper() = default;
@@ -153,12 +160,14 @@ absl::Status Stepper::CheckInputs(const mjData* d) const {
 
 void Stepper::EnsureStages(mjData* d, double* penetration) {
   if (stages_state_.Matches(m_, d)) return;
-  const auto t0 = Clock::now();
+  const bool timed = options_.phase_timers;
+  const auto t0 = PhaseNow(timed);
   mujoco_->stages.PositionVelocity(d);
+  actuation_fresh_ = false;
   ++stats_.geometry_queries;
   if (!penetration) penetration = &stats_.max_penetration;
   *penetration = std::max(*penetration, MaxPenetration(d));
-  stats_.time_geometry += Seconds(t0, Clock::now());
+  stats_.time_geometry += Seconds(t0, PhaseNow(timed));
   stages_state_.Capture(m_, d);
 }
 
@@ -178,6 +187,7 @@ bool Stepper::LinearizeController(mjData* d) {
   const bool ok =
       mujoco_->controller.Linearize(d, s.q_start.data(), s.v_start.data(), s.act_start.data());
   stages_state_.Invalidate();  // d's stages belong to an evaluation state now
+  actuation_fresh_ = false;
   return ok;
 }
 
@@ -185,6 +195,7 @@ bool Stepper::ControllerAt(mjData* d, const double* q, const double* v) {
   // τ at a solve's start state (the sensitivities are reused).
   const bool ok = mujoco_->controller.ForceAt(d, q, v, scratch_.act_start.data());
   stages_state_.Invalidate();  // d's stages belong to an evaluation state now
+  actuation_fresh_ = false;
   return ok;
 }
 
@@ -195,9 +206,15 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
       model == &model_mid_ ? &attempt_penetration_ : &stats_.max_penetration;
   EnsureStages(d, penetration);
   if (!ExplicitController(d)) return false;
-  mujoco_->stages.Actuation(d);
+  // Actuation at this state: already in d if the last PostStep computed it
+  // here with the same ctrl (mj_step's one actuation pass per step).
+  if (!(actuation_fresh_ &&
+        std::equal(d->ctrl, d->ctrl + m_->nu, scratch_.ctrl_actuated.begin())))
+    mujoco_->stages.Actuation(d);
+  actuation_fresh_ = false;
   std::copy(d->act_dot, d->act_dot + m_->na, act_rate);
-  const auto t0 = Clock::now();
+  const bool timed = options_.phase_timers;
+  const auto t0 = PhaseNow(timed);
   adapter::BuildInfo info;
   adapter::BuildRecords* records =
       model == &model_start_ ? &mujoco_->records_start : &mujoco_->records_mid;
@@ -212,7 +229,7 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
   *penetration = std::max(*penetration, info.max_penetration);
   stats_.contacts += info.ncontact;
   stats_.time_contacts += info.time_contacts;
-  stats_.time_assembly += Seconds(t0, Clock::now());
+  stats_.time_assembly += Seconds(t0, PhaseNow(timed));
   last_problem_ = model;
   return true;
 }
@@ -229,9 +246,11 @@ std::uint64_t PairKey(int g1, int g2) {
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
                     double tolerance) {
-  const auto t0 = Clock::now();
+  const bool timed = options_.phase_timers;
+  const auto t0 = PhaseNow(timed);
   icf::SolverOptions o = options_.solver;
   o.tolerance = tolerance;
+  o.phase_timers = timed;
   // One majorized-friction iteration first when the tolerance is tight
   // (cenic-math §8.1: fixed mode's 1e-8); loose error-controlled tolerances
   // keep the plain Newton path.
@@ -244,7 +263,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st);
   last_solved_ = &model;
-  stats_.time_solve += Seconds(t0, Clock::now());
+  stats_.time_solve += Seconds(t0, PhaseNow(timed));
   ++stats_.solves;
   stats_.newton_iterations += st.iterations;
   last_iterations_ = st.iterations;
@@ -709,23 +728,27 @@ absl::Status Stepper::CheckStepCount(double t_start, double t) const {
 }
 
 void Stepper::PostStep(mjData* d, double H, const double* v_start) {
-  const auto t0 = Clock::now();
+  const bool timed = options_.phase_timers;
+  const auto t0 = PhaseNow(timed);
   if (!stages_state_.Matches(m_, d)) {
     mujoco_->stages.PositionVelocity(d);
     ++stats_.geometry_queries;
     stats_.max_penetration = std::max(stats_.max_penetration, MaxPenetration(d));
   }
-  mujoco_->stages.SensorsAndForces(d);
+  mujoco_->stages.SensorsAndForces(d);  // actuation at d's state and ctrl
+  // A plugin's advance (FinishStep) may change act after that actuation.
+  actuation_fresh_ = m_->nplugin == 0;
+  std::copy(d->ctrl, d->ctrl + m_->nu, scratch_.ctrl_actuated.begin());
   // efc_force from the impulses of the step's last solve.
   const adapter::BuildRecords* records = last_solved_ == &model_start_ ? &mujoco_->records_start
                                          : last_solved_ == &model_mid_ ? &mujoco_->records_mid
                                                                        : nullptr;
-  const auto t_write = Clock::now();
+  const auto t_write = PhaseNow(timed);
   mujoco_->forces.Write(m_, records, solver_.solution(), records ? last_solved_->h : 0, d);
-  stats_.time_writeback += Seconds(t_write, Clock::now());
+  stats_.time_writeback += Seconds(t_write, PhaseNow(timed));
   mujoco_->stages.FinishStep(d, H, v_start);
   stages_state_.Capture(m_, d);
-  stats_.time_geometry += Seconds(t0, Clock::now());
+  stats_.time_geometry += Seconds(t0, PhaseNow(timed));
 }
 
 absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {

@@ -104,6 +104,7 @@ class Stepper {
                                                       // accepted step
     std::vector<double> act_rate_prev;                // embedded: act_dot at its start
     std::vector<double> ctrl_prev;                    // embedded: the ctrl it was taken with
+    std::vector<double> ctrl_actuated;                // ctrl of PostStep's actuation pass
     std::vector<double> q_a, v_a, act_a;              // dense output: the accepted step
     std::vector<double> q_b, v_b, act_b;              // [t_a, t_b] the last call ended in
     std::vector<double> act_rate_a, act_euler;        // act_dot at x_a; act_a advanced by it
@@ -220,6 +221,10 @@ class Stepper {
   std::vector<std::pair<std::uint64_t, double>> start_depths_;
   bool start_depths_valid_ = false;
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
+  // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
+  // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when
+  // the stages are recomputed or invalidated).
+  bool actuation_fresh_ = false;
   int last_iterations_ = 0;              // Newton iterations of the last solve
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;

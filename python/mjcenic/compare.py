@@ -1,8 +1,9 @@
-"""`mjcenic compare`: mj_step against mjcenic on one or more MJCF models.
+"""`mjcenic compare`: mj_step and mjcenic on one or more MJCF models, each against its own
+converged reference.
 
     mjcenic compare PATH... [--json OUT] [--markdown OUT] [--plots DIR]
-                    [--duration 1.0] [--accuracies 1e-1,1e-2,1e-3]
-                    [--reference-accuracy 1e-5]
+                    [--duration 1.0] [--accuracies 1e-1,1e-2,1e-3] [--reps 3]
+                    [--reference-accuracy 1e-4] [--reference-levels 3,10]
 
 Which files are compared
   A PATH that is a file is always compared. A PATH that is a directory is
@@ -21,42 +22,59 @@ What is run, per model
   Initial state: the first keyframe (mj_resetDataKeyframe, which also sets
   ctrl) or the default pose (mj_resetData), then mj_forward. ctrl is held at
   these start values for the whole run. The runs are:
-    mj_step dt=<model timestep>, mj_step dt=0.001 (skipped if it is the model's
-    timestep; run on a copy of the model), mjcenic acc=A (mode='cenic') for each
-    --accuracies value, and a reference: mjcenic cenic at --reference-accuracy;
-    if that raises, ends non-finite or exceeds --reference-time-limit, the
-    reference falls back to mj_step dt=0.0001 (metadata records which and why).
+    * each simulator's own reference (mjcenic.work_precision.reference): mj_step
+      on the same model at dt/2^k, and mjcenic in fixed mode (error control off,
+      the same ICF contact model as its error-controlled runs) at dt/2^k, for
+      k = LO, LO+1, ... (--reference-levels LO,HI), refined until converged:
+      the check (trajectory error of level k-1 against level k) is at most
+      --reference-accuracy and the observed order log2(check_{k-1}/check_k)
+      is at least 0.5 at each of the last two levels (or the check is below
+      1/100 of the tolerance). A level
+      predicted to exceed --reference-time-limit (the sum over the levels) is
+      not run. A reference that does not converge is reported loudly: a
+      WARNING line on stderr, "converged": false with the reason in the JSON
+      metadata, NOT CONVERGED in the Markdown; its family's errors are still
+      measured against its finest level;
+    * mj_step dt=<model timestep>, mj_step dt=0.001 (skipped if it is the
+      model's timestep; run on a copy of the model);
+    * mjcenic acc=A (mode='cenic', dense_output=True) for each --accuracies A.
+  Every run is measured against its own simulator's reference; no record holds
+  an error of one simulator against the other (their contact models differ,
+  so that difference is not an error of either).
 
 How it is measured
   * Samples are taken on a common grid every 10 ms (plus T if T is not on it).
     mj_step is stepped with its fixed step and its qpos at a sample time is
     interpolated on the configuration manifold (mj_differentiatePos /
     mj_integratePos) between the two bracketing steps when the time is not a
-    multiple of dt. mjcenic is advanced with advance_to(sample time), so it
-    ends exactly on each sample. The mjcenic reference takes its steps with
-    step_once while the next step ends before the sample time and lands with
-    advance_to (the same steps, but the time limit is checked after every
-    step); the other runs check --time-limit after every 10 ms chunk.
-  * wall_time is the time spent inside mj_step / advance_to / step_once only
-    (sampling, probing and the stepper's construction are excluded; the
-    construction is reported as setup_time). real_time_rate = sim_time/wall_time.
+    multiple of dt. mjcenic is advanced with advance_to(sample time) with
+    dense_output=True: with ctrl held, a call may end inside an accepted step
+    and gets the step's continuous extension there, so the samples never cap
+    the step (the accuracy rows differ where the step is error-limited). The
+    non-reference runs check --time-limit after every sample.
+  * wall_time is the time spent inside mj_step / advance_to only (sampling,
+    probing and the stepper's construction are excluded; the construction is
+    reported as setup_time), min over --reps repetitions run in rounds,
+    interleaved (runs over 5 s are timed once); references once.
+    real_time_rate = sim_time/wall_time.
   * max_penetration [m] = max over sampled states of max(0, -contact.dist) over
-    active contacts (contact.exclude == 0). The sampled states are the state
-    after every outer step: after every mj_step call for mj_step, after every
-    10 ms advance_to chunk for mjcenic, plus the initial state. Contacts are
-    recomputed for each sampled qpos on a scratch MjData (mj_kinematics,
-    mj_flex, mj_collision), so both families use the same computation.
-    For mjcenic, stepper_max_penetration additionally reports the stepper's own
-    statistic (it sees every internal geometry query, i.e. is at least as fine).
+    active contacts (contact.exclude == 0). The sampled states are: after every
+    mj_step call for mj_step, every 10 ms sample for mjcenic and the
+    references, plus the initial state. Contacts are recomputed for each
+    sampled qpos on a scratch MjData (mj_kinematics, mj_flex, mj_collision), so
+    both families use the same computation. For mjcenic,
+    stepper_max_penetration additionally reports the stepper's own statistic
+    (it sees every internal geometry query).
   * energy_drift [J] = |E(T) - E(0)|, E = potential + kinetic from
     mj_energyPos/mj_energyVel on a scratch MjData of a model copy with the
     mjENBL_ENERGY flag set (the stepped data is not touched). E(T) is taken at
     the run's final state (for mj_step, the first step at or after T).
-  * trajectory_error [-] = max over the common sample times of the stepper's
-    weighted error norm (mjcenic.error_norm) of the qpos difference: the
-    infinity norm of mj_differentiatePos(reference qpos -> run qpos) with
-    translational dofs (slide joints, free-joint positions) divided by the
-    model's mjcenic length_scale L and rotational dofs in radians.
+  * trajectory_error [m, rad] = max over the sample times of the infinity norm
+    of mj_differentiatePos(reference qpos -> run qpos), the reference being
+    the run's own simulator's; end_error the same at T. reference_check is
+    that reference's check, reference_converged its verdict, error_resolved
+    whether the error is at least twice the check (below it the reference
+    cannot tell the run's error apart from its own).
   * finite is false if the state became non-finite or MuJoCo flagged an
     instability (mjWARN_BADQACC/BADQPOS/BADQVEL, after which mj_step resets the
     data). A run that fails has its text in `error`; values that do not exist
@@ -70,18 +88,19 @@ import math
 import os
 import pathlib
 import sys
-import time
 import xml.etree.ElementTree as ET
+
+from . import work_precision
 
 SAMPLE_INTERVAL = 0.01      # [s] common sample grid
 MJSTEP_FINE_DT = 0.001      # [s] the second mj_step run
-REFERENCE_FALLBACK_DT = 1e-4  # [s] mj_step reference when the mjcenic one fails
 
 ROW_FIELDS = ["model", "path", "method", "family", "timestep", "accuracy", "is_reference",
               "load_ok", "error", "sim_time", "wall_time", "setup_time", "real_time_rate",
               "steps", "rejected_steps", "max_penetration", "stepper_max_penetration",
-              "energy_drift", "trajectory_error", "length_scale", "reference_method",
-              "warnings", "finite"]
+              "energy_drift", "trajectory_error", "end_error", "length_scale",
+              "reference_method", "reference_check", "reference_converged", "error_resolved",
+              "reps", "warnings", "finite"]
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -236,160 +255,77 @@ def _initial_state_name(m):
     return f"keyframe 0 '{name}'" if name else "keyframe 0"
 
 
-def _unstable(d):
-    import mujoco
-    bad = []
-    for w in ("mjWARN_BADQACC", "mjWARN_BADQPOS", "mjWARN_BADQVEL"):
-        if d.warning[int(getattr(mujoco.mjtWarning, w))].number > 0:
-            bad.append(w)
-    return bad
-
-
-def _finite_state(d):
-    import numpy as np
-    return bool(np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()
-                and np.isfinite(d.act).all())
-
-
 # ----------------------------------------------------------------------------- runs
 
-class _Result:
+class _Entry:
+    """One row's run: what to run and, after the first repetition, what it gave."""
+
     def __init__(self, method, family, timestep=None, accuracy=None, is_reference=False):
         self.method, self.family = method, family
         self.timestep, self.accuracy, self.is_reference = timestep, accuracy, is_reference
-        self.error = None
-        self.finite = True
-        self.completed = False
-        self.wall = 0.0
-        self.setup = 0.0
-        self.sim_time = 0.0
-        self.steps = 0
-        self.rejected = 0
+        self.run = None          # the first repetition's work_precision.Run
+        self.wall = None         # min over the repetitions [s]
+        self.reps = 0
         self.max_pen = 0.0
-        self.stepper_pen = None
         self.e_final = None
-        self.samples = []      # qpos at the sample times reached
-        self.warnings = []
+        self.error = None
+        self.times = ()          # the sample times [s after the start]
 
 
-def _run_mjstep(m, probe, dt, times, result, time_limit, tick):
-    import mujoco
-    import numpy as np
-    mm = copy.deepcopy(m)
-    mm.opt.timestep = dt
-    d = mujoco.MjData(mm)
-    _reset(mm, d)
-    result.samples.append(d.qpos.copy())
-    result.max_pen = probe.penetration(d)
-    step = 0
-    q_prev = d.qpos.copy()
-    v = np.zeros(m.nv)
-    T = times[-1]
-    perf = time.perf_counter
-    for t in times[1:]:
-        n_k = max(step, int(math.ceil(t / dt - 1e-6)))
-        while step < n_k:
-            q_prev[:] = d.qpos
-            t0 = perf()
-            mujoco.mj_step(mm, d)
-            result.wall += perf() - t0
-            step += 1
-            result.max_pen = max(result.max_pen, probe.penetration(d))
-        result.steps = step
-        result.sim_time = min(step * dt, max(T, step * dt))
-        bad = _unstable(d)
-        if bad or not _finite_state(d):
-            result.finite = False
-            result.error = (f"simulation became unstable near t = {step * dt:.6g} s"
-                            + (f" (MuJoCo {', '.join(bad)})" if bad else " (non-finite state)"))
-            return
-        t_cur = step * dt
-        if abs(t_cur - t) <= 1e-9 * max(1.0, t):
-            result.samples.append(d.qpos.copy())
-        else:  # t lies in ((step-1) dt, step dt): interpolate on the manifold
-            alpha = (t - (step - 1) * dt) / dt
-            mujoco.mj_differentiatePos(mm, v, 1.0, q_prev, d.qpos)
-            q = q_prev.copy()
-            mujoco.mj_integratePos(mm, q, v, alpha)
-            result.samples.append(q)
-        tick(t / T)
-        if result.wall > time_limit:
-            result.error = (f"time limit of {time_limit:g} s wall time exceeded at "
-                            f"t = {t_cur:.6g} s")
-            return
-    result.sim_time = step * dt
-    result.e_final = probe.energy(d)
-    result.completed = True
+def _mjstep_entry(m, probe, dt, times, make_data, s, tick):
+    """An mj_step run at dt; penetration after every mj_step call (first repetition)."""
+    e = _Entry(f"mj_step dt={dt:g}", "mj_step", timestep=dt)
+
+    def fn():
+        first = e.reps == 0 and e.run is None
+        pen = [probe.penetration(make_data())] if first else None
+
+        def after_step(_mm, d):
+            if pen is not None:
+                pen[0] = max(pen[0], probe.penetration(d))
+        r = work_precision.run_mjstep(m, dt, times, make_data, after_step=after_step,
+                                      time_limit=s["time_limit"], tick=tick if first else None)
+        if first:
+            e.max_pen = pen[0]
+        return r, {}
+    return e, fn
 
 
-def _run_mjcenic(m, probe, accuracy, times, result, time_limit, tick, fine=False):
-    """mjcenic cenic at `accuracy`, advance_to(sample time) per 10 ms chunk.
+def _mjcenic_entry(m, probe, acc, times, make_data, s, tick):
+    """mjcenic cenic at `acc`, dense output (the samples do not cap the step); penetration at
+    every sample (first repetition)."""
+    e = _Entry(f"mjcenic acc={acc:g}", "mjcenic", accuracy=acc)
 
-    fine=True (the reference): inside a chunk, steps are taken with step_once
-    while the controller's next step ends before the sample time, then
-    advance_to lands on it; this lets the time limit be checked after every
-    step instead of every chunk."""
-    import mujoco
-    import mjcenic
-    d = mujoco.MjData(m)
-    _reset(m, d)
-    result.samples.append(d.qpos.copy())
-    result.max_pen = probe.penetration(d)
-    t0 = time.perf_counter()
-    try:
-        sim = mjcenic.Stepper(m, mode="cenic", accuracy=accuracy)
-    except Exception as e:  # noqa: BLE001 - reported in the row
-        result.error = f"{type(e).__name__}: {e}"
-        result.finite = _finite_state(d)
-        return
-    result.setup = time.perf_counter() - t0
-    result.warnings = list(sim.warnings)
-    T = times[-1]
-    perf = time.perf_counter
-    try:
-        for t in times[1:]:
-            t0 = perf()
-            timed_out = False
-            try:
-                if fine:
-                    # before the first step next_step is 0; the first step is then at most
-                    # min(0.1 * max_step, timestep) with the default options
-                    if sim.next_step <= 0 and d.time + 2.0 * m.opt.timestep < t:
-                        sim.step_once(d)
-                    while sim.next_step > 0 and d.time + 1.001 * sim.next_step < t:
-                        if result.wall + perf() - t0 > time_limit:
-                            timed_out = True
-                            break
-                        sim.step_once(d)
-                if not timed_out:
-                    sim.advance_to(t, d)
-            finally:
-                result.wall += perf() - t0
-                st = sim.stats
-                result.steps, result.rejected = int(st["steps"]), int(st["rejected_steps"])
-                result.stepper_pen = float(st["max_penetration"])
-                result.sim_time = float(d.time)
-            if timed_out:
-                result.error = (f"time limit of {time_limit:g} s wall time exceeded at "
-                                f"t = {d.time:.6g} s")
-                return
-            if not _finite_state(d):
-                result.finite = False
-                result.error = f"simulation became non-finite near t = {t:.6g} s"
-                return
-            result.max_pen = max(result.max_pen, probe.penetration(d))
-            result.samples.append(d.qpos.copy())
-            tick(t / T)
-            if result.wall > time_limit:
-                result.error = (f"time limit of {time_limit:g} s wall time exceeded at "
-                                f"t = {t:.6g} s")
-                return
-    except Exception as e:  # noqa: BLE001 - mjcenic's own error text
-        result.error = f"{type(e).__name__}: {e}"
-        result.finite = _finite_state(d) and "non-finite" not in str(e)
-        return
-    result.e_final = probe.energy(d)
-    result.completed = True
+    def fn():
+        first = e.reps == 0 and e.run is None
+        pen = [0.0]
+
+        def after_sample(d):
+            if first:
+                pen[0] = max(pen[0], probe.penetration(d))
+        r = work_precision.run_mjcenic(m, {"mode": "cenic", "accuracy": acc}, times, make_data,
+                                       after_sample=after_sample, time_limit=s["time_limit"],
+                                       tick=tick if first else None)
+        if first:
+            e.max_pen = pen[0]
+        return r, {}
+    return e, fn
+
+
+def _reference_entry(probe, sim, ref, make_data):
+    """The row of a simulator's reference (its finest level); penetration at the samples."""
+    if sim == "mj_step":
+        e = _Entry(f"mj_step dt={ref['h']:g}", "mj_step", timestep=ref["h"], is_reference=True)
+    else:
+        e = _Entry(f"mjcenic fixed h={ref['h']:g}", "mjcenic", timestep=ref["h"],
+                   is_reference=True)
+    r = ref["run"]
+    e.run, e.wall, e.reps = r, r.wall, 1
+    d = make_data()
+    for q in r.q[:r.n]:
+        d.qpos[:] = q
+        e.max_pen = max(e.max_pen, probe.penetration(d))
+    return e
 
 
 # ----------------------------------------------------------------------------- output
@@ -420,14 +356,29 @@ def markdown(report):
     out = ["# mjcenic compare", "",
            f"MuJoCo {meta['mujoco_version']}, simulated duration {meta['duration']:g} s per run, "
            f"samples every {1000 * meta['sample_interval']:g} ms, mjcenic mode 'cenic' at "
-           f"accuracies {', '.join(format(a, 'g') for a in meta['accuracies'])}.", ""]
-    refs = [f"`{mi['model']}`: {mi['reference_method'] or '—'}"
-            + (f" ({mi['reference_note']})" if mi.get("reference_note") else "")
-            for mi in meta["models"] if mi["load_ok"]]
+           f"accuracies {', '.join(format(a, 'g') for a in meta['accuracies'])} with dense "
+           "output.", ""]
+    refs = []
+    for mi in meta["models"]:
+        if not mi["load_ok"]:
+            continue
+        parts = []
+        for sim, ref in (mi.get("references") or {}).items():
+            if ref.get("method") is None:
+                parts.append(f"{sim}: none ({ref.get('note')})")
+                continue
+            order = f", order {ref['order']:.2f}" if ref.get("order") is not None else ""
+            check = f"{ref['check']:.2g}" if ref.get("check") is not None else "—"
+            parts.append(f"{sim}: {ref['method']} (check {check}{order}, "
+                         + ("converged" if ref["converged"]
+                            else f"**NOT CONVERGED**: {ref['note']}") + ")")
+        refs.append(f"- `{mi['model']}`: " + "; ".join(parts))
     if refs:
-        out += ["Reference trajectories: " + "; ".join(refs) + ".", ""]
+        out += ["Each simulator against its own reference (mj_step at dt/2^k, mjcenic in fixed "
+                "mode at dt/2^k; check = trajectory error of the next coarser level against "
+                "it, order = observed convergence order):", ""] + refs + [""]
     out += ["| Model | Method | Wall time [s] | Real-time rate [×] | Steps | Rejected | "
-            "Max penetration [mm] | Energy drift [J] | Trajectory error [–] | Finite | Notes |",
+            "Max penetration [mm] | Energy drift [J] | Trajectory error [m, rad] | Finite | Notes |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|---|"]
     for r in report["rows"]:
         if not r["load_ok"]:
@@ -436,7 +387,9 @@ def markdown(report):
             continue
         notes = []
         if r["is_reference"]:
-            notes.append("reference")
+            notes.append("reference" + ("" if r["reference_converged"] else " (not converged)"))
+        elif r["error_resolved"] is False:
+            notes.append("below 2× the reference check: not resolved")
         if r["error"]:
             notes.append(r["error"])
         if r["warnings"]:
@@ -450,19 +403,21 @@ def markdown(report):
             _fmt(r["trajectory_error"], ".2e"), "yes" if r["finite"] else "**no**",
             "; ".join(notes)]) + " |")
     out += ["",
-            "Wall time: time inside mj_step / advance_to (and step_once for the mjcenic reference) only. Real-time rate: simulated / wall "
-            "time. Max penetration: max(0, −dist) over active MuJoCo contacts, sampled after "
-            "every mj_step call and after every 10 ms advance_to chunk. Energy drift: "
-            "|E(T) − E(0)|, potential + kinetic. Trajectory error: max over the 10 ms samples "
-            "of the ∞-norm of the tangent-space qpos difference to the reference, rotations in "
-            "rad, translations divided by the mjcenic length scale L.", ""]
+            f"Wall time: time inside mj_step / advance_to only, min of {meta.get('reps', 1)} "
+            "interleaved repetitions (runs over 5 s once; references once). Real-time rate: "
+            "simulated / wall time. Max penetration: max(0, −dist) over active MuJoCo "
+            "contacts, after every mj_step call, and at every 10 ms sample for mjcenic "
+            "(dense output: the samples do not cap its step). Energy drift: |E(T) − E(0)|, "
+            "potential + kinetic. Trajectory error: max over the 10 ms samples of the ∞-norm "
+            "of mj_differentiatePos to the run's own simulator's reference (m, rad); never "
+            "one simulator against the other.", ""]
     return "\n".join(out)
 
 
 def _role(row, model_dt):
     """The series a row belongs to across models (model timesteps differ)."""
     if row["is_reference"]:
-        return "reference"
+        return f"{row['family']} reference"
     if row["family"] == "mj_step":
         if model_dt is not None and abs(row["timestep"] - model_dt) <= 1e-12:
             return "mj_step, model dt"
@@ -486,11 +441,13 @@ def _short_label(label, width=34):
 
 def _role_colors(roles):
     """One distinct colour per method role (never repeated): mj_step roles in
-    blues/greys, mjcenic accuracies from orange to dark red, the reference black."""
+    blues/greys, mjcenic accuracies from orange to dark red, the references black (mjcenic)
+    and grey (mj_step)."""
     import matplotlib.pyplot as plt
-    mj = [r for r in roles if r.startswith("mj_step")]
-    cen = [r for r in roles if r.startswith("mjcenic")]
-    other = [r for r in roles if r not in mj and r not in cen and r != "reference"]
+    refs = {"mjcenic reference": "black", "mj_step reference": "0.55"}
+    mj = [r for r in roles if r.startswith("mj_step") and r not in refs]
+    cen = [r for r in roles if r.startswith("mjcenic") and r not in refs]
+    other = [r for r in roles if r not in mj and r not in cen and r not in refs]
     out = {}
     blues = plt.get_cmap("Blues")
     for i, r in enumerate(mj):
@@ -502,7 +459,9 @@ def _role_colors(roles):
     greens = plt.get_cmap("Greens")
     for i, r in enumerate(other):
         out[r] = greens(0.5 + 0.4 * i / max(len(other), 1))
-    out["reference"] = "black"
+    for r in roles:
+        if r in refs:
+            out[r] = refs[r]
     return out
 
 
@@ -595,8 +554,8 @@ def plots(report, directory, overlaps=None):
     model_dt = {mi["model"]: mi.get("timestep") for mi in report["metadata"]["models"]}
     roles = list(dict.fromkeys(_role(r, model_dt.get(r["model"])) for r in rows))
     color = _role_colors(roles)
-    marker = {rl: ("s" if rl.startswith("mj_step") else "D" if rl == "reference" else "o")
-              for rl in roles}
+    marker = {rl: ("D" if rl.endswith(" reference") else "s" if rl.startswith("mj_step")
+                   else "o") for rl in roles}
     files = []
     T = report["metadata"]["duration"]
 
@@ -619,7 +578,9 @@ def plots(report, directory, overlaps=None):
     nrows = int(math.ceil(n / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.5 * ncols, 2.9 * nrows + 1.0),
                              squeeze=False, layout="constrained")
-    plot_roles = [rl for rl in roles if rl != "reference"]
+    plot_roles = [rl for rl in roles if not rl.endswith(" reference")]
+    checks = {mi["model"]: mi.get("references") or {} for mi in report["metadata"]["models"]}
+    check_ls = {"mj_step": ":", "mjcenic": "--"}
     for k, ax in enumerate(axes.flat):
         if k >= len(models):
             ax.set_visible(False)
@@ -649,6 +610,10 @@ def plots(report, directory, overlaps=None):
                         ms=6, color=color[rl], mfc="none" if fam == "mj_step" else color[rl],
                         zorder=2)
                 drawn += 1
+        for fam, ls in check_ls.items():  # below a reference's check: not resolved
+            c = (checks.get(mo, {}).get(fam) or {}).get("check")
+            if drawn and c and c > 0:
+                ax.axvline(c, color="0.45", ls=ls, lw=0.9, zorder=0)
         if drawn:
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -671,12 +636,23 @@ def plots(report, directory, overlaps=None):
         if k % ncols == 0:
             ax.set_ylabel("wall time [s]", fontsize=7)
         if k >= len(models) - ncols:
-            ax.set_xlabel("trajectory error [–]", fontsize=7)
-    fig.suptitle(f"Wall time vs trajectory error against the reference, {T:g} s simulated, one "
-                 "panel per model (own axes; lower left is better)\nhollow squares: mj_step, "
-                 "dots: mjcenic" + (f"; models under {common}/" if common else ""), fontsize=10)
-    fig.legend(handles=legend_handles(plot_roles), loc="outside lower center",
-               ncols=min(len(plot_roles), 6), fontsize=8, frameon=False)
+            ax.set_xlabel("trajectory error [m, rad]", fontsize=7)
+    import textwrap
+    width_in = 3.5 * ncols
+    title = (f"Wall time vs trajectory error, each simulator against its own reference, "
+             f"{T:g} s simulated, one panel per model (own axes; lower left is better)")
+    sub = ("hollow squares: mj_step, dots: mjcenic; vertical lines: reference checks"
+           + (f"; models under {common}/" if common else ""))
+    chars = max(30, int(width_in * 12))  # ~12 characters per inch at 10 pt
+    fig.suptitle("\n".join(textwrap.wrap(title, chars) + textwrap.wrap(sub, chars)),
+                 fontsize=10)
+    check_handles = [Line2D([], [], color="0.45", ls=ls, lw=0.9,
+                            label=f"{fam} reference check")
+                     for fam, ls in check_ls.items()]
+    handles = legend_handles(plot_roles) + check_handles
+    fig.legend(handles=handles, loc="outside lower center",
+               ncols=max(1, min(len(handles), 6, int(width_in / 2.3))), fontsize=8,
+               frameon=False)
     save(fig, "wall_time_vs_error.png")
 
     # (b), (c) one row per model, a log axis, one marker per method
@@ -734,8 +710,8 @@ def plots(report, directory, overlaps=None):
     under = f"; models under {common}/" if common else ""
     dot_plot("max_penetration", 1000.0, "max penetration [mm] (log scale; 0 and below "
              "0.1 µm at the left)",
-             f"Deepest penetration per model and method, {T:g} s simulated{under}\n(sampled "
-             "after every mj_step call / every 10 ms advance_to chunk; hollow: mj_step or 0)",
+             f"Deepest penetration per model and method, {T:g} s simulated{under}\n(after "
+             "every mj_step call / at every 10 ms sample of mjcenic; hollow: mj_step or 0)",
              "max_penetration.png", resolution=1e-4)
     dot_plot("real_time_rate", 1.0, "real-time rate [simulated s / wall s] (log scale)",
              f"Real-time rate per model and method, {T:g} s simulated, one core{under}\n"
@@ -745,6 +721,31 @@ def plots(report, directory, overlaps=None):
 
 
 # ----------------------------------------------------------------------------- main
+
+def _levels(text):
+    """argparse type: LO,HI with 0 <= LO and LO + 3 <= HI <= 16 (the order test needs four
+    levels: three checks, two observed orders)."""
+    import argparse
+    try:
+        lo, hi = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LO,HI (two integers), got '{text}'")
+    if not (0 <= lo and lo + 3 <= hi <= 16):
+        raise argparse.ArgumentTypeError(f"expected 0 <= LO and LO + 3 <= HI <= 16 (four "
+                                         f"levels at least), got '{text}'")
+    return [lo, hi]
+
+
+def _count(text):
+    import argparse
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return v
+
 
 def add_arguments(p):
     from ._cliutil import floats, nonneg, positive
@@ -758,13 +759,21 @@ def add_arguments(p):
     p.add_argument("--duration", type=nonneg, default=1.0, help="simulated time [s] (1.0)")
     p.add_argument("--accuracies", type=floats, default=[1e-1, 1e-2, 1e-3],
                    help="comma-separated mjcenic accuracies (1e-1,1e-2,1e-3)")
-    p.add_argument("--reference-accuracy", type=positive, default=1e-5,
-                   help="accuracy of the mjcenic reference run (1e-5)")
+    p.add_argument("--reference-accuracy", type=positive, default=1e-4,
+                   help="[m, rad] each simulator's reference counts as converged when its "
+                        "check (the next coarser level's trajectory error against it) is at "
+                        "most this and the levels converge (observed order >= 0.5) (1e-4)")
+    p.add_argument("--reference-levels", type=_levels, default=[3, 10], metavar="LO,HI",
+                   help="reference steps dt/2^k for k = LO..HI, refined until converged "
+                        "(3,10)")
     p.add_argument("--reference-time-limit", type=positive, default=120.0,
-                   help="wall time [s] after which the mjcenic reference counts as too slow "
-                        "and mj_step dt=1e-4 is used instead (120)")
+                   help="wall time [s] per simulator's reference levels; a level predicted to "
+                        "exceed it is not run and the reference counts as not converged (120)")
     p.add_argument("--time-limit", type=positive, default=600.0,
                    help="wall time [s] after which any other run is stopped (600)")
+    p.add_argument("--reps", type=_count, default=3,
+                   help="repetitions of every non-reference run, interleaved; the wall time "
+                        "is their minimum (runs over 5 s are timed once) (3)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run the models as Ray tasks (one CPU each), on the cluster at ADDRESS "
                         "(e.g. ray://host:10001 or auto) or, without one, on a local Ray; same "
@@ -775,7 +784,8 @@ def add_arguments(p):
 
 
 _DESCRIPTION = ("Compare mj_step and mjcenic (cenic) on MJCF models: wall time, "
-                "penetration, energy drift and trajectory error vs a tight reference.")
+                "penetration, energy drift and trajectory error, each simulator against its "
+                "own converged reference.")
 _EPILOG = ("Directories are searched recursively; files that another XML includes are "
            "skipped; per folder the scene*.xml files are taken, or, if there are none, "
            "the *.xml files with a <mujoco> root. See `pydoc mjcenic.compare` for the exact "
@@ -857,34 +867,56 @@ def _collect(paths):
     return out
 
 
-def _row(label, path, res, length_scale, ref_method, e0, ref_samples, probe):
-    traj = None
-    if res.is_reference and res.completed and res.finite:
-        traj = 0.0
-    elif (ref_samples is not None and res.completed and res.finite
-            and len(res.samples) == len(ref_samples)):
-        traj = 0.0
-        for q, qr in zip(res.samples, ref_samples):
-            traj = max(traj, probe.tangent_error(q, qr, length_scale))
+def _row(label, path, e, length_scale, refs, e0, m):
+    """The report row of one run; its trajectory error is against its own family's
+    reference (refs[e.family]), never the other simulator's."""
+    r = e.run
+    ref = refs.get(e.family)
+    ref_run = ref["run"] if ref else None
+    completed = r is not None and r.completed and r.error is None
+    finite = r.finite if r is not None else False
+    traj = end = None
+    if completed and finite:
+        if e.is_reference:
+            traj = end = 0.0
+        elif ref_run is not None:
+            traj, end = work_precision.traj_error(m, r.q, ref_run.q)
     drift = None
-    if res.completed and res.finite and res.e_final is not None and e0 is not None:
-        drift = abs(res.e_final - e0)
+    if completed and finite and e.e_final is not None and e0 is not None:
+        drift = abs(e.e_final - e0)
+    n = r.n if r is not None else 0
+    sim_time = float(e.times[n - 1]) if n else 0.0
+    check = ref["check"] if ref else None
     row = {
-        "model": label, "path": path, "method": res.method, "family": res.family,
-        "timestep": res.timestep, "accuracy": res.accuracy, "is_reference": res.is_reference,
-        "load_ok": True, "error": res.error, "sim_time": res.sim_time,
-        "wall_time": res.wall, "setup_time": res.setup,
-        "real_time_rate": (res.sim_time / res.wall) if res.wall > 0 else None,
-        "steps": res.steps, "rejected_steps": res.rejected,
-        "max_penetration": res.max_pen, "stepper_max_penetration": res.stepper_pen,
-        "energy_drift": drift, "trajectory_error": traj, "length_scale": length_scale,
-        "reference_method": ref_method, "warnings": list(res.warnings), "finite": res.finite,
+        "model": label, "path": path, "method": e.method, "family": e.family,
+        "timestep": e.timestep, "accuracy": e.accuracy, "is_reference": e.is_reference,
+        "load_ok": True, "error": e.error, "sim_time": sim_time,
+        "wall_time": e.wall if e.wall is not None else (r.wall if r is not None else None),
+        "setup_time": r.setup if r is not None else 0.0,
+        "real_time_rate": None, "reps": e.reps,
+        "steps": r.steps if r is not None else 0,
+        "rejected_steps": r.rejected if r is not None else 0,
+        "max_penetration": e.max_pen,
+        "stepper_max_penetration": (float(r.stats["max_penetration"])
+                                    if r is not None and r.stats else None),
+        "energy_drift": drift, "trajectory_error": traj, "end_error": end,
+        "length_scale": length_scale,
+        "reference_method": ref["method"] if ref else None,
+        "reference_check": check,
+        "reference_converged": ref["converged"] if ref else None,
+        "error_resolved": (None if traj is None or check is None or e.is_reference
+                           else bool(traj >= 2.0 * check)),
+        "warnings": list(r.warnings) if r is not None else [], "finite": finite,
     }
-    for k in ("max_penetration", "energy_drift", "trajectory_error", "real_time_rate"):
+    if row["wall_time"] and row["wall_time"] > 0 and math.isfinite(row["wall_time"]):
+        row["real_time_rate"] = sim_time / row["wall_time"]
+    for k in ("max_penetration", "energy_drift", "trajectory_error", "end_error",
+              "real_time_rate", "wall_time"):
         v = row[k]
         if v is not None and not math.isfinite(v):
             row[k] = None
-            row["finite"] = False
+            if k != "wall_time":
+                row["finite"] = False
     return row
 
 
@@ -896,18 +928,20 @@ def _error_row(label, path, error):
 
 
 def _compare_model(item, model=None, ticker=None, finished=None):
-    """Every run of one model: the reference (with its fallback), mj_step at the model's
-    timestep and at 1 ms, mjcenic at each accuracy. item = (label, path, settings) with
-    settings {times, accuracies, reference_accuracy, reference_time_limit, time_limit};
-    the model is loaded from `path` unless given (a Ray task of `compare --ray` loads it
-    on its worker). Returns (rows, model metadata); each row carries "_ran" (completed
-    without error), which run() removes. ticker(label)(fraction) and finished(label)
-    report progress (local path only)."""
+    """Every run of one model: each simulator's own reference (work_precision.reference:
+    mj_step at dt/2^k, mjcenic fixed mode at dt/2^k, k refined until converged), mj_step at
+    the model's timestep and at 1 ms, mjcenic at each accuracy; the non-reference runs are
+    timed `reps` times, interleaved (min). item = (label, path, settings) with settings
+    {times, accuracies, reference_accuracy, reference_levels, reference_time_limit,
+    time_limit, reps}; the model is loaded from `path` unless given (a Ray task of
+    `compare --ray` loads it on its worker). Returns (rows, model metadata); each row
+    carries "_ran" (completed without error), which run() removes. ticker(label)(fraction)
+    and finished(label) report progress (local path only)."""
     import mujoco
 
     import mjcenic
     label, path, s = item
-    times, ref_acc = s["times"], s["reference_accuracy"]
+    times = s["times"]
     if ticker is None:
         def ticker(_label):
             return lambda _frac: None
@@ -923,77 +957,96 @@ def _compare_model(item, model=None, ticker=None, finished=None):
             row = _error_row(label, path, err)
             row["_ran"] = False
             return [row], {"model": label, "path": path, "load_ok": False, "error": err,
-                           "reference_method": None}
+                           "references": None}
     probe = _Probe(m)
-    d0 = mujoco.MjData(m)
-    _reset(m, d0)
-    e0 = probe.energy(d0)
+
+    def make_data():
+        d = mujoco.MjData(m)
+        _reset(m, d)
+        return d
+    e0 = probe.energy(make_data())
     if not math.isfinite(e0):
         e0 = None
     try:
         length_scale = float(mjcenic.Stepper(m, mode="cenic").length_scale)
     except Exception:  # noqa: BLE001 - the mjcenic rows will carry the error
         length_scale = None
-    L = length_scale if length_scale and length_scale > 0 else 1.0
+    dt0 = float(m.opt.timestep)
     meta = {"model": label, "path": path, "load_ok": True, "error": None,
-            "nq": int(m.nq), "nv": int(m.nv), "nu": int(m.nu),
-            "timestep": float(m.opt.timestep),
-            "initial_state": _initial_state_name(m),
-            "length_scale": length_scale, "length_scale_used": L,
-            "initial_energy": e0, "reference_method": None, "reference_note": None}
+            "nq": int(m.nq), "nv": int(m.nv), "nu": int(m.nu), "timestep": dt0,
+            "initial_state": _initial_state_name(m), "length_scale": length_scale,
+            "initial_energy": e0, "references": {}}
 
-    results = []
-    # The reference first: every other run is compared with it.
-    ref = _Result(f"mjcenic acc={ref_acc:g}", "mjcenic",
-                  accuracy=s["reference_accuracy"], is_reference=True)
-    _run_mjcenic(m, probe, s["reference_accuracy"], times, ref,
-                 s["reference_time_limit"], ticker(f"{label}: reference"), fine=True)
-    results.append(ref)
-    ref_ok = ref.completed and ref.finite
-    if not ref_ok:
-        ref.is_reference = False
-        meta["reference_note"] = (f"fallback: the mjcenic reference at accuracy "
-                                  f"{ref_acc:g} failed ({ref.error})")
-        ref.error = f"reference attempt failed: {ref.error}"
-        fb = _Result(f"mj_step dt={REFERENCE_FALLBACK_DT:g}", "mj_step",
-                     timestep=REFERENCE_FALLBACK_DT, is_reference=True)
-        _run_mjstep(m, probe, REFERENCE_FALLBACK_DT, times, fb, s["time_limit"],
-                    ticker(f"{label}: reference fallback"))
-        results.append(fb)
-        ref = fb
-        ref_ok = fb.completed and fb.finite
-        if not ref_ok:
-            meta["reference_note"] += f"; the fallback failed too ({fb.error})"
-    ref_method = ref.method if ref_ok else None
-    meta["reference_method"] = ref_method
-    finished(f"{label}: reference")
+    # Each simulator's own reference, with its convergence check.
+    refs, entries = {}, []
+    for sim in ("mj_step", "mjcenic"):
+        tick = ticker(f"{label}: {sim} reference")
+        ref = work_precision.reference(
+            m, work_precision.runner(sim, m, times, make_data, tick=tick), dt0,
+            levels=tuple(s["reference_levels"]), tol=s["reference_accuracy"],
+            time_limit=s["reference_time_limit"])
+        ref["method"] = None
+        if ref["run"] is not None:
+            ent = _reference_entry(probe, sim, ref, make_data)
+            ref["method"] = ent.method
+            if ref["run"].ok:
+                ent.e_final = probe.energy(ref["run"].data)
+            entries.append(ent)
+        refs[sim] = ref
+        info = work_precision.summary(ref)
+        info.pop("wall", None)   # timing: in the reference row, not in the metadata
+        meta["references"][sim] = info
+        finished(f"{label}: {sim} reference")
 
-    dts = [float(m.opt.timestep)]
-    if abs(MJSTEP_FINE_DT - m.opt.timestep) > 1e-12:
+    dts = [dt0]
+    if abs(MJSTEP_FINE_DT - dt0) > 1e-12:
         dts.append(MJSTEP_FINE_DT)
     else:
         meta["note"] = "the model's timestep is 1 ms: mj_step dt=0.001 run once"
         finished(f"{label}: mj_step")
+    timed = []
     for dt in dts:
-        res = _Result(f"mj_step dt={dt:g}", "mj_step", timestep=dt)
-        _run_mjstep(m, probe, dt, times, res, s["time_limit"],
-                    ticker(f"{label}: {res.method}"))
-        results.append(res)
-        finished(f"{label}: {res.method}")
+        ent, fn = _mjstep_entry(m, probe, dt, times, make_data, s, ticker(f"{label}: mj_step "
+                                                                          f"dt={dt:g}"))
+        timed.append((ent, fn))
     for acc in s["accuracies"]:
-        res = _Result(f"mjcenic acc={acc:g}", "mjcenic", accuracy=acc)
-        _run_mjcenic(m, probe, acc, times, res, s["time_limit"],
-                     ticker(f"{label}: {res.method}"))
-        results.append(res)
-        finished(f"{label}: {res.method}")
+        ent, fn = _mjcenic_entry(m, probe, acc, times, make_data, s,
+                                 ticker(f"{label}: mjcenic acc={acc:g}"))
+        timed.append((ent, fn))
+    by_id = {}
+    jobs = []
+    for ent, fn in timed:
+        job = {"series": ent.method, "fn": fn}
+        by_id[id(job)] = ent
+        jobs.append(job)
+
+    def first(job, run, _info):
+        ent = by_id[id(job)]
+        ent.run = run
+        ent.error = run.error
+        if run.ok:
+            ent.e_final = probe.energy(run.data)
+        finished(f"{label}: {ent.method}")
+
+    work_precision.time_interleaved(jobs, max(1, int(s["reps"])), first=first)
+    for job in jobs:
+        ent = by_id[id(job)]
+        if job["reps"]:
+            ent.wall, ent.reps = job["wall"], job["reps"]
+        elif ent.run is not None:
+            ent.wall, ent.reps = ent.run.wall, 1
+        if ent.error is None and "error_text" in job:
+            ent.error = job["error_text"]
+        entries.append(ent)
 
     order = {"mj_step": 0, "mjcenic": 1}
-    results.sort(key=lambda r: (r.is_reference, order[r.family],
-                                -(r.timestep or 0), -(r.accuracy or 0)))
+    entries.sort(key=lambda e: (e.is_reference, order[e.family], -(e.timestep or 0),
+                                -(e.accuracy or 0)))
     rows = []
-    for res in results:
-        row = _row(label, path, res, L, ref_method, e0, ref.samples if ref_ok else None, probe)
-        row["_ran"] = res.error is None and res.completed
+    for ent in entries:
+        ent.times = times
+        row = _row(label, path, ent, length_scale, refs, e0, m)
+        row["_ran"] = ent.error is None and ent.run is not None and ent.run.completed
         rows.append(row)
     return rows, meta
 
@@ -1042,11 +1095,12 @@ def run(args) -> int:
                 err = str(e).strip() or type(e).__name__
         loaded.append((label, path, model, err))
 
-    runs_per_model = 2 + len(args.accuracies) + 1
+    runs_per_model = 2 + 2 + len(args.accuracies)
     settings = {"times": times, "accuracies": list(args.accuracies),
                 "reference_accuracy": args.reference_accuracy,
+                "reference_levels": list(args.reference_levels),
                 "reference_time_limit": args.reference_time_limit,
-                "time_limit": args.time_limit}
+                "time_limit": args.time_limit, "reps": args.reps}
     rows, models_meta = [], []
     any_ran = False
 
@@ -1093,11 +1147,12 @@ def run(args) -> int:
             _, label, path, err = slot
             rows.append(_error_row(label, path, err))
             models_meta.append({"model": label, "path": path, "load_ok": False, "error": err,
-                                "reference_method": None})
+                                "references": None})
             continue
         model_rows, meta = outs[slot[1]]
         for r in model_rows:
-            any_ran = any_ran or r.pop("_ran")
+            ran = r.pop("_ran")  # always removed (not short-circuited)
+            any_ran = any_ran or ran
             rows.append(r)
         models_meta.append(meta)
     prog.finish()
@@ -1111,19 +1166,32 @@ def run(args) -> int:
             "sample_times": len(times),
             "accuracies": list(args.accuracies),
             "reference_accuracy": args.reference_accuracy,
-            "reference_fallback": f"mj_step dt={REFERENCE_FALLBACK_DT:g}",
-            "reference_methods": {mi["model"]: mi["reference_method"] for mi in models_meta},
+            "reference_levels": list(args.reference_levels),
+            "reps": args.reps,
+            "method": "each simulator against its own reference (mjcenic.work_precision): "
+                      "mj_step at dt/2^k, mjcenic in fixed mode at dt/2^k",
+            "reference_methods": {mi["model"]: ({sim: ref.get("method") for sim, ref
+                                                 in mi["references"].items()}
+                                                if mi.get("references") else None)
+                                  for mi in models_meta},
             "models": models_meta,
             "units": {"wall_time": "s", "setup_time": "s", "sim_time": "s",
                       "real_time_rate": "simulated s per wall s", "max_penetration": "m",
                       "stepper_max_penetration": "m", "energy_drift": "J",
-                      "trajectory_error": "rad, or m / length_scale (infinity norm)",
+                      "trajectory_error": "m and rad (infinity norm of mj_differentiatePos)",
+                      "end_error": "m and rad", "reference_check": "m and rad",
                       "length_scale": "m", "timestep": "s"},
             "fields": ROW_FIELDS,
         },
         "rows": rows,
     }
     report = _clean(report)
+    for mi in models_meta:  # loudly: a reference that did not converge
+        for sim, ref in (mi.get("references") or {}).items():
+            if not ref["converged"]:
+                print(f"mjcenic compare: WARNING: {mi['model']}: the {sim} reference did not "
+                      f"converge ({ref['note']}); its family's trajectory errors are not "
+                      f"trustworthy", file=sys.stderr)
     text = markdown(report)
     if args.json_out:
         pathlib.Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,8 @@ def test_compare_ray_equals_local(tmp_path, capsys):
         if started:
             ray.shutdown()
     assert [r["model"] for r in on_ray["rows"]] == [r["model"] for r in local["rows"]]
-    assert len(local["rows"]) == 2 * (1 + 2 + 2)   # reference, mj_step x2, mjcenic x2
+    # two references (each simulator its own), mj_step x2, mjcenic x2
+    assert len(local["rows"]) == 2 * (2 + 2 + 2)
     for a, b in zip(on_ray["rows"], local["rows"]):
         assert a["error"] is None and a["steps"] > 0, a
         # Errors, penetration, energy, steps: the same runs on the workers, bit for bit.
