@@ -518,6 +518,47 @@ void MujocoAdapter::PointJacobian(const mjModel* m, const mjData* d, int body, c
   }
 }
 
+double MujocoAdapter::ReferenceGravity(const mjModel* m) {
+  const double g = mju_norm3(m->opt.gravity);
+  return g > 0 ? g : 9.81;
+}
+
+double MujocoAdapter::OmegaMax(const mjModel* m) const {
+  return contact_.omega_cap_steps > 0
+             ? 2 * std::numbers::pi / (contact_.omega_cap_steps * m->opt.timestep)
+             : 0;
+}
+
+void MujocoAdapter::ContactKey(const mjModel* m, const mjContact& con, double key[11]) const {
+  // The inputs of the solref/solimp mapping (mapping §5.7): solref, solimp,
+  // effective mass m_c, pyramidal factor λ, timestep, ±g_ref (sign: refsafe).
+  const int b1 = m->geom_bodyid[con.geom[0]], b2 = m->geom_bodyid[con.geom[1]];
+  const double inv_mc = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];
+  const double m_c = inv_mc > 0 ? 1.0 / inv_mc : 1.0;
+  const double mu = con.dim > 1 ? con.friction[0] : 0.0;
+  double lambda = 1;
+  if (contact_.pyramidal_factor && m->opt.cone == mjCONE_PYRAMIDAL && con.dim > 1)
+    lambda = std::max(1.0, (con.dim - 1) * m->opt.impratio / (mu * mu * (1 + mu * mu)));
+  const double g_ref = ReferenceGravity(m);
+  const double in[11] = {con.solref[0], con.solref[1], con.solimp[0], con.solimp[1],
+                         con.solimp[2], con.solimp[3], con.solimp[4], m_c, lambda,
+                         m->opt.timestep, Disabled(m, mjDSBL_REFSAFE) ? -g_ref : g_ref};
+  std::copy(in, in + 11, key);
+}
+
+double MujocoAdapter::NominalPenetration(const mjModel* m, const mjContact& con) {
+  // x_nom = m_c g_ref / k: the depth at which the contact carries its share
+  // m_c g_ref of weight (mapping §5.7), with the stiffness Build gives it
+  // (before stiffening).
+  if (con.geom[0] < 0 || con.geom[1] < 0) return 0;
+  double key[11];
+  ContactKey(m, con, key);
+  double k_map, d_map;
+  MappedContact(key, OmegaMax(m), &k_map, &d_map);
+  const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
+  return k > 0 ? key[7] * ReferenceGravity(m) / k : std::numeric_limits<double>::infinity();
+}
+
 void MujocoAdapter::MappedContact(const double key[11], double omega_max, double* k, double* d) {
   if (map_cache_.empty()) map_cache_.resize(1024);
   unsigned long long h = 1469598103934665603ull;
@@ -584,11 +625,8 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
                                 std::vector<ContactRecord>* records, BuildInfo* info) {
   const double timestep = m->opt.timestep;
   const bool refsafe = !Disabled(m, mjDSBL_REFSAFE);
-  double g_ref = mju_norm3(m->opt.gravity);
-  if (!(g_ref > 0)) g_ref = 9.81;
-  const double omega_max = contact_.omega_cap_steps > 0
-                               ? 2 * std::numbers::pi / (contact_.omega_cap_steps * timestep)
-                               : 0;
+  const double g_ref = ReferenceGravity(m);
+  const double omega_max = OmegaMax(m);
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.exclude != 0 && con.exclude != 1) continue;
@@ -608,15 +646,10 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
                    std::back_inserter(dofs_));
     if (dofs_.empty()) continue;
     // Stiffness and dissipation from solref/solimp (mapping §5.7).
-    const double inv_mc = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];
-    const double m_c = inv_mc > 0 ? 1.0 / inv_mc : 1.0;
     const double mu = con.dim > 1 ? con.friction[0] : 0.0;
-    double lambda = 1;
-    if (contact_.pyramidal_factor && m->opt.cone == mjCONE_PYRAMIDAL && con.dim > 1)
-      lambda = std::max(1.0, (con.dim - 1) * m->opt.impratio / (mu * mu * (1 + mu * mu)));
-    const double key[11] = {con.solref[0], con.solref[1], con.solimp[0], con.solimp[1],
-                            con.solimp[2], con.solimp[3], con.solimp[4], m_c, lambda, timestep,
-                            refsafe ? g_ref : -g_ref};
+    double key[11];
+    ContactKey(m, con, key);
+    const double m_c = key[7], lambda = key[8];
     double k_map, d_map;
     MappedContact(key, omega_max, &k_map, &d_map);
     if (contact_.stiffening && con.dist - con.includemargin < 0) {
@@ -641,6 +674,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     ContactRecord& rec = records->emplace_back();
     rec.geom[0] = con.geom[0];
     rec.geom[1] = con.geom[1];
+    rec.depth = std::max(0.0, -con.dist);
     std::copy(con.pos, con.pos + 3, rec.pos);
     std::copy(con.frame, con.frame + 9, rec.frame);
     FrameRows(con.frame, cols_a_, cols_b_, model->contacts.rows.J(c));

@@ -37,6 +37,7 @@ struct ContactRecord {
   double pos[3];
   double frame[9];
   int torque = -1;  // its ContactTorquePool constraint (condim 4/6), or -1
+  double depth = 0;  // max(0, −dist) at the build state [m] (cenic-math §11.10)
 };
 
 // Where a limit, coupling or friction-loss row of a Build came from, so
@@ -77,6 +78,12 @@ class MujocoAdapter {
  public:
   MujocoAdapter(const mjModel* m, const ContactOptions& contact);
 
+  // The contact's nominal penetration x_nom = m_c g_ref / k [m]
+  // (docs/mujoco-mapping.md §5.7): the depth at which its mapped stiffness
+  // carries its share of weight. Used by the penetration check
+  // (cenic-math §11.10).
+  double NominalPenetration(const mjModel* m, const mjContact& con);
+
   // Warnings about unsupported or approximated features, one per feature.
   const std::vector<std::string>& warnings() const { return warnings_; }
   // Whether Build times its contact mapping (BuildInfo::time_contacts).
@@ -116,6 +123,9 @@ class MujocoAdapter {
                  const std::vector<double>& cols_b, double* J) const;
   void EfcRow(const mjModel* m, const mjData* d, int row);
   double FrictionLossSpeed(const mjModel* m, const mjData* d, int row) const;
+  static double ReferenceGravity(const mjModel* m);  // |gravity|, else 9.81
+  double OmegaMax(const mjModel* m) const;           // cap on sqrt(k/m_c), 0: none
+  void ContactKey(const mjModel* m, const mjContact& con, double key[11]) const;
   // k and d of the contact mapping for `key` (solref, solimp, m_c, λ, timestep, ±g_ref).
   void MappedContact(const double key[11], double omega_max, double* k, double* d);
 

@@ -104,6 +104,11 @@ struct StepperOptions {
   // within one large step. Costs more contacts. Not compatible with a
   // Python-defined mjcb_contactfilter (it would see the private model).
   double speculative_margin = 0;
+  // Error control: largest growth of a contact's penetration over one step
+  // (start → midpoint or end), in units of its nominal penetration x_nom
+  // (mapping §5.7); a step that exceeds it is rejected and the next step is
+  // limited (cenic-math §11.10). 0: off (the paper's configuration).
+  double penetration_tolerance = 1;
   double kappa = 1e-3;               // κ
   bool phase_timers = false;         // time_* statistics per phase (time_total always)
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping

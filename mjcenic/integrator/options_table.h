@@ -222,6 +222,12 @@ struct FrictionlossName {
     "> 0 [m]: MuJoCo also reports pairs this far apart (gaps widened on a private model copy), "  \
     "so ICF's speculative contacts stop bodies that would cross into contact within one large "   \
     "step; costs extra contacts; not with a Python `mjcb_contactfilter`")                         \
+  X(penetration_tolerance, penetration_tolerance, NonNegative,                                    \
+    "error control: a step is rejected (and the next one limited) when a contact at its midpoint " \
+    "or end is deeper than at its start by more than this many times the contact's nominal "     \
+    "penetration x_nom = m_c·g/k, at least 1e-3·L (cenic-math §11.10; stops sinking at loose "    \
+    "accuracies); 0: off "                                                                         \
+    "(the paper's configuration)")                                                                 \
   X(sigma_r, icf.sigma_R, NonNegative,                                                            \
     "σ_R of the friction regularization ε = max(v_s, μ·σ_R·w_t·h·f_n) (0: ε = v_s; the term "     \
     "grows with h and lets tight grasps creep at large steps)")                                   \

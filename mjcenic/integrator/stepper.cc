@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -236,6 +237,12 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
 namespace {
 constexpr double kTightTolerance = 1e-7;
 constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
+constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
+constexpr double kDepthFloor = 1e-3;  // tolerance floor 10⁻³ L (§11.10)
+std::uint64_t PairKey(int g1, int g2) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(g1)) << 32) |
+         static_cast<std::uint32_t>(g2);
+}
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
@@ -322,6 +329,7 @@ void Stepper::Extrapolate() {
 bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int* worst) {
   // linearize → build → full step → the scheme's own part → error.
   attempt_penetration_ = 0;
+  attempt_depth_ratio_ = 0;
   *error = 0;
   *worst = -1;
   if (!ProblemAtStart(d, h)) return false;
@@ -355,8 +363,56 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
   }
   if (ImplicitController() && !LinearizeController(d)) return false;
   if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
+  start_depths_valid_ = false;  // penetration check: new start contacts
   model_start_state_.Capture(m_, d);
   return true;
+}
+
+bool Stepper::PenetrationCheck() const {
+  return options_.penetration_tolerance > 0 && options_.mode != Mode::kFixed &&
+         options_.error_control;
+}
+
+double Stepper::DepthGrowthRatio(const mjData* d) {
+  // cenic-math §11.10: growth of each active contact's depth over the
+  // deepest start depth of its geom pair (0 for a pair that was not in
+  // contact at x_t), relative to its tolerance c·x_nom.
+  // Floor: the position resolution of the default accuracy, 10⁻³ L (stiff
+  // contacts have x_nom of micrometres and would otherwise force tiny steps).
+  const double floor = kDepthFloor * norm_.length_scale();
+  if (!start_depths_valid_) {
+    // The deepest start depth per geom pair, sorted by pair (built once per
+    // start build; a lookup is then a binary search, not a scan).
+    start_depths_.clear();
+    for (const adapter::ContactRecord& r : mujoco_->records_start.contacts)
+      start_depths_.push_back({PairKey(r.geom[0], r.geom[1]), r.depth});
+    std::sort(start_depths_.begin(), start_depths_.end());
+    size_t n = 0;
+    for (const auto& e : start_depths_) {
+      if (n > 0 && start_depths_[n - 1].first == e.first)
+        start_depths_[n - 1].second = std::max(start_depths_[n - 1].second, e.second);
+      else
+        start_depths_[n++] = e;
+    }
+    start_depths_.resize(n);
+    start_depths_valid_ = true;
+  }
+  double ratio = 0;
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& c = d->contact[i];
+    if (c.exclude != 0 || !(c.dist < 0)) continue;
+    const std::uint64_t key = PairKey(c.geom[0], c.geom[1]);
+    const auto it = std::lower_bound(
+        start_depths_.begin(), start_depths_.end(), key,
+        [](const std::pair<std::uint64_t, double>& e, std::uint64_t k) { return e.first < k; });
+    const double start = it != start_depths_.end() && it->first == key ? it->second : 0.0;
+    const double growth = -c.dist - start;
+    if (!(growth > 0)) continue;
+    const double tol = options_.penetration_tolerance *
+                       std::max(mujoco_->builder.NominalPenetration(m_, c), floor);
+    if (tol > 0) ratio = std::max(ratio, growth / tol);
+  }
+  return ratio;
 }
 
 bool Stepper::FullStep(double h, double tolerance) {
@@ -399,6 +455,7 @@ bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error,
   LoadState(m_, d, s.q_mid.data(), s.v_mid.data(), s.act_mid.data());
   // Geometry query 2, at the midpoint.
   if (!BuildAt(d, 0.5 * h, &model_mid_, s.act_rate_mid.data())) return false;
+  if (PenetrationCheck()) attempt_depth_ratio_ = DepthGrowthRatio(d);  // §11.10
   const bool ok = Solve(model_mid_, s.v_full.data(), s.v_end.data(), tolerance);
   LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
   if (!ok) return false;
@@ -574,10 +631,27 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
           " exceeds the accuracy ", options_.accuracy, " even at h = ", h,
           " (minimum ", h_min, "); worst coordinate: ", norm_.WorstName(m_, worst),
           ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
+    double h_depth = std::numeric_limits<double>::infinity();
+    if (dec.accept && PenetrationCheck()) {
+      // cenic-math §11.10: the end state's geometry query (the next step's
+      // or the post-step contract's anyway) checks that no contact deepened
+      // by more than its tolerance since x_t; the growth, first order in h,
+      // sizes the step like an error of order 1.
+      LoadState(m_, d, s.q_end.data(), s.v_end.data(), s.act_end.data());
+      EnsureStages(d, &attempt_penetration_);
+      const double ratio = std::max(attempt_depth_ratio_, DepthGrowthRatio(d));
+      if (ratio > 0) h_depth = kDepthSafety * h / ratio;
+      if (ratio > 1 && h > h_min) {
+        LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
+        ++stats_.rejected_steps;
+        h = std::max({h_depth, 0.1 * h, h_min});
+        continue;
+      }
+    }
     if (dec.accept) {
       if (absl::Status st = SolverProgress(t0, h, solve_failed); !st.ok()) return st;
       stats_.last_error = error;
-      if (!limited) h_ideal_ = dec.h_next;
+      if (!limited) h_ideal_ = std::max(std::min(dec.h_next, h_depth), h_min);
       break;
     }
     ++stats_.rejected_steps;

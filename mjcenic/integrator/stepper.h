@@ -19,8 +19,10 @@
 // of the step's last solve divided by its step (rows it did not solve are 0).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/status/status.h>
@@ -182,6 +184,12 @@ class Stepper {
   void EnsureStages(mjData* d, double* penetration = nullptr);
   void PostStep(mjData* d, double H, const double* v_start);
   void RecordStep(double h);
+  // Penetration check (cenic-math §11.10): whether it is on, and the largest
+  // growth of a contact's depth over its geom pair's depth at x_t (the start
+  // build's records), in units of its tolerance penetration_tolerance·x_nom,
+  // over d's contacts.
+  bool PenetrationCheck() const;
+  double DepthGrowthRatio(const mjData* d);
 
   const mjModel* m_;
   StepperOptions options_;
@@ -207,6 +215,11 @@ class Stepper {
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
+  double attempt_depth_ratio_ = 0;  // penetration check: growth ratio at the midpoint
+  // Penetration check: the deepest depth per geom pair (key g1 << 32 | g2) at
+  // x_t, sorted; rebuilt from the start build's records when they change.
+  std::vector<std::pair<std::uint64_t, double>> start_depths_;
+  bool start_depths_valid_ = false;
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when

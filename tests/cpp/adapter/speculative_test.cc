@@ -22,7 +22,7 @@ struct DropResult {
   long steps = 0;
 };
 
-DropResult Drop(double margin) {
+DropResult Drop(double margin, double penetration_tolerance = 0) {
   std::string err;
   auto [m, d] = test_util::LoadSceneAtKey("sphere_plane.xml", "drop", &err);
   EXPECT_NE(m, nullptr) << err;
@@ -31,6 +31,7 @@ DropResult Drop(double margin) {
   o.accuracy = 1e-2;
   o.initial_step = 2e-3;
   o.speculative_margin = margin;
+  o.penetration_tolerance = penetration_tolerance;
   auto s = Stepper::Create(m.get(), o).value();
   DropResult r;
   while (d->time < 0.8 - 1e-12) {
@@ -44,16 +45,22 @@ DropResult Drop(double margin) {
 }
 
 TEST(Speculative, LargeStepsDoNotSinkIntoTheFloor) {
+  // The paper's configuration (no penetration check, cenic-math §11.10).
   const DropResult plain = Drop(0.0);
   const DropResult spec = Drop(0.5);
+  const DropResult checked = Drop(0.0, 1.0);  // the default penetration check
   std::printf("[ speculative ] lowest centre: plain %.4f m (%ld steps), margin 0.5 m %.4f m "
-              "(%ld steps); radius 0.1 m\n",
-              plain.min_z, plain.steps, spec.min_z, spec.steps);
+              "(%ld steps), penetration check %.4f m (%ld steps); radius 0.1 m\n",
+              plain.min_z, plain.steps, spec.min_z, spec.steps, checked.min_z, checked.steps);
   // The rest penetration is 0.37 mm; without speculative contacts a coarse
   // step ends centimetres deep (the known blind spot of step doubling).
+  EXPECT_LT(plain.min_z, 0.1 - 1e-2);
   EXPECT_GT(spec.min_z, 0.1 - 2e-3);
   EXPECT_LT(plain.min_z, spec.min_z);
   EXPECT_NEAR(spec.final_z, 0.1, 1e-3);
+  // The penetration check rejects the step that ends deep instead.
+  EXPECT_GT(checked.min_z, 0.1 - 5e-3);
+  EXPECT_NEAR(checked.final_z, 0.1, 1e-3);
 }
 
 TEST(Speculative, RestingStateUnchanged) {

@@ -120,9 +120,12 @@ TEST(Allocation, NoneAfterWarmupFixed) {
                                      2.5, 0.5), 0);
 }
 
+// With error control the pile settles later: a spinning object (obj6) meets
+// a new neighbour between t = 2.75 and 3 s (a new coupling, analysed once), so the
+// window starts at 4 s.
 TEST(Allocation, NoneAfterWarmupCenic) {
   EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kCenic, MJCENIC_MODELS_DIR "/clutter.xml",
-                                     2.5, 0.5), 0);
+                                     4.0, 0.5), 0);
 }
 
 TEST(Allocation, NoneAfterWarmupRobotArm) {

@@ -448,6 +448,10 @@ TEST(Promises, FailedSolveIsRetriedAtHalfTheStep) {
     StepperOptions o;
     o.mode = mode;
     o.solver.max_iterations = iterations;
+    // The paper's controller: only failed solves and the error reject here,
+    // so both runs settle along the same step sequence (the penetration
+    // check, cenic-math §11.10, adds rejections of its own).
+    o.penetration_tolerance = 0;
     auto s = Make(m.get(), o);
     const absl::Status st = s->AdvanceTo(d.get(), 0.6);
     *z = d->qpos[2];
