@@ -13,6 +13,37 @@ namespace mjcenic::icf {
 
 namespace {
 
+// The distinct pairs of cliques (trees) that some constraint couples, sorted,
+// packed (a << 32) | b with a > b when `lower`, else a < b (cenic-math §8.4).
+// *cliques is scratch. The coupling pattern of the PCG, sparse and block
+// Hessians.
+void CoupledCliquePairs(const IcfModel& m, bool lower, std::vector<int>* cliques,
+                        std::vector<std::uint64_t>* pairs) {
+  pairs->clear();
+  auto collect = [&](const auto& pool) {
+    for (int c = 0; c < pool.size(); ++c) {
+      cliques->clear();
+      for (int dof : pool.rows.dofs(c)) {  // dofs ascending, so cliques ascending
+        const int q = m.clique_of_dof[dof];
+        if (cliques->empty() || cliques->back() != q) cliques->push_back(q);
+      }
+      for (size_t a = 1; a < cliques->size(); ++a)
+        for (size_t b = 0; b < a; ++b) {
+          const std::uint64_t hi = (*cliques)[lower ? a : b], lo = (*cliques)[lower ? b : a];
+          pairs->push_back((hi << 32) | lo);
+        }
+    }
+  };
+  collect(m.contacts);
+  collect(m.limits);
+  collect(m.couplings);
+  collect(m.gains);
+  collect(m.dry_friction);
+  collect(m.contact_torques);
+  std::sort(pairs->begin(), pairs->end());
+  pairs->erase(std::unique(pairs->begin(), pairs->end()), pairs->end());
+}
+
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
 // H = A + Σ_i J_iᵀ G_i J_i.
 // `keep(dof)` selects the rows (and constraints, by their first dof) to add;
@@ -249,27 +280,7 @@ class PcgHessian final : public HessianFactor {
   // n_a × n_b block in Ho_. Memory only grows.
   void BuildCoupling(const IcfModel& m) {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
-    pairs_.clear();
-    auto collect = [&](const auto& pool, const auto&) {
-      for (int c = 0; c < pool.size(); ++c) {
-        cliques_.clear();
-        for (int dof : pool.rows.dofs(c)) {
-          const int q = m.clique_of_dof[dof];
-          if (cliques_.empty() || cliques_.back() != q) cliques_.push_back(q);
-        }
-        for (size_t a = 1; a < cliques_.size(); ++a)
-          for (size_t b = 0; b < a; ++b)
-            pairs_.push_back((static_cast<std::uint64_t>(cliques_[a]) << 32) | cliques_[b]);
-      }
-    };
-    collect(m.contacts, 0);
-    collect(m.limits, 0);
-    collect(m.couplings, 0);
-    collect(m.gains, 0);
-    collect(m.dry_friction, 0);
-    collect(m.contact_torques, 0);
-    std::sort(pairs_.begin(), pairs_.end());
-    pairs_.erase(std::unique(pairs_.begin(), pairs_.end()), pairs_.end());
+    CoupledCliquePairs(m, /*lower=*/true, &cliques_, &pairs_);
     row_start_.assign(ncl + 1, 0);
     col_.resize(pairs_.size());
     block_offset_.resize(pairs_.size() + 1);
@@ -514,28 +525,7 @@ class SparseHessian final : public HessianFactor {
       couple_prefix_.reserve(cap);
     }
     // Clique pairs coupled by some constraint.
-    pairs_.clear();
-    auto collect = [&](const auto& pool, const auto&) {
-      for (int c = 0; c < pool.size(); ++c) {
-        const auto dofs = pool.rows.dofs(c);
-        cliques_.clear();
-        for (int dof : dofs) {
-          const int q = m.clique_of_dof[dof];
-          if (cliques_.empty() || cliques_.back() != q) cliques_.push_back(q);
-        }
-        for (size_t a = 0; a < cliques_.size(); ++a)
-          for (size_t b = a + 1; b < cliques_.size(); ++b)
-            pairs_.push_back((static_cast<std::uint64_t>(cliques_[a]) << 32) | cliques_[b]);
-      }
-    };
-    collect(m.contacts, 0);
-    collect(m.limits, 0);
-    collect(m.couplings, 0);
-    collect(m.gains, 0);
-    collect(m.dry_friction, 0);
-    collect(m.contact_torques, 0);
-    std::sort(pairs_.begin(), pairs_.end());
-    pairs_.erase(std::unique(pairs_.begin(), pairs_.end()), pairs_.end());
+    CoupledCliquePairs(m, /*lower=*/false, &cliques_, &pairs_);
 
     const bool same_structure = A_ && n_ == m.nv && clique_start_ == m.clique_start;
     const bool subset = same_structure && std::includes(stored_.begin(), stored_.end(),
@@ -1060,28 +1050,7 @@ class BlockHessian final : public HessianFactor {
       const size_t cap = 64 + 8 * m.clique_start.size();
       for (auto* v : {&pairs_, &stored_, &merged_}) v->reserve(cap);
     }
-    pairs_.clear();
-    auto collect = [&](const auto& pool) {
-      for (int c = 0; c < pool.size(); ++c) {
-        const auto dofs = pool.rows.dofs(c);
-        cliques_.clear();
-        for (int dof : dofs) {
-          const int q = m.clique_of_dof[dof];
-          if (cliques_.empty() || cliques_.back() != q) cliques_.push_back(q);
-        }
-        for (size_t a = 0; a < cliques_.size(); ++a)
-          for (size_t b = a + 1; b < cliques_.size(); ++b)
-            pairs_.push_back((static_cast<std::uint64_t>(cliques_[a]) << 32) | cliques_[b]);
-      }
-    };
-    collect(m.contacts);
-    collect(m.limits);
-    collect(m.couplings);
-    collect(m.gains);
-    collect(m.dry_friction);
-    collect(m.contact_torques);
-    std::sort(pairs_.begin(), pairs_.end());
-    pairs_.erase(std::unique(pairs_.begin(), pairs_.end()), pairs_.end());
+    CoupledCliquePairs(m, /*lower=*/false, &cliques_, &pairs_);
     const bool same_structure = analysed_ && n_ == m.nv && clique_start_ == m.clique_start;
     const bool subset = same_structure && std::includes(stored_.begin(), stored_.end(),
                                                         pairs_.begin(), pairs_.end());
