@@ -13,6 +13,27 @@ namespace mjcenic::icf {
 
 namespace {
 
+// In-place Cholesky of the column-major lower triangle of L (n × n);
+// dinv[j] = 1 / L_jj. Plain loops: on the small tree blocks of the lowrank
+// and block Hessians Eigen's dynamic-size kernels cost more in call overhead
+// than in flops (cenic-math §8.6).
+bool SmallCholesky(double* L, int n, double* dinv) {
+  for (int j = 0; j < n; ++j) {
+    double d = L[j * n + j];
+    for (int k = 0; k < j; ++k) d -= L[k * n + j] * L[k * n + j];
+    if (!(d > 0)) return false;
+    d = std::sqrt(d);
+    L[j * n + j] = d;
+    dinv[j] = 1.0 / d;
+    for (int i = j + 1; i < n; ++i) {
+      double x = L[j * n + i];
+      for (int k = 0; k < j; ++k) x -= L[k * n + i] * L[k * n + j];
+      L[j * n + i] = x * dinv[j];
+    }
+  }
+  return true;
+}
+
 // The distinct pairs of cliques (trees) that some constraint couples, sorted,
 // packed (a << 32) | b with a > b when `lower`, else a < b (cenic-math §8.4).
 // *cliques is scratch. The coupling pattern of the PCG, sparse and block
@@ -981,24 +1002,6 @@ class LowRankHessian final : public HessianFactor {
   // on 6×6 blocks).
   static constexpr int kSmallBlock = 32;
 
-  // In-place Cholesky of the column-major lower triangle of L (n × n);
-  // dinv[j] = 1 / L_jj.
-  static bool SmallCholesky(double* L, int n, double* dinv) {
-    for (int j = 0; j < n; ++j) {
-      double d = L[j * n + j];
-      for (int k = 0; k < j; ++k) d -= L[k * n + j] * L[k * n + j];
-      if (!(d > 0)) return false;
-      d = std::sqrt(d);
-      L[j * n + j] = d;
-      dinv[j] = 1.0 / d;
-      for (int i = j + 1; i < n; ++i) {
-        double x = L[j * n + i];
-        for (int k = 0; k < j; ++k) x -= L[k * n + i] * L[k * n + j];
-        L[j * n + i] = x * dinv[j];
-      }
-    }
-    return true;
-  }
 
   // y ← B_c⁻¹ y on clique c's factored block.
   void BlockSolve(int c, double* y) const {
@@ -1133,19 +1136,7 @@ class BlockHessian final : public HessianFactor {
       if (n == 0) continue;
       double* Lkk = L_.data() + Block(c, c);
       double* dinv = dinv_.data() + clique_start_[c];
-      for (int j = 0; j < n; ++j) {  // L_kk (in place, column-major lower)
-        double s = Lkk[j * n + j];
-        for (int t = 0; t < j; ++t) s -= Lkk[t * n + j] * Lkk[t * n + j];
-        if (!(s > 0)) return false;
-        s = std::sqrt(s);
-        Lkk[j * n + j] = s;
-        dinv[j] = 1.0 / s;
-        for (int i = j + 1; i < n; ++i) {
-          double x = Lkk[j * n + i];
-          for (int t = 0; t < j; ++t) x -= Lkk[t * n + i] * Lkk[t * n + j];
-          Lkk[j * n + i] = x * dinv[j];
-        }
-      }
+      if (!SmallCholesky(Lkk, n, dinv)) return false;  // L_kk in place
       const int a0 = adj_adr_[k], a1 = adj_adr_[k + 1];
       for (int a = a0; a < a1; ++a) {  // L_jk = A_jk L_kk⁻ᵀ, row by row
         const int cj = adj_[a], nj = Size(cj);
