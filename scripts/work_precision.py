@@ -64,6 +64,12 @@ CONFIGS = {  # label: stepper options
     "doubling+full_state": {"error_norm": "full_state"},
     "trapezoid": {"mode": "trapezoid"},
     "trapezoid+full_state": {"mode": "trapezoid", "error_norm": "full_state"},
+    # Velocity errors weighted by the position error they will cause under the
+    # step's own damping, capped by velocity_horizon (cenic-math §11.11).
+    "doubling+propagated": {"error_norm": "propagated"},
+    "doubling+propagated_0.1s": {"error_norm": "propagated", "velocity_horizon": 0.1},
+    "doubling+propagated_modes": {"error_norm": "propagated_modes"},
+    "doubling+propagated_modes_0.1s": {"error_norm": "propagated_modes", "velocity_horizon": 0.1},
 }
 DEFAULT_SERIES = ["doubling", "embedded", "embedded+full_state", "doubling+extrapolate",
                   "global_accuracy"]

@@ -94,6 +94,7 @@ struct StepperOptions {
                                      // this (0: kMaxStepsAtLargestStep) steps of the
                                      // largest step is refused before it starts.
   ErrorNormKind error_norm = ErrorNormKind::kWeighted;
+  double velocity_horizon = 1.0;     // τ [s] of error_norm propagated (cenic-math §11.11)
   double length_scale = 0;           // L [m] of the weighted norm; 0: from the model
   StepSizeControl control;           // ρ, growth/shrink limits, dead band, order
   bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)
