@@ -71,6 +71,9 @@ CONFIGS = {  # label: stepper options
     "doubling+propagated_0.1s": {"error_norm": "propagated", "velocity_horizon": 0.1},
     "doubling+propagated_modes": {"error_norm": "propagated_modes"},
     "doubling+propagated_modes_0.1s": {"error_norm": "propagated_modes", "velocity_horizon": 0.1},
+    # Error per unit step: a step of h may make accuracy·h/T of error.
+    "doubling+per_unit_step": {"error_per_unit_step": 1.0},
+    "doubling+per_unit_step_0.1s": {"error_per_unit_step": 0.1},
 }
 DEFAULT_SERIES = ["doubling", "embedded", "embedded+full_state", "doubling+extrapolate",
                   "global_accuracy"]

@@ -164,6 +164,9 @@ struct FrictionlossName {
   X(velocity_horizon, velocity_horizon, Positive,                                                 \
     "τ [s] of `error_norm=propagated`: the longest a velocity error counts as drifting (a free "  \
     "dof's weight; a damped or stiff dof's is ≈ its decay time)")                                  \
+  X(error_per_unit_step, error_per_unit_step, NonNegative,                                       \
+    "[s] T > 0: error per unit step, a step of h may make `accuracy`·h/T of error, so the "      \
+    "errors of the steps over T add up to the accuracy (steps ∝ 1/accuracy); 0: per step")       \
   X(length_scale, length_scale, LengthScaleValue,                                                      \
     "L [m] of the weighted norm (0: mean `dof_length` of the rotational dofs)")                   \
   X(error_estimate, error_estimate, ErrorEstimateName,                                            \

@@ -658,7 +658,15 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
       break;
     }
     StepDecision dec;
-    if (ok) {
+    if (ok && options_.error_per_unit_step > 0) {
+      // Error per unit step (README, "What each ingredient buys"): a step of
+      // h may make accuracy·h/T of error, so the errors of the steps over T
+      // add up to the accuracy; the scaled error is one order lower in h.
+      StepSizeControl c = options_.control;
+      c.order = std::max(1.0, c.order - 1);
+      dec = AdjustStepSize(c, error * options_.error_per_unit_step / h, options_.accuracy, h,
+                           h_max, h_min, &at_minimum_);
+    } else if (ok) {
       dec = AdjustStepSize(options_.control, error, options_.accuracy, h, h_max, h_min,
                            &at_minimum_);
     } else {  // a failed solve is treated like a failed step: retry with h/2
