@@ -73,6 +73,7 @@ CONFIGS = {  # label: stepper options
     "doubling+propagated_modes_0.1s": {"error_norm": "propagated_modes", "velocity_horizon": 0.1},
     # Error per unit step: a step of h may make accuracy·h/T of error.
     "doubling+per_unit_step": {"error_per_unit_step": 1.0},
+    "doubling+per_unit_step_0.3s": {"error_per_unit_step": 0.3},
     "doubling+per_unit_step_0.1s": {"error_per_unit_step": 0.1},
 }
 DEFAULT_SERIES = ["doubling", "embedded", "embedded+full_state", "doubling+extrapolate",

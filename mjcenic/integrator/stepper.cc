@@ -659,7 +659,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
     }
     StepDecision dec;
     if (ok && options_.error_per_unit_step > 0) {
-      // Error per unit step (README, "What each ingredient buys"): a step of
+      // Error per unit step (cenic-math §11.12): a step of
       // h may make accuracy·h/T of error, so the errors of the steps over T
       // add up to the accuracy; the scaled error is one order lower in h.
       StepSizeControl c = options_.control;
