@@ -32,6 +32,7 @@ Writes OUT/work_precision.json, one OUT/<scene>.png per scene (error vs wall
 time; error vs accuracy) and OUT/summary.md.
 """
 import argparse
+import pickle
 import json
 import math
 import os
@@ -64,6 +65,16 @@ CONFIGS = {  # label: stepper options
     "doubling+full_state": {"error_norm": "full_state"},
     "trapezoid": {"mode": "trapezoid"},
     "trapezoid+full_state": {"mode": "trapezoid", "error_norm": "full_state"},
+    # Velocity errors weighted by the position error they will cause under the
+    # step's own damping, capped by velocity_horizon (cenic-math §11.11).
+    "doubling+propagated": {"error_norm": "propagated"},
+    "doubling+propagated_0.1s": {"error_norm": "propagated", "velocity_horizon": 0.1},
+    "doubling+propagated_modes": {"error_norm": "propagated_modes"},
+    "doubling+propagated_modes_0.1s": {"error_norm": "propagated_modes", "velocity_horizon": 0.1},
+    # Error per unit step: a step of h may make accuracy·h/T of error.
+    "doubling+per_unit_step": {"error_per_unit_step": 1.0},
+    "doubling+per_unit_step_0.3s": {"error_per_unit_step": 0.3},
+    "doubling+per_unit_step_0.1s": {"error_per_unit_step": 0.1},
 }
 # The README table's columns; the slow series (global_accuracy, the full-state
 # norms: 10^3-10^5 steps per second) run with --series.
@@ -127,16 +138,25 @@ def run_mjcenic(sc, options, time_limit=math.inf):
                                         "max_penetration")}
 
 
-def bench_scene(sc, reps, quick, log, budget, ref_tol):
+def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None):
     m = sc.m
     dt = m.opt.timestep
     log(f"[{sc.name}] nq={m.nq} nv={m.nv} dt={dt:g} horizon={sc.horizon} s; references at "
         f"h={dt / 2 ** sc.ref_level:.3g} s")
     refs = {}
     for sim in ("mj_step", "mjcenic"):
-        ref = wp.reference(m, wp.runner(sim, m, sc.times, sc.data, ctrl=sc.ctrl), dt,
-                           levels=(sc.ref_level - 3, sc.ref_level), tol=ref_tol, stop_early=False,
-                           log=log, label=sim)
+        # --ref-cache: the references do not depend on the series (fixed steps),
+        # so a second run of other series can reuse them (pickle per scene).
+        cache = pathlib.Path(ref_cache) / f"{sc.name}_{sim}.pkl" if ref_cache else None
+        if cache is not None and cache.exists():
+            ref = pickle.loads(cache.read_bytes())
+        else:
+            ref = wp.reference(m, wp.runner(sim, m, sc.times, sc.data, ctrl=sc.ctrl), dt,
+                               levels=(sc.ref_level - 3, sc.ref_level), tol=ref_tol,
+                               stop_early=False, log=log, label=sim)
+            if cache is not None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                cache.write_bytes(pickle.dumps(ref))
         refs[sim] = ref
         order = f"{ref['order']:.2f}" if ref["order"] is not None else "—"
         log(f"  {sim} reference: |x(2h) - x(h)| = {ref['check']:.3g} (end "
@@ -228,6 +248,8 @@ def main():
     p.add_argument("--ref-tol", type=float, default=1e-3,
                    help="[m, rad] a reference whose check exceeds this is reported as not "
                         "converged (1e-3)")
+    p.add_argument("--ref-cache", default=None,
+                   help="directory: reuse (or store) each scene's references there")
     p.add_argument("--series", default=",".join(DEFAULT_SERIES),
                    help="mjcenic series to run (mj_step always runs)")
     a = p.parse_args()
@@ -252,7 +274,7 @@ def main():
     results = []
     for name in names:
         sc = Scene(name, *SCENES[name])
-        res = bench_scene(sc, a.reps, a.quick, log, a.budget, a.ref_tol)
+        res = bench_scene(sc, a.reps, a.quick, log, a.budget, a.ref_tol, a.ref_cache)
         results.append(res)
         plot(res, out_dir)
         (out_dir / "work_precision.json").write_text(json.dumps(

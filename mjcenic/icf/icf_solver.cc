@@ -1,5 +1,7 @@
 #include "mjcenic/icf/icf_solver.h"
 
+#include "mjcenic/icf/hessian_internal.h"
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -551,5 +553,28 @@ Eigen::MatrixXd IcfSolver::Hessian(const IcfModel& m, const double* v) {
   H->AssembleAndFactor(m, data_);
   return H->DenseH();
 }
+
+void IcfSolver::HessianDiagonal(const IcfModel& m, double* diag) {
+  std::fill(diag, diag + m.nv, 0.0);
+  detail::AccumulateHessian(m, data_, &diag_block_, [diag](int i, int j, double x) {
+    if (i == j) diag[i] += x;
+  });
+}
+
+bool IcfSolver::FactorAtSolution(const IcfModel& m, const SolverOptions& o) {
+  solution_factor_ = nullptr;
+  if (m.nv == 0) return false;
+  HessianFactor* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
+  H->Prepare(m);
+  H->SetFrozen(nullptr);
+  fresh_ = false;
+  partial_factor_ = false;
+  if (!H->AssembleAndFactor(m, data_)) return false;
+  H->Bind(m, data_);
+  solution_factor_ = H;
+  return true;
+}
+
+void IcfSolver::SolveAtSolution(double* x) { solution_factor_->Solve(x, x); }
 
 }  // namespace mjcenic::icf

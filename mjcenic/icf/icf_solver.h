@@ -102,6 +102,16 @@ class IcfSolver {
   bool SearchDirection(const IcfModel& model, const double* v, LinearSolverKind kind, double* w);
   // Dense H(v) (tests).
   Eigen::MatrixXd Hessian(const IcfModel& model, const double* v);
+  // diag(H) = diag(A + Σ J_iᵀ G_i J_i) at the data of the last Solve or
+  // Evaluate (the returned v), into diag[0..nv) (cenic-math §11.11: the
+  // propagated error norm). No allocation once the scratch has grown.
+  void HessianDiagonal(const IcfModel& model, double* diag);
+  // Factorizes H at the data of the last Solve (the returned v), whole system,
+  // with the options' linear solver; then SolveAtSolution(x) overwrites x by
+  // H⁻¹ x (cenic-math §11.11: propagating a velocity error). False if H is
+  // not positive definite. Invalidates a factorization kept for reuse.
+  bool FactorAtSolution(const IcfModel& model, const SolverOptions& options);
+  void SolveAtSolution(double* x);
   // ℓ(v + α w) and its first two derivatives in α, for the direction set by
   // the last PrepareLineSearch (tests and the line search itself).
   void PrepareLineSearch(const IcfModel& model, const double* w);
@@ -164,9 +174,11 @@ class IcfSolver {
   IcfData data_;
   std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_, lowrank_, block_;
   std::vector<double> scale_, dv_, vtmp_;
+  std::vector<double> diag_block_;  // HessianDiagonal: one J_iᵀ G_i J_i block
   bool fresh_ = false;                 // reuse state machine (§8.5)
   bool partial_factor_ = false;        // the kept factorization skipped frozen islands
   HessianFactor* fresh_factor_ = nullptr;
+  HessianFactor* solution_factor_ = nullptr;  // FactorAtSolution's
 };
 
 }  // namespace mjcenic::icf

@@ -1,5 +1,6 @@
 #include "mjcenic/integrator/error_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -14,11 +15,15 @@ const char* ToString(ErrorNormKind k) {
     case ErrorNormKind::kWeighted: return "weighted";
     case ErrorNormKind::kDrake: return "drake";
     case ErrorNormKind::kFullState: return "full_state";
+    case ErrorNormKind::kPropagated: return "propagated";
+    case ErrorNormKind::kPropagatedModes: return "propagated_modes";
   }
   return "unknown";
 }
 
-ErrorNorm::ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale) : kind_(kind) {
+ErrorNorm::ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale,
+                     double velocity_horizon)
+    : kind_(kind), tau_(velocity_horizon) {
   const int nv = static_cast<int>(m->nv);
   std::vector<char> rotational(nv, 0);
   for (int j = 0; j < m->njnt; ++j) {
@@ -45,6 +50,8 @@ ErrorNorm::ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale) 
   weight_.assign(nv, 1.0);
   for (int i = 0; i < nv; ++i) weight_[i] = rotational[i] ? 1.0 : 1.0 / L_;
   dq_.resize(nv);
+  vel_weight_.assign(nv, tau_);
+  drift_.assign(nv, 0.0);
   act_weight_.assign(m->na, 1.0);
   for (int a = 0; a < m->nu; ++a) {
     double range = 0;
@@ -58,6 +65,25 @@ ErrorNorm::ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale) 
     const int adr = m->actuator_actadr[a];
     for (int j = 0; adr >= 0 && j < m->actuator_actnum[a]; ++j) act_weight_[adr + j] = w;
   }
+}
+
+double ErrorNorm::PropagationWeight(double h, double H, double M, double tau) {
+  // cenic-math §11.11. Per step the implicit step maps a velocity error δv to
+  // (M/H) δv; summed over the following steps its position effect is
+  // h Σ_k (M/H)^k δv = h H/(H − M) δv, capped by the horizon τ (h/τ H added to
+  // the decay). H − M ≥ 0 up to round-off (H = M + h D + h² K + Σ JᵀGJ).
+  const double decay = std::max(H - M, 0.0) + (h / tau) * H;
+  return decay > 0 ? h * H / decay : tau;
+}
+
+void ErrorNorm::SetPropagation(double h, const double* H_diag, const double* M_diag) {
+  for (size_t i = 0; i < vel_weight_.size(); ++i)
+    vel_weight_[i] = PropagationWeight(h, H_diag[i], M_diag[i], tau_);
+}
+
+void ErrorNorm::SetPropagatedDrift(const double* drift) {
+  std::copy(drift, drift + drift_.size(), drift_.begin());
+  drift_set_ = true;
 }
 
 namespace {
@@ -108,8 +134,15 @@ double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
   for (int i = 0; i < m->nv; ++i) {
     double x = std::abs(dq_[i]) * weight_[i];
     if (kind_ == ErrorNormKind::kFullState) x = std::max(x, std::abs(va[i] - vb[i]) / L_);
+    // §11.11: the position error this velocity error will cause, as positions scale.
+    if (kind_ == ErrorNormKind::kPropagated)
+      x = std::max(x, std::abs(va[i] - vb[i]) * vel_weight_[i] * weight_[i]);
+    if (kind_ == ErrorNormKind::kPropagatedModes)
+      x = std::max(x, (drift_set_ ? std::abs(drift_[i]) : std::abs(va[i] - vb[i]) * tau_) *
+                          weight_[i]);
     if (!(x <= e)) { e = x; *worst = i; }  // NaN propagates
   }
+  drift_set_ = false;  // one drift per Compute
   return e;
 }
 

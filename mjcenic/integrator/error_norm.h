@@ -19,13 +19,39 @@ enum class ErrorNormKind {
   kWeighted,   // translations / L, rotations in radians (default)
   kDrake,      // raw qpos components, unweighted (Drake's S = I)
   kFullState,  // kWeighted plus velocities · (1 s / L) (global-accuracy recipe, README)
+  kPropagated, // kWeighted plus each velocity error times the position error it will
+               // cause under the implicit step's own damping, capped by a horizon τ
+               // (cenic-math §11.11), per dof from the diagonals of H and M
+  kPropagatedModes,  // the same through the coupled step: δv propagated by H⁻¹M
+                     // (two solves with H), tail capped by τ (cenic-math §11.11)
 };
 const char* ToString(ErrorNormKind k);
 
 class ErrorNorm {
  public:
   // length_scale ≤ 0 picks the model's: mean dof_length of rotational dofs.
-  ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale);
+  // velocity_horizon: τ [s] of kPropagated (its velocity weights start at τ,
+  // the free-dof limit, until SetPropagation).
+  ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale,
+            double velocity_horizon = 1.0);
+  // kPropagated (cenic-math §11.11): the time [s] over which a velocity error
+  // δv of a dof with Hessian diagonal H and mass diagonal M (the implicit
+  // step of size h) turns into position error, w = h H / (H − M + (h/τ) H):
+  // τ for a free dof (H = M), ≈ 1/λ + h for a dof damped at rate λ ≪ 1/h.
+  static double PropagationWeight(double h, double H, double M, double tau);
+  // Sets every dof's weight from the diagonals of the step's H and M.
+  void SetPropagation(double h, const double* H_diag, const double* M_diag);
+  double velocity_horizon() const { return tau_; }
+  double velocity_weight(int i) const { return vel_weight_[i]; }
+  // kPropagatedModes: the position drift [dof units] of the next attempt's
+  // velocity error, computed by the stepper (without it: τ·|δv|).
+  void SetPropagatedDrift(const double* drift);
+  double drift(int i) const { return drift_[i]; }
+  // Whether the norm reads velocities (then an estimate needs their error).
+  bool uses_velocities() const {
+    return kind_ == ErrorNormKind::kFullState || kind_ == ErrorNormKind::kPropagated ||
+           kind_ == ErrorNormKind::kPropagatedModes;
+  }
   // ‖(q_a, v_a, act_a) − (q_b, v_b, act_b)‖; worst receives the dof (or
   // qpos index for kDrake) with the largest weighted error, or -2 - j for
   // activation j, -1 if none (WorstName turns it into text).
@@ -40,7 +66,9 @@ class ErrorNorm {
  private:
   ErrorNormKind kind_;
   double L_ = 1;
-  std::vector<double> weight_, act_weight_, dq_;
+  double tau_ = 1;
+  std::vector<double> weight_, act_weight_, dq_, vel_weight_, drift_;
+  bool drift_set_ = false;
 };
 
 }  // namespace mjcenic

@@ -145,6 +145,10 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   if (!(o.length_scale == 0 || o.length_scale >= kMinLengthScale) ||
       !std::isfinite(o.length_scale))
     return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
+  if (!(o.error_per_unit_step >= 0) || !std::isfinite(o.error_per_unit_step))
+    return bad("error_per_unit_step (must be >= 0 s)");
+  if (!(o.velocity_horizon > 0) || !std::isfinite(o.velocity_horizon))
+    return bad("velocity_horizon (must be > 0 s)");
   if (absl::Status s = CheckStepBounds(o); !s.ok()) return s;
   if (o.max_steps_per_call < 0) return bad("max_steps_per_call (must be >= 0)");
   if (!(o.kappa > 0)) return bad("kappa (must be > 0)");

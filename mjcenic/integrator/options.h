@@ -94,6 +94,9 @@ struct StepperOptions {
                                      // this (0: kMaxStepsAtLargestStep) steps of the
                                      // largest step is refused before it starts.
   ErrorNormKind error_norm = ErrorNormKind::kWeighted;
+  double velocity_horizon = 1.0;     // τ [s] of error_norm propagated (cenic-math §11.11)
+  double error_per_unit_step = 0;    // T [s] > 0: a step of h is allowed accuracy·h/T
+                                     // (error per unit step); 0: accuracy per step
   double length_scale = 0;           // L [m] of the weighted norm; 0: from the model
   StepSizeControl control;           // ρ, growth/shrink limits, dead band, order
   bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)

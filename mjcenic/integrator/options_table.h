@@ -113,7 +113,8 @@ struct Enum {
 };
 using ModeName = Enum<Mode, Mode::kFixed, Mode::kCenic, Mode::kTrapezoid>;
 using ErrorNormName = Enum<ErrorNormKind, ErrorNormKind::kWeighted, ErrorNormKind::kDrake,
-                           ErrorNormKind::kFullState>;
+                           ErrorNormKind::kFullState, ErrorNormKind::kPropagated,
+                           ErrorNormKind::kPropagatedModes>;
 using ErrorEstimateName = Enum<ErrorEstimate, ErrorEstimate::kDoubling, ErrorEstimate::kEmbedded>;
 using ControllerName =
     Enum<ControllerTreatment, ControllerTreatment::kZeroOrderHold, ControllerTreatment::kExplicit,
@@ -155,7 +156,17 @@ struct FrictionlossName {
     "needing more than this (0: 1e6) steps of the largest step is refused before it starts")      \
   X(error_norm, error_norm, ErrorNormName,                                                        \
     "`weighted` (translations / L, rotations in rad), `drake` (raw qpos, Drake's), "              \
-    "`full_state` (adds velocities · 1 s / L; used by `global_accuracy`)")                        \
+    "`full_state` (adds velocities · 1 s / L; used by `global_accuracy`), `propagated` (adds "   \
+    "each velocity error times the time it keeps moving the dof under the step's own damping, "  \
+    "at most `velocity_horizon`, per dof from the diagonals of H and M), `propagated_modes` "      \
+    "(the same through the coupled step: H⁻¹M applied twice, one extra factorization per "        \
+    "attempt; see \"What each ingredient buys\")")                              \
+  X(velocity_horizon, velocity_horizon, Positive,                                                 \
+    "τ [s] of `error_norm=propagated`: the longest a velocity error counts as drifting (a free "  \
+    "dof's weight; a damped or stiff dof's is ≈ its decay time)")                                  \
+  X(error_per_unit_step, error_per_unit_step, NonNegative,                                       \
+    "[s] T > 0: error per unit step, a step of h may make `accuracy`·h/T of error, so the "      \
+    "errors of the steps over T add up to the accuracy (steps ∝ 1/accuracy); 0: per step")       \
   X(length_scale, length_scale, LengthScaleValue,                                                      \
     "L [m] of the weighted norm (0: mean `dof_length` of the rotational dofs)")                   \
   X(error_estimate, error_estimate, ErrorEstimateName,                                            \

@@ -77,7 +77,7 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
   for (auto* x : {&q_start, &q_full, &q_mid, &q_end, &q_a, &q_b}) x->resize(nq);
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
                   &force_start, &v_call_start, &accel_prev, &v_a, &v_b, &warm_accel,
-                  &warm_v})
+                  &warm_v, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My})
     x->resize(nv);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
@@ -88,7 +88,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
     : m_(m),
       options_(o),
       mujoco_(std::make_unique<Mujoco>(m, o, &stats_.controller_calls)),
-      norm_(m, o.error_norm, o.length_scale),
+      norm_(m, o.error_norm, o.length_scale, o.velocity_horizon),
       h_hist_(kBins, 0) {
   scratch_.Resize(static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->na));
   scratch_.ctrl_prev.resize(m->nu);
@@ -307,6 +307,38 @@ void Stepper::Integrate(const double* q, const double* v, const double* act,
   IntegrateActivations(act, act_rate, h, act_out);
 }
 
+void Stepper::PropagateDrift(const double* va, const double* vb) {
+  // cenic-math §11.11 (error_norm=propagated_modes): the velocity error
+  // δv = va − vb at the end of the attempt, propagated by the implicit step
+  // of the last solve (H at its solution, step h_s): y₁ = H⁻¹M δv,
+  // y₂ = H⁻¹M y₁, per-step factor s = ‖y₂‖_M/‖y₁‖_M of what survives, drift
+  //   p = h_s (δv + y₁) + h_s y₂ / (1 − s + h_s/τ).
+  if (norm_.kind() != ErrorNormKind::kPropagatedModes || last_solved_ == nullptr) return;
+  Scratch& s = scratch_;
+  const icf::IcfModel& model = *last_solved_;
+  const int nv = static_cast<int>(m_->nv);
+  const double hs = model.h, tau = norm_.velocity_horizon();
+  for (int i = 0; i < nv; ++i) s.drift[i] = va[i] - vb[i];
+  if (!solver_.FactorAtSolution(model, options_.solver)) {
+    for (int i = 0; i < nv; ++i) s.drift[i] *= tau;  // no H: a free dof's weight
+    norm_.SetPropagatedDrift(s.drift.data());
+    return;
+  }
+  model.MultiplyM(s.drift.data(), s.drift_y1.data());
+  solver_.SolveAtSolution(s.drift_y1.data());
+  model.MultiplyM(s.drift_y1.data(), s.drift_y2.data());
+  double n1 = 0, n2 = 0;
+  for (int i = 0; i < nv; ++i) n1 += s.drift_y1[i] * s.drift_y2[i];
+  solver_.SolveAtSolution(s.drift_y2.data());
+  model.MultiplyM(s.drift_y2.data(), s.drift_My.data());
+  for (int i = 0; i < nv; ++i) n2 += s.drift_y2[i] * s.drift_My[i];
+  const double factor = n1 > 0 ? std::clamp(std::sqrt(std::max(n2, 0.0) / n1), 0.0, 1.0) : 0.0;
+  const double tail = hs / (1 - factor + hs / tau);
+  for (int i = 0; i < nv; ++i)
+    s.drift[i] = hs * (s.drift[i] + s.drift_y1[i]) + tail * s.drift_y2[i];
+  norm_.SetPropagatedDrift(s.drift.data());
+}
+
 void Stepper::Extrapolate() {
   // Local Richardson extrapolation of step doubling: the two-half-step
   // result x and the full step x̂ differ by ≈ C h²/2, so 2x − x̂ cancels the
@@ -342,7 +374,7 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
       if (options_.error_estimate == ErrorEstimate::kEmbedded) {
         const bool history = EmbeddedHistory(d);
         // Without history only a position-only norm can be estimated.
-        if (history || (norm_.kind() != ErrorNormKind::kFullState && m_->na == 0)) {
+        if (history || (!norm_.uses_velocities() && m_->na == 0)) {
           EmbeddedError(h, history, error, worst);
           return true;
         }
@@ -430,6 +462,11 @@ bool Stepper::FullStep(double h, double tolerance) {
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
   for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + (warm ? h * s.warm_accel[i] : 0.0);
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance)) return false;
+  if (norm_.kind() == ErrorNormKind::kPropagated) {
+    // cenic-math §11.11: velocity weights from this step's H and M diagonals.
+    solver_.HessianDiagonal(model_start_, s.H_diag.data());
+    norm_.SetPropagation(h, s.H_diag.data(), model_start_.M_diag.data());
+  }
   Integrate(s.q_start.data(), s.v_full.data(), s.act_start.data(), s.act_rate_start.data(), h,
             s.q_full.data(), s.act_full.data());
   return true;
@@ -461,6 +498,7 @@ bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error,
   if (!ok) return false;
   Integrate(s.q_mid.data(), s.v_end.data(), s.act_mid.data(), s.act_rate_mid.data(), 0.5 * h,
             s.q_end.data(), s.act_end.data());
+  PropagateDrift(s.v_full.data(), s.v_end.data());
   *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(),
                          s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);
   if (options_.extrapolate) Extrapolate();
@@ -489,6 +527,7 @@ void Stepper::EmbeddedError(double h, bool history, double* error, int* worst) {
   const double ca = history ? 0.5 * h * h / h_prev_ : 0;
   for (int j = 0; j < na; ++j)
     s.act_mid[j] = s.act_full[j] + ca * (s.act_rate_start[j] - s.act_rate_prev[j]);
+  PropagateDrift(s.v_full.data(), s.v_mid.data());
   *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(), s.q_mid.data(),
                          s.v_mid.data(), s.act_mid.data(), worst);
 }
@@ -544,6 +583,7 @@ bool Stepper::Trapezoid(mjData* d, double h, double tolerance, double* error, in
   mj_integratePos(m_, s.q_end.data(), s.v_end.data(), 0.5 * h);
   for (int j = 0; j < na; ++j) s.act_rate_mid[j] = 0.5 * (s.act_rate_start[j] + s.act_rate_mid[j]);
   IntegrateActivations(s.act_start.data(), s.act_rate_mid.data(), h, s.act_end.data());
+  PropagateDrift(s.v_full.data(), s.v_end.data());
   *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(),
                          s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);
   return true;
@@ -618,7 +658,15 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
       break;
     }
     StepDecision dec;
-    if (ok) {
+    if (ok && options_.error_per_unit_step > 0) {
+      // Error per unit step (cenic-math §11.12): a step of
+      // h may make accuracy·h/T of error, so the errors of the steps over T
+      // add up to the accuracy; the scaled error is one order lower in h.
+      StepSizeControl c = options_.control;
+      c.order = std::max(1.0, c.order - 1);
+      dec = AdjustStepSize(c, error * options_.error_per_unit_step / h, options_.accuracy, h,
+                           h_max, h_min, &at_minimum_);
+    } else if (ok) {
       dec = AdjustStepSize(options_.control, error, options_.accuracy, h, h_max, h_min,
                            &at_minimum_);
     } else {  // a failed solve is treated like a failed step: retry with h/2

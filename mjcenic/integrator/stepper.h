@@ -79,6 +79,13 @@ class Stepper {
   const icf::IcfModel& last_problem() const { return *last_problem_; }
   // Error-norm length scale L [m].
   double length_scale() const { return norm_.length_scale(); }
+  // The error norm (its propagated velocity weights and drift: tests, diagnostics).
+  const ErrorNorm& error_norm() const { return norm_; }
+  // error_norm=propagated_modes: the drift of the velocity error va − vb
+  // through the last solve's implicit step, handed to the norm for its next
+  // Compute (cenic-math §11.11; the stepper calls it per attempt, tests call
+  // it after a step to see the drift of a chosen δv).
+  void PropagateDrift(const double* va, const double* vb);
 
  private:
   struct Mujoco;  // the adapter side: problem builder, stages, records, forces, controller
@@ -110,6 +117,8 @@ class Stepper {
     std::vector<double> act_rate_a, act_euler;        // act_dot at x_a; act_a advanced by it
     std::vector<double> warm_accel;                   // (v − v_t)/h of the last accepted step
     std::vector<double> warm_v;                       // and the v it ended with
+    std::vector<double> H_diag;                       // propagated norm: diag(H) of the full step
+    std::vector<double> drift, drift_y1, drift_y2, drift_My;  // propagated_modes (§11.11)
     void Resize(int nq, int nv, int na);
   };
 

@@ -44,7 +44,9 @@ def error_norm(model, q_ref, q, v_ref=None, v=None, act_ref=None, act=None, kind
 
     kind: "weighted" (default: tangent-space qpos difference, translations divided
     by length_scale L, rotations in radians, infinity norm), "drake" (raw qpos) or
-    "full_state" (weighted plus velocities / L). Activations, if given, count in
+    "full_state" (weighted plus velocities / L) or "propagated" (weighted plus
+    velocities times 1 s, the free-dof weight: outside a step there is no Hessian
+    to shorten it, see docs/cenic-math.md §11.11). Activations, if given, count in
     every kind, each divided by its range. Velocities and activations that are not
     given count as equal. length_scale 0 takes the model's (Stepper.length_scale)."""
     return float(_mjcenic.error_norm(model, q_ref, q, v_ref, v, act_ref, act, kind,

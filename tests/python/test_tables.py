@@ -134,5 +134,10 @@ def test_error_norm_equals_a_hand_computation():
     assert mjcenic.error_norm(m, q_ref, q) == mjcenic.error_norm(m, q_ref, q, length_scale=L)
     with pytest.raises(ValueError, match="q must have 13 entries"):
         mjcenic.error_norm(m, q_ref, q[:5])
-    with pytest.raises(ValueError, match="kind must be weighted, drake or full_state"):
+    # propagated (outside a step: the free-dof weight τ = 1 s): dof 4 is a rotation, in rad.
+    for kind in ("propagated", "propagated_modes"):
+        assert mjcenic.error_norm(m, q_ref, q_ref, v_ref=v_ref, v=v, kind=kind,
+                                  length_scale=2.0) == pytest.approx(3.0, rel=1e-12)
+    with pytest.raises(ValueError, match="kind must be weighted, drake, full_state, propagated "
+                                         "or propagated_modes"):
         mjcenic.error_norm(m, q_ref, q, kind="l2")

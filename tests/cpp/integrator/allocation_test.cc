@@ -80,7 +80,8 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
-long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmup, double run) {
+long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmup, double run,
+                              mjcenic::ErrorNormKind norm = mjcenic::ErrorNormKind::kWeighted) {
   char err[1000];
   mjModel* m = mj_loadXML(file, nullptr, err, sizeof(err));
   EXPECT_NE(m, nullptr) << err;
@@ -89,6 +90,7 @@ long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmu
   mjcenic::StepperOptions o;
   o.mode = mode;
   o.accuracy = 1e-2;
+  o.error_norm = norm;
   auto s = mjcenic::Stepper::Create(m, o).value();
   while (d->time < warmup) EXPECT_TRUE(s->Step(d).ok());
   const long before = g_allocations.load();
@@ -133,6 +135,23 @@ TEST(Allocation, NoneAfterWarmupRobotArm) {
                 mjcenic::Mode::kCenic,
                 MJCENIC_SHARED_MODELS_DIR "/menagerie/franka_emika_panda/scene.xml", 0.5, 0.5),
             0);
+}
+
+// The propagated norms (cenic-math §11.11): the Hessian diagonal, and the
+// extra factorization and solves of propagated_modes, reuse their buffers.
+TEST(Allocation, NoneAfterWarmupPropagatedNorms) {
+  for (auto norm : {mjcenic::ErrorNormKind::kPropagated, mjcenic::ErrorNormKind::kPropagatedModes}) {
+    EXPECT_EQ(AllocationsWhileStepping(
+                  mjcenic::Mode::kCenic,
+                  MJCENIC_SHARED_MODELS_DIR "/menagerie/franka_emika_panda/scene.xml", 0.5, 0.5,
+                  norm),
+              0)
+        << mjcenic::ToString(norm);
+    EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kCenic, MJCENIC_MODELS_DIR "/clutter.xml",
+                                       4.0, 0.5, norm),
+              0)
+        << mjcenic::ToString(norm);
+  }
 }
 
 // The PCG path (cenic-math §8.4: block-sparse H, Gauss–Seidel sweeps, the
