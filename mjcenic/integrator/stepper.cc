@@ -232,8 +232,8 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
   // The problem at a step's start state advances the anchors (once per
   // state) by the contacts' slip at its velocity.
   if (model->params.stiction_anchors)
-    mujoco_->anchors.Apply(m_, d, records->contacts, h, model == &model_start_, model->v0.data(),
-                           model);
+    mujoco_->anchors.Apply(m_, d, records->contacts, AnchorSlipStep(model->v0.data(), h),
+                           model == &model_start_, model->v0.data(), model);
   *penetration = std::max(*penetration, info.max_penetration);
   stats_.contacts += info.ncontact;
   stats_.time_contacts += info.time_contacts;
@@ -375,6 +375,15 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
   if (has_limits_ && PenetrationCheck()) LimitViolations(d, &start_limits_);  // and limits
   model_start_state_.Capture(m_, d);
   return true;
+}
+
+double Stepper::AnchorSlipStep(const double* v, double h) const {
+  // cenic-math §4.9: the slip of a state's velocity is measured in the ε of
+  // the solve that produced it, when v is the last accepted step's end
+  // velocity (else, e.g. a velocity set by the user, in this step's).
+  const Scratch& s = scratch_;
+  const bool ours = warm_valid_ && h_slip_ > 0 && std::equal(s.warm_v.begin(), s.warm_v.end(), v);
+  return ours ? h_slip_ : h;
 }
 
 bool Stepper::PenetrationCheck() const {
@@ -728,6 +737,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   for (int i = 0; i < m_->nv; ++i) s.warm_accel[i] = (s.v_end[i] - s.v_start[i]) / h;
   std::copy(s.v_end.begin(), s.v_end.end(), s.warm_v.begin());
   warm_valid_ = true;
+  h_slip_ = last_solved_ ? last_solved_->h : h;  // the solve that produced v_end (§4.9)
   RecordStep(h);
   return absl::OkStatus();
 }

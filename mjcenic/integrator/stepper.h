@@ -191,6 +191,10 @@ class Stepper {
   // violation at x_t (LimitViolations of the start build), in units of
   // penetration_tolerance·10⁻³ (L for lengths, 1 rad for angles).
   bool PenetrationCheck() const;
+  // Stiction anchors (cenic-math §4.9): the time step whose ε the slip of
+  // velocity v (nv) is measured in: h_slip_ if v is the last accepted step's
+  // end velocity, else h.
+  double AnchorSlipStep(const double* v, double h) const;
   double DepthGrowthRatio(const mjData* d);
   // The positive violations efc_margin − efc_pos of d's joint and tendon
   // limit rows (MuJoCo's rows at d's stages), keyed by type, object and side,
@@ -232,6 +236,7 @@ class Stepper {
   // state being checked. has_limits_: the model has limit rows to check.
   std::vector<std::pair<std::uint64_t, double>> start_limits_, check_limits_;
   bool has_limits_ = false;
+  double h_slip_ = 0;  // time step of the solve that produced the last accepted v_end
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when
