@@ -455,9 +455,9 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
 void Stepper::LimitViolations(const mjData* d,
                               std::vector<std::pair<std::uint64_t, double>>* out) const {
   // MuJoCo's limit rows at d's stages (a row exists once its distance is
-  // below its margin; mjcenic's residual is efc_pos − efc_margin, mapping
-  // §6.1). Key: bit 62 the type (0 joint, 1 tendon), bits 1… the object,
-  // bit 0 the side (adapter::EfcRowSub).
+  // below its margin; mjcenic's residual is efc_pos − efc_margin,
+  // docs/mujoco-mapping.md §6.1). Key: bit 62 the type (0 joint, 1 tendon),
+  // bits 1… the object, bit 0 the side (adapter::EfcRowSub).
   out->clear();
   adapter::RowRecord prev{-1, -1, -1, -1};
   for (int row = 0; row < d->nefc; ++row) {
