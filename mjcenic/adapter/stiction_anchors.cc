@@ -45,8 +45,8 @@ const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const Co
 }
 
 void StictionAnchors::Apply(const mjModel* m, const mjData* d,
-                            const std::vector<ContactRecord>& records, double h, bool advance,
-                            const double* v_slip, icf::IcfModel* model) {
+                            const std::vector<ContactRecord>& records, double h_slip,
+                            bool advance, const double* v_slip, icf::IcfModel* model) {
   icf::ContactPool& pool = model->contacts;
   const icf::IcfParameters& p = model->params;
   if (advance && d->time < last_time_) anchors_.clear();  // time reset: a new run
@@ -78,11 +78,14 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       b2 = mju_dot3(rec.frame + 6, bw);
     }
     if (advance) {
-      // β += (J v_slip)_t / ε with this step's ε (§4.6), |β| ≤ κ.
+      // β += (J v_slip)_t / ε̄, |β| ≤ κ, with ε̄ (§4.6) of the solve that
+      // produced v_slip (its step h_slip, not this model's step: with ε ∝ h the
+      // iteration would otherwise only halve the slip per step after step
+      // doubling's half steps, cenic-math §4.9).
       double vc[3];
       pool.rows.Multiply(c, v_slip, vc);
       const double eps =
-          std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h * pool.fn0[c]);
+          std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h_slip * pool.fn0[c]);
       const double slip2 = vc[1] * vc[1] + vc[2] * vc[2];  // |slip|²
       const double reset = kSlidingReset * eps, dead = kSlipDeadband * p.stiction_tolerance;
       if (slip2 > reset * reset) {  // sliding: no anchor

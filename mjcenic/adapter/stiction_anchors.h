@@ -66,11 +66,13 @@ class StictionAnchors {
   // state. With `advance` (d holds a newly accepted state, later than the last
   // one advanced), first integrates each contact's slip (J v_slip)_t into its
   // anchor and keeps the result; an earlier time clears the anchors. v_slip
-  // (nv): the state's velocity (the step's end velocity).
-  // Each anchored contact's bias β ε uses the model's ε at step h (the model
-  // is set to h already); nothing else of the model changes.
+  // (nv): the state's velocity (the step's end velocity); h_slip: the time
+  // step of the solve that produced it (step doubling: the second half step),
+  // whose ε the slip is measured in (cenic-math §4.9).
+  // Each anchored contact's bias β ε uses the model's ε at its own time step
+  // (the model is set to its step already); nothing else of the model changes.
   void Apply(const mjModel* m, const mjData* d, const std::vector<ContactRecord>& records,
-             double h, bool advance, const double* v_slip, icf::IcfModel* model);
+             double h_slip, bool advance, const double* v_slip, icf::IcfModel* model);
 
  private:
   struct Anchor {

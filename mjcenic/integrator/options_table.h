@@ -236,8 +236,10 @@ struct FrictionlossName {
   X(penetration_tolerance, penetration_tolerance, NonNegative,                                    \
     "error control: a step is rejected (and the next one limited) when a contact at its midpoint " \
     "or end is deeper than at its start by more than this many times the contact's nominal "     \
-    "penetration x_nom = m_c·g/k, at least 1e-3·L (cenic-math §11.10; stops sinking at loose "    \
-    "accuracies); 0: off "                                                                         \
+    "penetration x_nom = m_c·g/k, at least 1e-3·L, or a joint/tendon limit is violated by more "  \
+    "than this many times 1e-3·L (lengths) or 1e-3 rad (angles) beyond its start violation "       \
+    "(cenic-math §11.10; stops sinking and limit overshoot at loose accuracies and long steps); " \
+    "0: off "                                                                                      \
     "(the paper's configuration)")                                                                 \
   X(sigma_r, icf.sigma_R, NonNegative,                                                            \
     "σ_R of the friction regularization ε = max(v_s, μ·σ_R·w_t·h·f_n) (0: ε = v_s; the term "     \

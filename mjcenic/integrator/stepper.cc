@@ -93,6 +93,14 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
   scratch_.Resize(static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->na));
   scratch_.ctrl_prev.resize(m->nu);
   scratch_.ctrl_actuated.resize(m->nu);
+  // Penetration check on limits (§11.10): at most two rows per limited
+  // joint or tendon, reserved here (no allocation while stepping).
+  int limit_rows = 0;
+  for (int j = 0; j < m->njnt; ++j) limit_rows += m->jnt_limited[j] ? 2 : 0;
+  for (int t = 0; t < m->ntendon; ++t) limit_rows += m->tendon_limited[t] ? 2 : 0;
+  has_limits_ = limit_rows > 0;
+  start_limits_.reserve(limit_rows);
+  check_limits_.reserve(limit_rows);
 }
 
 Stepper::~Stepper() = default;
@@ -224,8 +232,8 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
   // The problem at a step's start state advances the anchors (once per
   // state) by the contacts' slip at its velocity.
   if (model->params.stiction_anchors)
-    mujoco_->anchors.Apply(m_, d, records->contacts, h, model == &model_start_, model->v0.data(),
-                           model);
+    mujoco_->anchors.Apply(m_, d, records->contacts, AnchorSlipStep(model->v0.data(), h),
+                           model == &model_start_, model->v0.data(), model);
   *penetration = std::max(*penetration, info.max_penetration);
   stats_.contacts += info.ncontact;
   stats_.time_contacts += info.time_contacts;
@@ -396,8 +404,18 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
   if (ImplicitController() && !LinearizeController(d)) return false;
   if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
   start_depths_valid_ = false;  // penetration check: new start contacts
+  if (has_limits_ && PenetrationCheck()) LimitViolations(d, &start_limits_);  // and limits
   model_start_state_.Capture(m_, d);
   return true;
+}
+
+double Stepper::AnchorSlipStep(const double* v, double h) const {
+  // cenic-math §4.9: the slip of a state's velocity is measured in the ε of
+  // the solve that produced it, when v is the last accepted step's end
+  // velocity (else, e.g. a velocity set by the user, in this step's).
+  const Scratch& s = scratch_;
+  const bool ours = warm_valid_ && h_slip_ > 0 && std::equal(s.warm_v.begin(), s.warm_v.end(), v);
+  return ours ? h_slip_ : h;
 }
 
 bool Stepper::PenetrationCheck() const {
@@ -444,7 +462,62 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
                        std::max(mujoco_->builder.NominalPenetration(m_, c), floor);
     if (tol > 0) ratio = std::max(ratio, growth / tol);
   }
+  // Joint and tendon limits (§11.10): a limit first met inside a step (a
+  // ball joint's row, present only once violated, or a nonlinear tendon's)
+  // is reached too late exactly like a contact. Growth of each row's
+  // violation over its violation at x_t, against c·10⁻³ in the row's unit.
+  if (has_limits_) {
+    LimitViolations(d, &check_limits_);
+    for (const auto& [key, violation] : check_limits_) {
+      const auto it = std::lower_bound(
+          start_limits_.begin(), start_limits_.end(), key,
+          [](const std::pair<std::uint64_t, double>& e, std::uint64_t k) { return e.first < k; });
+      const double start = it != start_limits_.end() && it->first == key ? it->second : 0.0;
+      const double growth = violation - start;
+      if (!(growth > 0)) continue;
+      const int type = static_cast<int>(key >> 62), id = static_cast<int>((key >> 1) & 0x7fffffff);
+      const double tol = options_.penetration_tolerance * kDepthFloor *
+                         LimitUnit(type == 0 ? mjCNSTR_LIMIT_JOINT : mjCNSTR_LIMIT_TENDON, id);
+      if (tol > 0) ratio = std::max(ratio, growth / tol);
+    }
+  }
   return ratio;
+}
+
+void Stepper::LimitViolations(const mjData* d,
+                              std::vector<std::pair<std::uint64_t, double>>* out) const {
+  // MuJoCo's limit rows at d's stages (a row exists once its distance is
+  // below its margin; mjcenic's residual is efc_pos − efc_margin,
+  // docs/mujoco-mapping.md §6.1). Key: bit 62 the type (0 joint, 1 tendon),
+  // bits 1… the object, bit 0 the side (adapter::EfcRowSub).
+  out->clear();
+  adapter::RowRecord prev{-1, -1, -1, -1};
+  for (int row = 0; row < d->nefc; ++row) {
+    const int type = d->efc_type[row];
+    if (type != mjCNSTR_LIMIT_JOINT && type != mjCNSTR_LIMIT_TENDON) continue;
+    const adapter::RowRecord here{type, d->efc_id[row], adapter::EfcRowSub(m_, d, row, prev), -1};
+    prev = here;
+    const double violation = d->efc_margin[row] - d->efc_pos[row];
+    if (!(violation > 0)) continue;
+    const std::uint64_t key = (static_cast<std::uint64_t>(type == mjCNSTR_LIMIT_TENDON) << 62) |
+                              (static_cast<std::uint64_t>(here.id) << 1) |
+                              static_cast<std::uint64_t>(here.sub & 1);
+    out->push_back({key, violation});
+  }
+  std::sort(out->begin(), out->end());
+}
+
+double Stepper::LimitUnit(int type, int id) const {
+  // The unit of a limit's violation in the weighted norm (§11.3): L for a
+  // length (slide joint, spatial tendon, fixed tendon over a slide joint),
+  // 1 for an angle (hinge, ball, fixed tendon over hinges).
+  const double L = norm_.length_scale();
+  if (type == mjCNSTR_LIMIT_JOINT) return m_->jnt_type[id] == mjJNT_SLIDE ? L : 1.0;
+  for (int w = m_->tendon_adr[id]; w < m_->tendon_adr[id] + m_->tendon_num[id]; ++w) {
+    if (m_->wrap_type[w] != mjWRAP_JOINT) return L;  // spatial
+    if (m_->jnt_type[m_->wrap_objid[w]] == mjJNT_SLIDE) return L;
+  }
+  return 1.0;
 }
 
 bool Stepper::FullStep(double h, double tolerance) {
@@ -712,6 +785,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   for (int i = 0; i < m_->nv; ++i) s.warm_accel[i] = (s.v_end[i] - s.v_start[i]) / h;
   std::copy(s.v_end.begin(), s.v_end.end(), s.warm_v.begin());
   warm_valid_ = true;
+  h_slip_ = last_solved_ ? last_solved_->h : h;  // the solve that produced v_end (§4.9)
   RecordStep(h);
   return absl::OkStatus();
 }

@@ -196,9 +196,20 @@ class Stepper {
   // Penetration check (cenic-math §11.10): whether it is on, and the largest
   // growth of a contact's depth over its geom pair's depth at x_t (the start
   // build's records), in units of its tolerance penetration_tolerance·x_nom,
-  // over d's contacts.
+  // over d's contacts; and of a joint/tendon limit's violation over its
+  // violation at x_t (LimitViolations of the start build), in units of
+  // penetration_tolerance·10⁻³ (L for lengths, 1 rad for angles).
   bool PenetrationCheck() const;
+  // Stiction anchors (cenic-math §4.9): the time step whose ε the slip of
+  // velocity v (nv) is measured in: h_slip_ if v is the last accepted step's
+  // end velocity, else h.
+  double AnchorSlipStep(const double* v, double h) const;
   double DepthGrowthRatio(const mjData* d);
+  // The positive violations efc_margin − efc_pos of d's joint and tendon
+  // limit rows (MuJoCo's rows at d's stages), keyed by type, object and side,
+  // sorted by key, into *out; LimitUnit: a limit's unit, L or 1 rad.
+  void LimitViolations(const mjData* d, std::vector<std::pair<std::uint64_t, double>>* out) const;
+  double LimitUnit(int type, int id) const;
 
   const mjModel* m_;
   StepperOptions options_;
@@ -229,6 +240,12 @@ class Stepper {
   // x_t, sorted; rebuilt from the start build's records when they change.
   std::vector<std::pair<std::uint64_t, double>> start_depths_;
   bool start_depths_valid_ = false;
+  // ... and the violation of each joint/tendon limit row at x_t, sorted by
+  // key (LimitViolations), captured with the start build; the same at the
+  // state being checked. has_limits_: the model has limit rows to check.
+  std::vector<std::pair<std::uint64_t, double>> start_limits_, check_limits_;
+  bool has_limits_ = false;
+  double h_slip_ = 0;  // time step of the solve that produced the last accepted v_end
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when

@@ -236,22 +236,28 @@ def test_viewer_paces_against_the_wall_clock_at_its_own_steps():
     the overlay shows both."""
     from mjcenic import viewer
     m = mjcenic.load_model(ROOT / "models/sphere_plane.xml")
-    for slowdown in (1.0, 4.0):
+    for slowdown, opts in ((1.0, {}), (4.0, {}), (1.0, {"dense_output": True}),
+                           (4.0, {"dense_output": True})):
         clock = FakeClock()
         d = mjcenic.make_data(m, "rest")
-        s = viewer.Session(m, d, {}, slowdown=slowdown, clock=clock)
+        s = viewer.Session(m, d, opts, slowdown=slowdown, clock=clock)
         h = FakeHandle(clock, frames=120, work=0.004)
         viewer.run_frames(s, h, sleep=clock.sleep)
         wall = 120 / viewer.FPS
         assert d.time == pytest.approx(wall / slowdown, rel=0.03)
         v = s.values()
         assert v["pace"] == pytest.approx(1 / slowdown, rel=0.03)
-        # its own steps, not opt.timestep: on the resting sphere one step per frame,
-        # as long as the frame's simulated time (advance_to lands on every frame)
+        # its own steps, not opt.timestep, on the resting sphere
         frame = 1 / viewer.FPS / slowdown
-        assert v["steps_per_frame"] == 1
-        assert v["step_size"] == pytest.approx(frame, rel=0.03) and frame > 4 * m.opt.timestep
-        assert v["next_step"] > frame
+        assert frame > 4 * m.opt.timestep
+        if not opts:  # advance_to lands on every frame: one step per frame, as long as the frame
+            assert v["steps_per_frame"] == 1
+            assert v["step_size"] == pytest.approx(frame, rel=0.03)
+            assert v["next_step"] > frame
+        else:  # dense output: a step spans frames, up to max_step (0.1 s)
+            assert v["steps_per_frame"] <= 1 and v["step_size"] > 4 * frame
+            assert s.sim.stats["h_max"] == pytest.approx(0.1, rel=1e-9)
+            assert v["next_step"] > frame
         left, right = h.texts[-1][2], h.texts[-1][3]
         rows = dict(zip(left.split("\n"), right.split("\n")))
         assert float(rows["step size"].split()[0]) == pytest.approx(v["step_size"], rel=0.01)

@@ -453,7 +453,9 @@ TEST(Promises, FailedSolveIsRetriedAtHalfTheStep) {
     // check, cenic-math §11.10, adds rejections of its own).
     o.penetration_tolerance = 0;
     auto s = Make(m.get(), o);
-    const absl::Status st = s->AdvanceTo(d.get(), 0.6);
+    // 1 s: at rest (at 0.6 s the bounce's tail still moved ~1e-6 m per
+    // 0.05 s step, and two runs stopped at different points of it).
+    const absl::Status st = s->AdvanceTo(d.get(), 1.0);
     *z = d->qpos[2];
     *rejected = s->stats().rejected_steps;
     return st;
@@ -619,6 +621,52 @@ TEST(Promises, BallJointLimitHolds) {
   std::printf("  ball limit 30 deg: max angle %.4f deg\n", worst * 180 / std::numbers::pi);
   EXPECT_LT(worst, limit + 0.01);
   EXPECT_GT(worst, limit - 0.05);  // it did reach the limit
+}
+
+TEST(Promises, LimitMetInsideALongStepIsCheckedLikeAContact) {
+  // cenic-math §11.10 on limits: the ball pendulum above, stepped with its
+  // own accepted steps (StepOnce, up to max_step = 0.05 s). A ball limit's
+  // row exists only once the joint is past the limit, so a step that starts
+  // short of it and ends past it never sees it: without the check
+  // (penetration_tolerance = 0) the swing ends 0.024 rad (accuracy 1e-3) and
+  // 0.075 rad (1e-1) past 30°. With it, a step whose violation grows by more
+  // than the tolerance 10⁻³ rad is rejected, so the swing stops within one
+  // tolerance of growth plus the row's resting compliance (< 10⁻³ rad).
+  ModelPtr m = Xml(R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body>
+      <joint type="ball" range="0 30" limited="true"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  const double limit = 30 * std::numbers::pi / 180, tol = 1e-3;
+  auto overshoot = [&](double accuracy, double c_pen) {
+    DataPtr d(mj_makeData(m.get()));
+    mj_forward(m.get(), d.get());
+    StepperOptions o;
+    o.accuracy = accuracy;
+    o.max_step = 0.05;
+    o.penetration_tolerance = c_pen;
+    auto s = Make(m.get(), o);
+    double worst = 0;
+    while (s && d->time < 0.5) {
+      if (!s->StepOnce(d.get()).ok()) return std::numeric_limits<double>::infinity();
+      worst = std::max(worst, 2 * std::acos(std::min(1.0, std::abs(d->qpos[0]))));
+    }
+    return worst - limit;
+  };
+  for (double accuracy : {1e-3, 1e-1}) {
+    const double with = overshoot(accuracy, 1.0), without = overshoot(accuracy, 0.0);
+    std::printf("  accuracy %g: overshoot %.2e rad with the check, %.2e without\n", accuracy, with,
+                without);
+    EXPECT_LT(with, 2 * tol) << accuracy;
+    EXPECT_GT(with, -0.01) << accuracy;  // it did reach the limit
+    EXPECT_GT(without, 10 * tol) << accuracy;  // the scene does meet the limit inside a step
+  }
 }
 
 TEST(Promises, TendonLimitsHoldFixedAndSpatial) {

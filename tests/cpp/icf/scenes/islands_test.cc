@@ -182,9 +182,12 @@ TEST(Islands, ManyIslandsNeedFewerNewtonIterations) {
 
 // ℓ is a sum of island costs, so each island's Newton iteration stops at its
 // own tolerance and is then frozen: an island's velocities do not depend on
-// what else is in the scene, and converged islands cost nothing.
+// what else is in the scene, and converged islands cost nothing. The clutter
+// at 0.5 s (4 islands; how many touch at a given time depends on the
+// trajectory, e.g. 2 at 0.6 s since the anchors measure slip in their
+// solve's ε, cenic-math §4.9).
 TEST(Islands, EachIslandStopsOnItsOwn) {
-  const IcfModel m = ClutterProblemAt(0.6);
+  const IcfModel m = ClutterProblemAt(0.5);
   ASSERT_GT(m.num_islands, 2);
   // Change one island's problem (its momentum target r) and nothing else.
   const int changed = m.island_of_clique[m.clique_of_dof[0]];
