@@ -68,19 +68,12 @@ inline void CoupledCliquePairs(const IcfModel& m, bool lower, std::vector<int>* 
   pairs->erase(std::unique(pairs->begin(), pairs->end()), pairs->end());
 }
 
-// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
-// H = A + Σ_i J_iᵀ G_i J_i.
-// `keep(dof)` selects the rows (and constraints, by their first dof) to add;
-// H is block diagonal over islands, so skipping whole islands is exact.
+// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
+// constraint part Σ_i J_iᵀ G_i J_i of H (constraints with G_i = 0 skipped).
+// `keep(dof)` selects the constraints, by their first dof.
 template <class Sink, class Keep>
-void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
-                       Sink&& sink, Keep&& keep) {
-  for (int i = 0; i < m.nv; ++i) {
-    if (!keep(i)) continue;
-    const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
-    for (int k = 0; k < nnz; ++k) sink(i, m.M_colind[adr + k], m.M[adr + k]);
-    sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
-  }
+void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
+                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
   auto add_pool = [&](const auto& pool, const auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     for (int c = 0; c < pool.size(); ++c) {
@@ -101,6 +94,22 @@ void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>*
   ForEachPool(m, const_cast<IcfData&>(d), add_pool);
 }
 
+// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
+// H = A + Σ_i J_iᵀ G_i J_i.
+// `keep(dof)` selects the rows (and constraints, by their first dof) to add;
+// H is block diagonal over islands, so skipping whole islands is exact.
+template <class Sink, class Keep>
+void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                       Sink&& sink, Keep&& keep) {
+  for (int i = 0; i < m.nv; ++i) {
+    if (!keep(i)) continue;
+    const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+    for (int k = 0; k < nnz; ++k) sink(i, m.M_colind[adr + k], m.M[adr + k]);
+    sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
+  }
+  AccumulateConstraintHessians(m, d, scratch, sink, keep);
+}
+
 template <class Sink>
 void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
                        Sink&& sink) {
@@ -114,5 +123,6 @@ std::unique_ptr<HessianFactor> MakeSparseHessian();
 std::unique_ptr<HessianFactor> MakeLowRankHessian();
 std::unique_ptr<HessianFactor> MakeBlockHessian();
 std::unique_ptr<HessianFactor> MakeIslandHessian();
+std::unique_ptr<HessianFactor> MakeTreeHessian();
 
 }  // namespace mjcenic::icf::detail

@@ -39,6 +39,7 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
             : kind == LinearSolverKind::kPcg     ? pcg_
             : kind == LinearSolverKind::kLowRank ? lowrank_
             : kind == LinearSolverKind::kBlock   ? block_
+            : kind == LinearSolverKind::kTree    ? tree_
                                                  : dense_;
   if (!f) f = MakeHessianFactor(kind, o.pcg_tolerance, o.pcg_max_iterations);
   f->SetIterative(o.pcg_tolerance, o.pcg_max_iterations);  // this solve's settings

@@ -162,7 +162,7 @@ class IcfSolver {
   IslandNewton isl_;
 
   IcfData data_;
-  std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_, lowrank_, block_;
+  std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_, lowrank_, block_, tree_;
   std::vector<double> scale_, dv_, vtmp_;
   bool fresh_ = false;                 // reuse state machine (§8.5)
   bool partial_factor_ = false;        // the kept factorization skipped frozen islands
