@@ -37,6 +37,23 @@ inline bool SmallCholesky(double* L, int n, double* dinv) {
   return true;
 }
 
+// x ← (L Lᵀ)⁻¹ x with the factor of SmallCholesky (n × n, column-major lower
+// triangle, dinv[j] = 1 / L_jj): forward L y = x by columns, then Lᵀ x = y.
+inline void SmallCholeskySolve(const double* L, int n, const double* dinv, double* x) {
+  for (int j = 0; j < n; ++j) {
+    const double xj = x[j] * dinv[j];
+    x[j] = xj;
+    const double* col = L + j * n;
+    for (int i = j + 1; i < n; ++i) x[i] -= col[i] * xj;
+  }
+  for (int j = n - 1; j >= 0; --j) {
+    const double* col = L + j * n;
+    double s = x[j];
+    for (int i = j + 1; i < n; ++i) s -= col[i] * x[i];
+    x[j] = s * dinv[j];
+  }
+}
+
 // The distinct pairs of cliques (trees) that some constraint couples, sorted,
 // packed (a << 32) | b with a > b when `lower`, else a < b (cenic-math §8.4).
 // *cliques is scratch. The coupling pattern of the PCG, sparse and block
