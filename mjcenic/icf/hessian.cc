@@ -9,7 +9,52 @@
 namespace mjcenic::icf {
 
 
+bool ConstraintsFollowTree(const IcfModel& m) {
+  const int nv = m.nv;
+  if (static_cast<int>(m.M_rowadr.size()) != nv || static_cast<int>(m.M_rownnz.size()) != nv)
+    return false;
+  // M's layout: row i is its parent's row followed by i (the elimination of
+  // §8.8 updates the parent rows through that prefix).
+  for (int i = 0; i < nv; ++i) {
+    const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+    if (nnz < 1 || m.M_colind[adr + nnz - 1] != i) return false;
+    if (nnz == 1) continue;
+    const int p = m.M_colind[adr + nnz - 2];
+    if (p >= i || m.M_rownnz[p] != nnz - 1 ||
+        !std::equal(m.M_colind.begin() + m.M_rowadr[p],
+                    m.M_colind.begin() + m.M_rowadr[p] + nnz - 1, m.M_colind.begin() + adr))
+      return false;
+  }
+  // Every constraint's dofs (ascending) are ancestors of its last dof.
+  bool ok = true;
+  auto check = [&](const auto& pool) {
+    for (int c = 0; ok && c < pool.size(); ++c) {
+      const auto dofs = pool.rows.dofs(c);
+      if (dofs.size() < 2) continue;
+      const int last = dofs.back();
+      const int* row = m.M_colind.data() + m.M_rowadr[last];
+      const int* end = row + m.M_rownnz[last];
+      for (int dof : dofs) {
+        while (row != end && *row < dof) ++row;
+        if (row == end || *row != dof) {
+          ok = false;
+          break;
+        }
+      }
+    }
+  };
+  check(m.contacts);
+  check(m.limits);
+  check(m.couplings);
+  check(m.gains);
+  check(m.dry_friction);
+  check(m.contact_torques);
+  return ok;
+}
+
 LinearSolverKind ChooseLinearSolver(const IcfModel& m, LinearSolverKind requested) {
+  if (requested == LinearSolverKind::kTree)
+    return ConstraintsFollowTree(m) ? LinearSolverKind::kTree : LinearSolverKind::kDense;
   if (requested != LinearSolverKind::kAuto) return requested;
   if (m.num_islands > 1) {
     const int trees = std::max<int>(static_cast<int>(m.clique_start.size()) - 1, 1);
@@ -17,7 +62,8 @@ LinearSolverKind ChooseLinearSolver(const IcfModel& m, LinearSolverKind requeste
     if (m.largest_island <= (large_trees ? kMaxIslandDofsLargeTrees : kMaxIslandDofs))
       return LinearSolverKind::kIslands;
   }
-  if (m.nv < 64) return LinearSolverKind::kDense;
+  if (m.nv < 64)
+    return ConstraintsFollowTree(m) ? LinearSolverKind::kTree : LinearSolverKind::kDense;
   if (m.largest_island >= kMinPcgDofs) {
     int widest = 0;
     for (size_t c = 0; c + 1 < m.clique_start.size(); ++c)
@@ -86,6 +132,7 @@ std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind, double p
   if (kind == LinearSolverKind::kLowRank) return detail::MakeLowRankHessian();
   if (kind == LinearSolverKind::kBlock) return detail::MakeBlockHessian();
   if (kind == LinearSolverKind::kIslands) return detail::MakeIslandHessian();
+  if (kind == LinearSolverKind::kTree) return detail::MakeTreeHessian();
   return detail::MakeDenseHessian();
 }
 

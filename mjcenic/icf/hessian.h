@@ -22,7 +22,7 @@
 
 namespace mjcenic::icf {
 
-enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock };
+enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock, kTree };
 
 // Decides kAuto: one dense block per island when there are several islands
 // and none is larger than the limits below (kIslands itself hands an island
@@ -33,7 +33,11 @@ enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, 
 // three or more trees and the constraints that couple trees have at most
 // min(kMaxLowRank, nv) rows in all; else kBlock (block Cholesky over the tree
 // graph, §8.7) for at most kMaxBlockTrees trees of at most kMaxBlockTreeDofs
-// dofs; else kLowRank under the same row limit, else sparse; else dense.
+// dofs; else kLowRank under the same row limit, else sparse; else dense —
+// or, when nv < 64 and every constraint follows the tree (ConstraintsFollowTree),
+// kTree (LDLᵀ on M's own sparsity, no fill, cenic-math.md §8.8). A request
+// for kTree falls back to kDense on a problem whose constraints do not follow
+// the tree.
 // Islands of up to kMaxIslandDofs dofs, or of up to kMaxIslandDofsLargeTrees
 // when the trees average at least kMinTreeDofsForLargeIslands dofs (dense
 // within themselves): 100_humanoids (27-dof trees, islands ≤ 297 dofs) is 18 %
@@ -48,6 +52,10 @@ inline constexpr int kMaxLowRank = 160;
 inline constexpr int kMaxBlockTrees = 128;
 inline constexpr int kMaxBlockTreeDofs = 12;
 LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requested);
+// True when M's rows have the kinematic-tree layout (row i = the row of its
+// parent dof plus i) and every constraint's dofs lie on one root-to-leaf chain
+// of dofs: then H = A + Σ JᵀGJ has M's sparsity and kTree applies.
+bool ConstraintsFollowTree(const IcfModel& model);
 // Rows (Σ R_i) of the constraints whose dofs span more than one tree; *wide
 // (optional): how many of those constraints span three trees or more.
 int CouplingRank(const IcfModel& model, int* wide = nullptr);

@@ -37,6 +37,23 @@ inline bool SmallCholesky(double* L, int n, double* dinv) {
   return true;
 }
 
+// x ← (L Lᵀ)⁻¹ x with the factor of SmallCholesky (n × n, column-major lower
+// triangle, dinv[j] = 1 / L_jj): forward L y = x by columns, then Lᵀ x = y.
+inline void SmallCholeskySolve(const double* L, int n, const double* dinv, double* x) {
+  for (int j = 0; j < n; ++j) {
+    const double xj = x[j] * dinv[j];
+    x[j] = xj;
+    const double* col = L + j * n;
+    for (int i = j + 1; i < n; ++i) x[i] -= col[i] * xj;
+  }
+  for (int j = n - 1; j >= 0; --j) {
+    const double* col = L + j * n;
+    double s = x[j];
+    for (int i = j + 1; i < n; ++i) s -= col[i] * x[i];
+    x[j] = s * dinv[j];
+  }
+}
+
 // The distinct pairs of cliques (trees) that some constraint couples, sorted,
 // packed (a << 32) | b with a > b when `lower`, else a < b (cenic-math §8.4).
 // *cliques is scratch. The coupling pattern of the PCG, sparse and block
@@ -68,19 +85,12 @@ inline void CoupledCliquePairs(const IcfModel& m, bool lower, std::vector<int>* 
   pairs->erase(std::unique(pairs->begin(), pairs->end()), pairs->end());
 }
 
-// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
-// H = A + Σ_i J_iᵀ G_i J_i.
-// `keep(dof)` selects the rows (and constraints, by their first dof) to add;
-// H is block diagonal over islands, so skipping whole islands is exact.
+// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
+// constraint part Σ_i J_iᵀ G_i J_i of H (constraints with G_i = 0 skipped).
+// `keep(dof)` selects the constraints, by their first dof.
 template <class Sink, class Keep>
-void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
-                       Sink&& sink, Keep&& keep) {
-  for (int i = 0; i < m.nv; ++i) {
-    if (!keep(i)) continue;
-    const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
-    for (int k = 0; k < nnz; ++k) sink(i, m.M_colind[adr + k], m.M[adr + k]);
-    sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
-  }
+void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
+                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
   auto add_pool = [&](const auto& pool, const auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     for (int c = 0; c < pool.size(); ++c) {
@@ -101,6 +111,22 @@ void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>*
   ForEachPool(m, const_cast<IcfData&>(d), add_pool);
 }
 
+// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
+// H = A + Σ_i J_iᵀ G_i J_i.
+// `keep(dof)` selects the rows (and constraints, by their first dof) to add;
+// H is block diagonal over islands, so skipping whole islands is exact.
+template <class Sink, class Keep>
+void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                       Sink&& sink, Keep&& keep) {
+  for (int i = 0; i < m.nv; ++i) {
+    if (!keep(i)) continue;
+    const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+    for (int k = 0; k < nnz; ++k) sink(i, m.M_colind[adr + k], m.M[adr + k]);
+    sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
+  }
+  AccumulateConstraintHessians(m, d, scratch, sink, keep);
+}
+
 template <class Sink>
 void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
                        Sink&& sink) {
@@ -114,5 +140,6 @@ std::unique_ptr<HessianFactor> MakeSparseHessian();
 std::unique_ptr<HessianFactor> MakeLowRankHessian();
 std::unique_ptr<HessianFactor> MakeBlockHessian();
 std::unique_ptr<HessianFactor> MakeIslandHessian();
+std::unique_ptr<HessianFactor> MakeTreeHessian();
 
 }  // namespace mjcenic::icf::detail

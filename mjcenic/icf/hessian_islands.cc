@@ -59,6 +59,7 @@ class IslandHessian final : public HessianFactor {
     if (H_.size() < offset_[ni]) H_.resize(offset_[ni]);
     if (L_.size() < offset_[ni]) L_.resize(offset_[ni]);
     x_.resize(nv);
+    dinv_.resize(nv);
     const bool changed = island_ != last_island_ || left_block;
     if (changed) {
       last_island_ = island_;
@@ -87,8 +88,16 @@ class IslandHessian final : public HessianFactor {
     for (int k = 0; k < ni; ++k) {
       if (size_[k] == 0 || frozen(k)) continue;
       std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
+      // In place, lower triangle. Small islands (a finger, a free body):
+      // plain loops, as for the tree blocks of the lowrank and block kinds
+      // (§8.6); Eigen's blocked LLT for large ones.
+      if (size_[k] <= kMaxSmallIslandDofs) {
+        if (!SmallCholesky(L_.data() + offset_[k], size_[k], dinv_.data() + start_[k]))
+          return false;
+        continue;
+      }
       Eigen::Map<Eigen::MatrixXd> Lk(L_.data() + offset_[k], size_[k], size_[k]);
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);  // in place, lower triangle
+      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);
       if (llt.info() != Eigen::Success) return false;
     }
     return true;
@@ -102,6 +111,11 @@ class IslandHessian final : public HessianFactor {
       if (n == 0) continue;
       if (frozen_ && frozen_[k]) {
         std::fill(x_.begin() + start_[k], x_.begin() + start_[k] + n, 0.0);
+        continue;
+      }
+      if (n <= kMaxSmallIslandDofs) {
+        SmallCholeskySolve(L_.data() + offset_[k], n, dinv_.data() + start_[k],
+                           x_.data() + start_[k]);
         continue;
       }
       Eigen::Map<const Eigen::MatrixXd> Lk(L_.data() + offset_[k], n, n);
@@ -127,6 +141,8 @@ class IslandHessian final : public HessianFactor {
   // Islands larger than this are factorized by block elimination when the
   // trees qualify for it (≤ kMaxBlockTrees trees of ≤ kMaxBlockTreeDofs).
   static constexpr int kMaxDenseIslandDofs = 48;
+  // Islands up to this size are factorized by SmallCholesky (plain loops).
+  static constexpr int kMaxSmallIslandDofs = 24;
 
  private:
   static bool UseBlock(const IcfModel& m) {
@@ -142,7 +158,7 @@ class IslandHessian final : public HessianFactor {
   bool by_block_ = false;
   std::vector<int> island_, last_island_, local_, size_, start_, order_;
   std::vector<size_t> offset_;
-  std::vector<double> H_, L_, x_;
+  std::vector<double> H_, L_, x_, dinv_;
   const char* frozen_ = nullptr;  // per island, or null
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "mjcenic/icf/icf_model.h"
@@ -42,12 +43,18 @@ struct IcfData {
 
   void Resize(const IcfModel& model) {
     const int nv = model.nv;
+    const int ni = std::max(model.num_islands, 1);
+    // Called once per Evaluate: nothing to do when the shape is unchanged.
+    const std::array<int, 8> shape = {nv, ni, model.contacts.size(), model.limits.size(),
+                                      model.couplings.size(), model.gains.size(),
+                                      model.dry_friction.size(), model.contact_torques.size()};
+    if (shape == shape_) return;
+    shape_ = shape;
     v.resize(nv);
     Av.resize(nv);
     grad.resize(nv);
     w.resize(nv);
     Aw.resize(nv);
-    const int ni = std::max(model.num_islands, 1);
     ls_a.resize(ni);
     ls_b.resize(ni);
     ls_c.resize(ni);
@@ -58,6 +65,9 @@ struct IcfData {
     dry_friction.Resize(model.dry_friction.size());
     contact_torques.Resize(model.contact_torques.size());
   }
+
+ private:
+  std::array<int, 8> shape_ = {-1, -1, -1, -1, -1, -1, -1, -1};  // of the last Resize
 };
 
 // Calls f(pool, pool_data) for every constraint pool of the model.

@@ -122,12 +122,14 @@ void IcfModel::MultiplyM(const double* x, double* y) const {
   for (int i = 0; i < nv; ++i) y[i] = 0;
   for (int i = 0; i < nv; ++i) {
     const int adr = M_rowadr[i], nnz = M_rownnz[i];
-    for (int k = 0; k < nnz - 1; ++k) {  // strictly lower part
+    const double xi = x[i];
+    double yi = M[adr + nnz - 1] * xi;  // diagonal is last
+    for (int k = 0; k < nnz - 1; ++k) {  // strictly lower part; j < i
       const int j = M_colind[adr + k];
-      y[i] += M[adr + k] * x[j];
-      y[j] += M[adr + k] * x[i];
+      yi += M[adr + k] * x[j];
+      y[j] += M[adr + k] * xi;
     }
-    y[i] += M[adr + nnz - 1] * x[i];  // diagonal is last
+    y[i] += yi;
   }
 }
 

@@ -41,6 +41,7 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
             : kind == LinearSolverKind::kPcg     ? pcg_
             : kind == LinearSolverKind::kLowRank ? lowrank_
             : kind == LinearSolverKind::kBlock   ? block_
+            : kind == LinearSolverKind::kTree    ? tree_
                                                  : dense_;
   if (!f) f = MakeHessianFactor(kind, o.pcg_tolerance, o.pcg_max_iterations);
   f->SetIterative(o.pcg_tolerance, o.pcg_max_iterations);  // this solve's settings
@@ -57,11 +58,11 @@ void IcfSolver::TagIslands(const IcfModel& m) {
 }
 
 void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
-                         const char* majorize) {
+                         const char* majorize, bool advanced) {
   data_.Resize(m);
   const int nv = m.nv;
   std::copy(v, v + nv, data_.v.begin());
-  m.MultiplyA(v, data_.Av.data());
+  if (!advanced) m.MultiplyA(v, data_.Av.data());
   double cost = 0;
   for (int i = 0; i < nv; ++i) {
     data_.grad[i] = data_.Av[i] - m.r[i];
@@ -73,9 +74,10 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
       double* vc = pd.vc.data() + R * c;
       double* gamma = pd.gamma.data() + R * c;
       if (!frozen || !frozen[pd.island[c]]) {
-        pool.rows.Multiply(c, v, vc);
+        if (!advanced) pool.rows.Multiply(c, v, vc);
         if constexpr (requires { pool.bias; }) {  // contacts: surface-velocity bias
-          for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
+          if (!advanced)
+            for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
           pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c,
                     majorize && majorize[pd.island[c]]);
         } else {
@@ -88,6 +90,21 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   };
   ForEachPool(m, data_, eval_pool);
   data_.cost = cost;
+}
+
+void IcfSolver::AdvanceProducts(const IcfModel& m) {
+  // v ← v + α_i w on island i (TakeStep): A v and the constraint velocities
+  // v_c = J v + b are affine in v, so they follow from the line search's
+  // A w and u = J w (§3.4) without another product with A or J.
+  for (int i = 0; i < m.nv; ++i) data_.Av[i] += ls_.alpha[DofIsland(m, i)] * data_.Aw[i];
+  auto advance = [&](const auto& pool, auto& pd) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    for (int c = 0; c < pool.size(); ++c) {
+      const double a = ls_.alpha[pd.island[c]];
+      for (int q = 0; q < R; ++q) pd.vc[R * c + q] = pd.vc_base[R * c + q] + a * pd.u[R * c + q];
+    }
+  };
+  ForEachPool(m, data_, advance);
 }
 
 void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
@@ -167,6 +184,7 @@ void IcfSolver::EvalAlongLine(const IcfModel& m, double alpha, double* cost, dou
 }
 
 void IcfSolver::ResizeIslandWork(int ni) {
+  if (static_cast<int>(ls_.active.size()) == ni) return;  // all sized together
   for (auto* x : {&ls_.alpha, &ls_.l, &ls_.f, &ls_.df, &ls_.d0, &ls_.l0, &ls_.xl, &ls_.xh,
                   &ls_.dx, &ls_.dxold})
     x->resize(ni);
@@ -445,6 +463,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
   std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   isl_.major.assign(ni, 0);
+  bool advanced = false;  // data_ holds A v and J v + b at vtmp_ (AdvanceProducts)
   int exact_run = 0;  // trailing exact-Hessian steps of the whole system
   double eta = 1.0;
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
@@ -462,7 +481,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
         isl_.major[i] = k < K || (damped && ls_.alpha[i] < o.damped_alpha);
         any_major = any_major || isl_.major[i];
       }
-      Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr);
+      Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr, advanced);
     }
     if (history) history->push_back(data_.cost);
     const double Dg = ScaledGradient(m, per_island);
@@ -518,6 +537,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     step_prev2 = step_prev;
     step_prev = TakeStep(m, w, per_island, ni);
+    AdvanceProducts(m);
+    advanced = true;
     bool all_exact = true;
     for (int i = 0; i < ni; ++i) {
       all_exact = all_exact && !isl_.major[i];
@@ -526,7 +547,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     exact_run = all_exact ? exact_run + 1 : 0;
     ++st.iterations;
   }
-  Evaluate(m, vtmp_.data(), frozen);
+  Evaluate(m, vtmp_.data(), frozen, nullptr, advanced);
   std::copy(vtmp_.begin(), vtmp_.end(), v);
   return finish(SolveStatus::kMaxIterations);
 }

@@ -130,8 +130,12 @@ class IcfSolver {
   // `frozen` (their v has not changed since they were computed; their costs
   // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
   // majorize (per island, or null): contact G from the friction majorizer (§8.1).
+  // advanced: data_.Av and the constraint velocities already hold A v and
+  // J v + b (AdvanceProducts after the last step); only the pools' Eval runs.
   void Evaluate(const IcfModel& model, const double* v, const char* frozen,
-                const char* majorize = nullptr);
+                const char* majorize = nullptr, bool advanced = false);
+  // After TakeStep: A v += α A w, v_c = v_c(α=0) + α J w, per island α.
+  void AdvanceProducts(const IcfModel& model);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
@@ -172,7 +176,7 @@ class IcfSolver {
   IslandNewton isl_;
 
   IcfData data_;
-  std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_, lowrank_, block_;
+  std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_, lowrank_, block_, tree_;
   std::vector<double> scale_, dv_, vtmp_;
   std::vector<double> diag_block_;  // HessianDiagonal: one J_iᵀ G_i J_i block
   bool fresh_ = false;                 // reuse state machine (§8.5)

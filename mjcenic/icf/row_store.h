@@ -68,7 +68,9 @@ class RowStore {
     }
   }
 
-  // B (ndof x ndof, row-major) = J(c)^T G J(c), G is kRows x kRows row-major.
+  // B (ndof x ndof, row-major) = J(c)^T G J(c), G is kRows x kRows row-major;
+  // only the lower triangle B[i * ndof + k], k <= i, is written (B is
+  // symmetric and every caller reads that half).
   void CongruenceTransform(int c, const double* G, double* B) const {
     const int n = num_[c];
     const double* Jc = J(c);
@@ -81,8 +83,8 @@ class RowStore {
           for (int q = 0; q < kRows; ++q) s += G[r * kRows + q] * Jc[q * n + k0 + k];
           GJ[r * 64 + k] = s;
         }
-      for (int i = 0; i < n; ++i)
-        for (int k = 0; k < kn; ++k) {
+      for (int i = k0; i < n; ++i)
+        for (int k = 0; k < kn && k0 + k <= i; ++k) {
           double s = 0;
           for (int r = 0; r < kRows; ++r) s += Jc[r * n + i] * GJ[r * 64 + k];
           B[i * n + k0 + k] = s;

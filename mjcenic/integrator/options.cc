@@ -90,7 +90,7 @@ const char* NameOf(const char* const (&names)[N], E e) {
 const char* ToString(icf::LineSearchGuess g) { return NameOf({"cubic", "quadratic"}, g); }
 
 const char* ToString(icf::LinearSolverKind k) {
-  return NameOf({"auto", "dense", "sparse", "islands", "pcg", "lowrank", "block"}, k);
+  return NameOf({"auto", "dense", "sparse", "islands", "pcg", "lowrank", "block", "tree"}, k);
 }
 
 const char* ToString(Mode mode) { return NameOf({"fixed", "cenic", "trapezoid"}, mode); }

@@ -125,7 +125,7 @@ using LinearSolverName =
     Enum<icf::LinearSolverKind, icf::LinearSolverKind::kAuto, icf::LinearSolverKind::kDense,
          icf::LinearSolverKind::kSparse, icf::LinearSolverKind::kIslands,
          icf::LinearSolverKind::kPcg, icf::LinearSolverKind::kLowRank,
-         icf::LinearSolverKind::kBlock>;
+         icf::LinearSolverKind::kBlock, icf::LinearSolverKind::kTree>;
 
 // ContactOptions::frictionloss_stiction: "mujoco" (false) or "stiction" (true).
 struct FrictionlossName {
@@ -209,7 +209,9 @@ struct FrictionlossName {
     "12; else, when nv ≥ 64 and the tree blocks cover < 25 % of the matrix: `lowrank` if a "     \
     "constraint spans ≥ 3 trees and the coupling constraints have ≤ min(160, nv) rows, else "     \
     "`block` for ≤ 128 trees of ≤ 12 dofs, else `lowrank` under the same row limit, else "        \
-    "`sparse`; else dense)")                                                                       \
+    "`sparse`; else `tree` when nv < 64 and every constraint's dofs lie on one root-to-leaf "    \
+    "chain, else `dense`); `tree`: LDLᵀ on the mass matrix's own sparsity, no fill (`dense` on "   \
+    "a step where a constraint couples two branches)")                                                                       \
   X(pcg_tolerance, solver.pcg_tolerance, Positive,                                                \
     "`pcg`: relative residual of each Newton direction (inexact Newton; every CG iterate is a "   \
     "descent direction, so the Newton tolerance still decides convergence); in fixed mode the "   \

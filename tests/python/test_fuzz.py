@@ -103,7 +103,7 @@ OPTIONS = {
     "global_accuracy": [True, False],
     "error_control": [True, False],
     "max_iterations": [1, 2, 100, 0],
-    "linear_solver": ["auto", "dense", "sparse", "islands", "pcg", "lowrank", "block"],
+    "linear_solver": ["auto", "dense", "sparse", "islands", "pcg", "lowrank", "block", "tree"],
     "controller_mode": ["zero_order_hold", "explicit", "implicit"],
     "speculative_margin": [0, 0.01],
 }

@@ -66,7 +66,7 @@ def test_option_values_round_trip_through_every_entry():
     assert o["max_iterations"] == 7 and isinstance(o["max_iterations"], int)
     assert o["frictionloss_regularization"] == "stiction" and o["hessian_reuse"] is True
     with pytest.raises(ValueError, match="'linear_solver': bad value 'qr' "
-                                         r"\(expected auto, dense, sparse, islands, pcg, lowrank or block\)"):
+                                         r"\(expected auto, dense, sparse, islands, pcg, lowrank, block or tree\)"):
         mjcenic.Stepper(m, linear_solver="qr")
     with pytest.raises(ValueError, match="'accuracy': bad value ''"):
         mjcenic.Stepper(m, accuracy="")

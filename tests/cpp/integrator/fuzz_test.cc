@@ -155,7 +155,7 @@ StepperOptions RandomOptions(Rng& r, std::string* log) {
       {"global_accuracy", {"true", "false"}},
       {"error_control", {"true", "false"}},
       {"max_iterations", {"1", "2", "100", "0", "1.5"}},
-      {"linear_solver", {"auto", "dense", "sparse", "islands", "pcg", "lowrank", "block"}},
+      {"linear_solver", {"auto", "dense", "sparse", "islands", "pcg", "lowrank", "block", "tree"}},
       {"controller_mode", {"zero_order_hold", "explicit", "implicit"}},
       {"speculative_margin", {"0", "0.01"}},
       {"contact_stiffness", {"0", "1e4", "1e12"}},

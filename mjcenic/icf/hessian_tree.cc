@@ -1,0 +1,120 @@
+// The tree linear solver of the ICF Hessian (see hessian.h): LDLᵀ on the
+// sparsity of the mass matrix itself, no fill (cenic-math.md §8.8).
+#include "mjcenic/icf/hessian_internal.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+namespace mjcenic::icf::detail {
+
+namespace {
+
+// Row i of M (CSR, columns ascending, diagonal last) holds dof i and its
+// ancestors in the kinematic tree. When every constraint's dofs lie on one
+// root-to-leaf chain, J_iᵀ G_i J_i only adds to entries (i, j) with j an
+// ancestor of i, so H = A + Σ JᵀGJ keeps M's pattern, and eliminating the
+// dofs from the leaves up (highest index first) creates no fill:
+// H = Lᵀ D L, L unit lower triangular with the pattern of M.
+// ChooseLinearSolver only picks this kind when ConstraintsFollowTree().
+class TreeHessian final : public HessianFactor {
+  // row_i[0..n) −= s row_k[0..n): two different rows of the factor.
+  static void Update(double* __restrict row_i, const double* __restrict row_k, double s, int n) {
+    for (int t = 0; t < n; ++t) row_i[t] -= s * row_k[t];
+  }
+
+ public:
+  bool Prepare(const IcfModel& m) override {
+    if (m.M_rowadr == rowadr_ && m.M_rownnz == rownnz_ && m.M_colind == colind_) return false;
+    rowadr_ = m.M_rowadr;
+    rownnz_ = m.M_rownnz;
+    colind_ = m.M_colind;
+    H_.resize(colind_.size());
+    L_.resize(colind_.size());
+    ++pattern_id_;
+    ++analyses_;
+    return true;
+  }
+
+  bool AssembleAndFactor(const IcfModel& m, const IcfData& data) override {
+    const int n = m.nv;
+    std::copy(m.M.begin(), m.M.begin() + static_cast<long>(H_.size()), H_.begin());
+    for (int i = 0; i < n; ++i)
+      H_[rowadr_[i] + rownnz_[i] - 1] += m.h * m.D[i] + m.h * m.h * m.K[i];
+    // The terms of one constraint come row by row (i ascending), columns j
+    // ascending within a row: a cursor walks row i of the pattern.
+    bool in_pattern = true;
+    int row = -1, p = 0, end = 0;
+    AccumulateConstraintHessians(
+        m, data, &block_,
+        [&](int i, int j, double x) {
+          if (i != row || p == end || colind_[p] > j) row = i, p = rowadr_[i], end = p + rownnz_[i];
+          while (p < end && colind_[p] < j) ++p;
+          if (p == end || colind_[p] != j) {
+            in_pattern = false;
+            return;
+          }
+          H_[p] += x;
+        },
+        [](int) { return true; });
+    if (!in_pattern) return false;  // not reached: ChooseLinearSolver checked the chains
+    std::copy(H_.begin(), H_.end(), L_.begin());
+    double* L = L_.data();
+    for (int k = n - 1; k >= 0; --k) {
+      const int adr = rowadr_[k], off = rownnz_[k] - 1;  // off-diagonal entries of row k
+      const double dk = L[adr + off];
+      if (!(dk > 0)) return false;
+      const double inv = 1.0 / dk;
+      // For each ancestor i of k (position q in row k): the row of i is the
+      // prefix of row k up to and including i, entry for entry.
+      const double* row_k = L + adr;
+      for (int q = off - 1; q >= 0; --q) {
+        const double s = row_k[q] * inv;
+        Update(L + rowadr_[colind_[adr + q]], row_k, s, q + 1);
+      }
+      for (int q = 0; q < off; ++q) L[adr + q] *= inv;
+    }
+    return true;
+  }
+
+  void Solve(const double* b, double* x) override {
+    const int n = static_cast<int>(rowadr_.size());
+    if (x != b) std::copy(b, b + n, x);
+    const double* L = L_.data();
+    // Lᵀ y = b: dof k, once complete, pushes its value to its ancestors.
+    for (int k = n - 1; k >= 0; --k) {
+      const int adr = rowadr_[k], off = rownnz_[k] - 1;
+      const double xk = x[k];
+      for (int q = 0; q < off; ++q) x[colind_[adr + q]] -= L[adr + q] * xk;
+    }
+    for (int k = 0; k < n; ++k) x[k] /= L[rowadr_[k] + rownnz_[k] - 1];
+    // L x = z: ancestors first.
+    for (int k = 0; k < n; ++k) {
+      const int adr = rowadr_[k], off = rownnz_[k] - 1;
+      double s = x[k];
+      for (int q = 0; q < off; ++q) s -= L[adr + q] * x[colind_[adr + q]];
+      x[k] = s;
+    }
+  }
+
+  Eigen::MatrixXd DenseH() const override {
+    const int n = static_cast<int>(rowadr_.size());
+    Eigen::MatrixXd full = Eigen::MatrixXd::Zero(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int q = 0; q < rownnz_[i]; ++q) {
+        const int j = colind_[rowadr_[i] + q];
+        full(i, j) = full(j, i) = H_[rowadr_[i] + q];
+      }
+    return full;
+  }
+
+ private:
+  std::vector<int> rowadr_, rownnz_, colind_;
+  std::vector<double> H_, L_;  // H in M's layout; its factor (L off the diagonal, D on it)
+};
+
+}  // namespace
+
+std::unique_ptr<HessianFactor> MakeTreeHessian() { return std::make_unique<TreeHessian>(); }
+
+}  // namespace mjcenic::icf::detail
