@@ -49,6 +49,13 @@ struct SolverOptions {
   int majorized_iterations = 0;
   bool majorize_damped = false;
   double damped_alpha = 0.5;
+  // Primal-dual friction (§8.1): each contact's friction block of H is
+  // μn⁰/(|v_t|_ε+ε)·(I − sym(z t̂ᵀ)) with a dual z that follows its own
+  // Newton update, instead of the Hessian's z = t̂. friction_dual_exact_start:
+  // z = t̂ at the guess (the first iteration is exact Newton), else z = 0 (the
+  // majorizer). The stepper turns it on for tight tolerances (fixed mode).
+  bool friction_dual = false;
+  bool friction_dual_exact_start = false;
   // Measure SolveStats' phase times (two clock reads per phase and Newton
   // iteration); off: they stay 0.
   bool phase_timers = false;
@@ -120,8 +127,14 @@ class IcfSolver {
   // `frozen` (their v has not changed since they were computed; their costs
   // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
   // majorize (per island, or null): contact G from the friction majorizer (§8.1).
+  // dual (or null): contact G from the primal-dual friction block with the
+  // duals data_.friction_dual (§8.1).
   void Evaluate(const IcfModel& model, const double* v, const char* frozen,
-                const char* majorize = nullptr);
+                const char* majorize = nullptr, bool dual = false);
+  // Primal-dual friction (§8.1): z ← t̂ (exact) or 0 (majorizer) at k = 0,
+  // and the dual Newton update after each step of the islands not frozen.
+  void StartFrictionDual(const IcfModel& model, bool exact);
+  void UpdateFrictionDual(const IcfModel& model, bool per_island);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
