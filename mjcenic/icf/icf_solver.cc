@@ -89,16 +89,16 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   data_.cost = cost;
 }
 
-void IcfSolver::StartFrictionDual(const IcfModel& m, bool exact) {
-  // z_0 = t̂(v_0) (the exact Hessian; data_ holds v_0's contact velocities)
-  // or 0 (the majorizer's isotropic block), cenic-math §8.1.
+void IcfSolver::StartFrictionDual(const IcfModel& m) {
+  // z_0 = t̂(v_0), the exact Hessian's dual (data_ holds v_0's contact
+  // velocities), cenic-math §8.1.
   const ContactPool& cp = m.contacts;
   const double* vc = data_.contacts.vc.data();
   for (int c = 0; c < cp.size(); ++c) {
     const double v1 = vc[3 * c + 1], v2 = vc[3 * c + 2], e = cp.eps[c];
     const double soft = std::sqrt(v1 * v1 + v2 * v2 + e * e);
-    data_.friction_dual[2 * c] = exact ? v1 / soft : 0.0;
-    data_.friction_dual[2 * c + 1] = exact ? v2 / soft : 0.0;
+    data_.friction_dual[2 * c] = v1 / soft;
+    data_.friction_dual[2 * c + 1] = v2 / soft;
   }
 }
 
@@ -482,6 +482,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
   std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   isl_.major.assign(ni, 0);
+  const bool dual_on = o.friction_dual && !o.hessian_reuse;  // §8.1
   int exact_run = 0;  // trailing exact-Hessian steps of the whole system
   double eta = 1.0;
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
@@ -501,11 +502,12 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       }
       // Primal-dual friction (§8.1): z = 0 before the first evaluation, or
       // t̂ after it (the first iteration then is exact Newton).
-      if (o.friction_dual && k == 0 && !o.friction_dual_exact_start)
+      // Not with Hessian reuse, like the majorizer.
+      if (dual_on && k == 0 && !o.friction_dual_exact_start)
         std::fill(data_.friction_dual.begin(), data_.friction_dual.end(), 0.0);
-      const bool dual = o.friction_dual && (k > 0 || !o.friction_dual_exact_start);
+      const bool dual = dual_on && (k > 0 || !o.friction_dual_exact_start);
       Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr, dual);
-      if (o.friction_dual && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m, true);
+      if (dual_on && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m);
     }
     if (history) history->push_back(data_.cost);
     const double Dg = ScaledGradient(m, per_island);
@@ -561,7 +563,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     step_prev2 = step_prev;
     step_prev = TakeStep(m, w, per_island, ni);
-    if (o.friction_dual) UpdateFrictionDual(m, per_island);
+    if (dual_on) UpdateFrictionDual(m, per_island);
     bool all_exact = true;
     for (int i = 0; i < ni; ++i) {
       all_exact = all_exact && !isl_.major[i];

@@ -54,6 +54,7 @@ struct SolverOptions {
   // Newton update, instead of the Hessian's z = t̂. friction_dual_exact_start:
   // z = t̂ at the guess (the first iteration is exact Newton), else z = 0 (the
   // majorizer). The stepper turns it on for tight tolerances (fixed mode).
+  // Ignored with hessian_reuse.
   bool friction_dual = false;
   bool friction_dual_exact_start = false;
   // Measure SolveStats' phase times (two clock reads per phase and Newton
@@ -131,9 +132,9 @@ class IcfSolver {
   // duals data_.friction_dual (§8.1).
   void Evaluate(const IcfModel& model, const double* v, const char* frozen,
                 const char* majorize = nullptr, bool dual = false);
-  // Primal-dual friction (§8.1): z ← t̂ (exact) or 0 (majorizer) at k = 0,
-  // and the dual Newton update after each step of the islands not frozen.
-  void StartFrictionDual(const IcfModel& model, bool exact);
+  // Primal-dual friction (§8.1): z ← t̂ at the guess (exact start), and the
+  // dual Newton update after each step of the islands not frozen.
+  void StartFrictionDual(const IcfModel& model);
   void UpdateFrictionDual(const IcfModel& model, bool per_island);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
