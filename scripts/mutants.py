@@ -51,7 +51,8 @@ SC = "mjcenic/integrator/step_size_controller.cc"
 EN = "mjcenic/integrator/error_norm.cc"
 PO = "mjcenic/icf/pools.cc"
 IM = "mjcenic/icf/icf_model.cc"
-HE = "mjcenic/icf/hessian.cc"
+HE = "mjcenic/icf/hessian_internal.h"  # AccumulateHessian
+HS = "mjcenic/icf/hessian_sparse.cc"
 MS = "mjcenic/adapter/mujoco_stages.cc"
 CA = "plugin/c_api.cc"
 
@@ -157,10 +158,10 @@ MUTANTS = [
     # --- ICF model and solver ---
     Mutant("hessian-no-stiffness", HE, "sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);",
            "sink(i, i, m.h * m.D[i]);", "stiffness missing from the Hessian", "Promises.*"),
-    Mutant("ldl-solve-diagonal", HE, "for (int j = 0; j < n_; ++j) y_[j] /= lx[lp[j]];",
+    Mutant("ldl-solve-diagonal", HS, "for (int j = 0; j < n_; ++j) y_[j] /= lx[lp[j]];",
            "for (int j = 0; j < n_; ++j) y_[j] *= lx[lp[j]];", "sparse solve multiplies by D",
            "LinearSolver.*"),
-    Mutant("permuted-upper-transposed", HE, "entries.push_back({std::max(a, b), std::min(a, b), k});",
+    Mutant("permuted-upper-transposed", HS, "entries.push_back({std::max(a, b), std::min(a, b), k});",
            "entries.push_back({std::min(a, b), std::max(a, b), k});",
            "sparse factor fed the lower instead of the upper triangle", "LinearSolver.*"),
     Mutant("momentum-no-damping", IM, "r[i] += h * D[i] * v0[i] + h * f[i];",

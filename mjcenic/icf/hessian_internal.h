@@ -1,0 +1,118 @@
+// Helpers shared by the linear solvers of the ICF Hessian (hessian_*.cc,
+// one solver per file; the factory and the auto rules are in hessian.cc).
+// Internal to mjcenic_icf: not part of any public interface.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "mjcenic/icf/hessian.h"
+
+namespace mjcenic::icf::detail {
+
+// In-place Cholesky of the column-major lower triangle of L (n × n);
+// dinv[j] = 1 / L_jj. Plain loops: on the small tree blocks of the lowrank
+// and block Hessians Eigen's dynamic-size kernels cost more in call overhead
+// than in flops (cenic-math §8.6).
+inline bool SmallCholesky(double* L, int n, double* dinv) {
+  for (int j = 0; j < n; ++j) {
+    double d = L[j * n + j];
+    for (int k = 0; k < j; ++k) d -= L[k * n + j] * L[k * n + j];
+    if (!(d > 0)) return false;
+    d = std::sqrt(d);
+    L[j * n + j] = d;
+    dinv[j] = 1.0 / d;
+    for (int i = j + 1; i < n; ++i) {
+      double x = L[j * n + i];
+      for (int k = 0; k < j; ++k) x -= L[k * n + i] * L[k * n + j];
+      L[j * n + i] = x * dinv[j];
+    }
+  }
+  return true;
+}
+
+// The distinct pairs of cliques (trees) that some constraint couples, sorted,
+// packed (a << 32) | b with a > b when `lower`, else a < b (cenic-math §8.4).
+// *cliques is scratch. The coupling pattern of the PCG, sparse and block
+// Hessians.
+inline void CoupledCliquePairs(const IcfModel& m, bool lower, std::vector<int>* cliques,
+                        std::vector<std::uint64_t>* pairs) {
+  pairs->clear();
+  auto collect = [&](const auto& pool) {
+    for (int c = 0; c < pool.size(); ++c) {
+      cliques->clear();
+      for (int dof : pool.rows.dofs(c)) {  // dofs ascending, so cliques ascending
+        const int q = m.clique_of_dof[dof];
+        if (cliques->empty() || cliques->back() != q) cliques->push_back(q);
+      }
+      for (size_t a = 1; a < cliques->size(); ++a)
+        for (size_t b = 0; b < a; ++b) {
+          const std::uint64_t hi = (*cliques)[lower ? a : b], lo = (*cliques)[lower ? b : a];
+          pairs->push_back((hi << 32) | lo);
+        }
+    }
+  };
+  collect(m.contacts);
+  collect(m.limits);
+  collect(m.couplings);
+  collect(m.gains);
+  collect(m.dry_friction);
+  collect(m.contact_torques);
+  std::sort(pairs->begin(), pairs->end());
+  pairs->erase(std::unique(pairs->begin(), pairs->end()), pairs->end());
+}
+
+// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of
+// H = A + Σ_i J_iᵀ G_i J_i.
+// `keep(dof)` selects the rows (and constraints, by their first dof) to add;
+// H is block diagonal over islands, so skipping whole islands is exact.
+template <class Sink, class Keep>
+void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                       Sink&& sink, Keep&& keep) {
+  for (int i = 0; i < m.nv; ++i) {
+    if (!keep(i)) continue;
+    const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+    for (int k = 0; k < nnz; ++k) sink(i, m.M_colind[adr + k], m.M[adr + k]);
+    sink(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
+  }
+  auto add_pool = [&](const auto& pool, const auto& pd) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    for (int c = 0; c < pool.size(); ++c) {
+      const double* G = pd.G.data() + R * R * c;
+      bool zero = true;
+      for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
+      if (zero) continue;
+      const auto dofs = pool.rows.dofs(c);
+      if (dofs.empty() || !keep(dofs[0])) continue;
+      const int n = static_cast<int>(dofs.size());
+      if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
+      double* B = scratch->data();
+      pool.rows.CongruenceTransform(c, G, B);
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
+    }
+  };
+  ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+}
+
+template <class Sink>
+void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                       Sink&& sink) {
+  AccumulateHessian(m, d, scratch, std::forward<Sink>(sink), [](int) { return true; });
+}
+
+// One factory per linear solver kind (hessian_<kind>.cc).
+std::unique_ptr<HessianFactor> MakeDenseHessian();
+std::unique_ptr<HessianFactor> MakePcgHessian(double tolerance, int max_iterations);
+std::unique_ptr<HessianFactor> MakeSparseHessian();
+std::unique_ptr<HessianFactor> MakeLowRankHessian();
+std::unique_ptr<HessianFactor> MakeBlockHessian();
+std::unique_ptr<HessianFactor> MakeIslandHessian();
+
+}  // namespace mjcenic::icf::detail

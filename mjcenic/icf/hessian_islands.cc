@@ -1,0 +1,155 @@
+// The islands linear solver of the ICF Hessian (see hessian.h).
+#include "mjcenic/icf/hessian_internal.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace mjcenic::icf::detail {
+
+namespace {
+
+// ---------------------------------------------------------------- islands --
+
+// One dense lower-triangular block per island, factorized in place; for many
+// small independent systems (a hundred robots, piles of separate objects)
+// this costs Σ nᵢ³/3 and no sparse bookkeeping. When an island grows large
+// and its trees are small, the whole system goes through BlockHessian.
+class IslandHessian final : public HessianFactor {
+ public:
+  bool Prepare(const IcfModel& model) override {
+    // An island of many small trees: block elimination over the tree graph
+    // (§8.7) instead of its dense n³/3 (a settled pile of free bodies is one
+    // or two islands of ~100 dofs whose coupling graph is sparse).
+    const bool by_block = UseBlock(model);
+    if (by_block) {
+      const bool changed = graph_->Prepare(model) || !by_block_;
+      by_block_ = true;
+      last_island_.clear();  // back to dense blocks: a new partition
+      if (changed) ++pattern_id_, ++analyses_;
+      return changed;
+    }
+    const bool left_block = by_block_;
+    by_block_ = false;
+    const int nv = model.nv;
+    const int ni = std::max(model.num_islands, 1);
+    island_.resize(nv);
+    local_.resize(nv);
+    size_.assign(ni, 0);
+    for (int i = 0; i < nv; ++i) {
+      const int isl = model.num_islands ? model.island_of_clique[model.clique_of_dof[i]] : 0;
+      island_[i] = isl;
+      local_[i] = size_[isl]++;
+    }
+    offset_.resize(ni + 1);
+    start_.resize(ni + 1);
+    offset_[0] = start_[0] = 0;
+    for (int k = 0; k < ni; ++k) {
+      offset_[k + 1] = offset_[k] + static_cast<size_t>(size_[k]) * size_[k];
+      start_[k + 1] = start_[k] + size_[k];
+    }
+    // Dofs gathered island by island (position start_[isl] + local).
+    order_.resize(nv);
+    for (int i = 0; i < nv; ++i) order_[start_[island_[i]] + local_[i]] = i;
+    if (H_.size() < offset_[ni]) H_.resize(offset_[ni]);
+    if (L_.size() < offset_[ni]) L_.resize(offset_[ni]);
+    x_.resize(nv);
+    const bool changed = island_ != last_island_ || left_block;
+    if (changed) {
+      last_island_ = island_;
+      ++pattern_id_;
+      ++analyses_;
+    }
+    return changed;
+  }
+  bool SetFrozen(const char* frozen) override {
+    frozen_ = frozen;
+    return !by_block_;  // the block factorization covers every island
+  }
+  bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
+    if (by_block_) return graph_->AssembleAndFactor(model, data);
+    const int ni = static_cast<int>(size_.size());
+    auto frozen = [this](int k) { return frozen_ != nullptr && frozen_[k] != 0; };
+    for (int k = 0; k < ni; ++k)
+      if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
+    AccumulateHessian(
+        model, data, &block_,
+        [this](int i, int j, double x) {
+          const int isl = island_[i], n = size_[isl];
+          H_[offset_[isl] + static_cast<size_t>(local_[j]) * n + local_[i]] += x;  // column-major
+        },
+        [&](int dof) { return !frozen(island_[dof]); });
+    for (int k = 0; k < ni; ++k) {
+      if (size_[k] == 0 || frozen(k)) continue;
+      std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
+      Eigen::Map<Eigen::MatrixXd> Lk(L_.data() + offset_[k], size_[k], size_[k]);
+      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);  // in place, lower triangle
+      if (llt.info() != Eigen::Success) return false;
+    }
+    return true;
+  }
+  void Solve(const double* b, double* x) override {
+    if (by_block_) return graph_->Solve(b, x);
+    const int nv = static_cast<int>(order_.size());
+    for (int p = 0; p < nv; ++p) x_[p] = b[order_[p]];
+    for (size_t k = 0; k < size_.size(); ++k) {
+      const int n = size_[k];
+      if (n == 0) continue;
+      if (frozen_ && frozen_[k]) {
+        std::fill(x_.begin() + start_[k], x_.begin() + start_[k] + n, 0.0);
+        continue;
+      }
+      Eigen::Map<const Eigen::MatrixXd> Lk(L_.data() + offset_[k], n, n);
+      Eigen::Map<Eigen::VectorXd> xk(x_.data() + start_[k], n);
+      Lk.triangularView<Eigen::Lower>().solveInPlace(xk);
+      Lk.triangularView<Eigen::Lower>().adjoint().solveInPlace(xk);
+    }
+    for (int p = 0; p < nv; ++p) x[order_[p]] = x_[p];
+  }
+  Eigen::MatrixXd DenseH() const override {
+    if (by_block_) return graph_->DenseH();
+    const int nv = static_cast<int>(order_.size());
+    Eigen::MatrixXd full = Eigen::MatrixXd::Zero(nv, nv);
+    for (int i = 0; i < nv; ++i)
+      for (int j = 0; j < nv; ++j)
+        if (island_[i] == island_[j]) {
+          const int a = std::max(local_[i], local_[j]), c = std::min(local_[i], local_[j]);
+          full(i, j) = H_[offset_[island_[i]] + static_cast<size_t>(c) * size_[island_[i]] + a];
+        }
+    return full;
+  }
+
+  // Islands larger than this are factorized by block elimination when the
+  // trees qualify for it (≤ kMaxBlockTrees trees of ≤ kMaxBlockTreeDofs).
+  static constexpr int kMaxDenseIslandDofs = 48;
+
+ private:
+  static bool UseBlock(const IcfModel& m) {
+    if (m.largest_island <= kMaxDenseIslandDofs) return false;
+    const int trees = static_cast<int>(m.clique_start.size()) - 1;
+    if (trees > kMaxBlockTrees) return false;
+    for (int c = 0; c < trees; ++c)
+      if (m.clique_start[c + 1] - m.clique_start[c] > kMaxBlockTreeDofs) return false;
+    return true;
+  }
+
+  std::unique_ptr<HessianFactor> graph_ = MakeBlockHessian();
+  bool by_block_ = false;
+  std::vector<int> island_, last_island_, local_, size_, start_, order_;
+  std::vector<size_t> offset_;
+  std::vector<double> H_, L_, x_;
+  const char* frozen_ = nullptr;  // per island, or null
+};
+
+}  // namespace
+
+std::unique_ptr<HessianFactor> MakeIslandHessian() {
+  return std::make_unique<IslandHessian>();
+}
+
+}  // namespace mjcenic::icf::detail

@@ -1,0 +1,313 @@
+// The lowrank linear solver of the ICF Hessian (see hessian.h).
+#include "mjcenic/icf/hessian_internal.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace mjcenic::icf::detail {
+
+namespace {
+
+// --------------------------------------------------------------- low rank --
+
+// H = B + V Vᵀ (cenic-math.md §8.6): B is block diagonal over the cliques
+// (A plus every constraint whose dofs lie in one tree), V has one column per
+// nonzero direction of G_i for the constraints that couple trees
+// (V = J_iᵀ F_i with G_i = F_i F_iᵀ). Solves use the Woodbury identity
+// H⁻¹ = B⁻¹ − B⁻¹V C⁻¹ VᵀB⁻¹ with the capacitance C = I + VᵀB⁻¹V (r × r,
+// SPD), so a factorization costs Σ n_c³/3 for the blocks plus r³/3 for C:
+// for a few wide coupling rows (tendons through many trees, a handful of
+// body–body contacts) far less than a sparse Cholesky that fills in.
+class LowRankHessian final : public HessianFactor {
+ public:
+  bool Prepare(const IcfModel& m) override {
+    const int nv = m.nv;
+    const bool changed = nv != n_ || clique_start_ != m.clique_start;
+    if (changed) {
+      n_ = nv;
+      clique_start_ = m.clique_start;
+      clique_of_dof_ = m.clique_of_dof;
+      const int nc = static_cast<int>(clique_start_.size()) - 1;
+      boff_.assign(nc + 1, 0);
+      for (int c = 0; c < nc; ++c) {
+        const size_t n = clique_start_[c + 1] - clique_start_[c];
+        boff_[c + 1] = boff_[c] + n * n;
+      }
+      H_.assign(boff_[nc], 0.0);
+      L_.assign(boff_[nc], 0.0);
+      z_.assign(nv, 0.0);
+      dinv_.assign(nv, 0.0);
+      clique_count_.assign(nc + 1, 0);
+      ++pattern_id_;
+      ++analyses_;
+    }
+    // Room for this model's coupling columns (grows only): at most R columns
+    // per coupling constraint, each holding its trees' full dof ranges.
+    size_t cols = 0, values = 0, segs = 0;
+    auto count = [&](const auto& pool) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      for (int c = 0; c < pool.size(); ++c) {
+        const auto dofs = pool.rows.dofs(c);
+        if (dofs.empty() || m.clique_of_dof[dofs.front()] == m.clique_of_dof[dofs.back()]) continue;
+        size_t width = 0, nseg = 0;
+        int last = -1;
+        for (int dof : dofs) {
+          const int q = m.clique_of_dof[dof];
+          if (q == last) continue;
+          last = q;
+          width += clique_start_[q + 1] - clique_start_[q];
+          ++nseg;
+        }
+        cols += R;
+        values += R * width;
+        segs += R * nseg;
+      }
+    };
+    count(m.contacts);
+    count(m.limits);
+    count(m.couplings);
+    count(m.gains);
+    count(m.dry_friction);
+    count(m.contact_torques);
+    Grow(&seg_adr_, cols + 1);
+    Grow(&seg_clique_, segs);
+    Grow(&seg_off_, segs);
+    Grow(&by_clique_, segs);
+    Grow(&V_, values);
+    Grow(&Y_, values);
+    Grow(&C_, cols * cols);
+    Grow(&t_, cols);
+    return changed;
+  }
+
+  bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
+    const int nc = static_cast<int>(clique_start_.size()) - 1;
+    std::fill(H_.begin(), H_.end(), 0.0);
+    auto add = [this](int i, int j, double x) {  // i ≥ j, same clique
+      const int c = clique_of_dof_[i], s = clique_start_[c], n = clique_start_[c + 1] - s;
+      H_[boff_[c] + static_cast<size_t>(j - s) * n + (i - s)] += x;  // column-major, lower
+    };
+    for (int i = 0; i < m.nv; ++i) {
+      const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) add(i, m.M_colind[adr + k], m.M[adr + k]);
+      add(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
+    }
+    r_ = 0;
+    size_t nseg = 0, nval = 0;
+    seg_adr_[0] = 0;
+    auto add_pool = [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      using MatR = Eigen::Matrix<double, R, R>;
+      for (int c = 0; c < pool.size(); ++c) {
+        const double* G = pd.G.data() + R * R * c;
+        bool zero = true;
+        for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
+        if (zero) continue;
+        const auto dofs = pool.rows.dofs(c);
+        if (dofs.empty()) continue;
+        const int n = static_cast<int>(dofs.size());
+        if (clique_of_dof_[dofs.front()] == clique_of_dof_[dofs.back()]) {
+          if (static_cast<int>(block_.size()) < n * n) block_.resize(n * n);
+          pool.rows.CongruenceTransform(c, G, block_.data());
+          for (int a = 0; a < n; ++a)
+            for (int b = 0; b <= a; ++b) add(dofs[a], dofs[b], block_[a * n + b]);
+          continue;
+        }
+        // G = F Fᵀ from a pivoted LDLᵀ (G is PSD: the constraint costs are
+        // convex); directions with D ≤ 0 carry no curvature and are dropped.
+        MatR F;
+        if constexpr (R == 1) {
+          if (!(G[0] > 0)) continue;
+          F(0, 0) = std::sqrt(G[0]);
+        } else {
+          const MatR Gm = Eigen::Map<const Eigen::Matrix<double, R, R, Eigen::RowMajor>>(G);
+          const Eigen::LDLT<MatR> ldlt(0.5 * (Gm + Gm.transpose()));
+          MatR LD = ldlt.matrixL();
+          for (int q = 0; q < R; ++q) LD.col(q) *= std::sqrt(std::max(ldlt.vectorD()[q], 0.0));
+          F = ldlt.transpositionsP().transpose() * LD;
+        }
+        const double* J = pool.rows.J(c);
+        for (int q = 0; q < R; ++q) {
+          if (F.col(q).squaredNorm() == 0) continue;
+          // Column V = Jᵀ f, scattered over the full dof ranges of its trees.
+          int last = -1;
+          for (int k = 0; k < n; ++k) {
+            const int cl = clique_of_dof_[dofs[k]];
+            if (cl != last) {
+              last = cl;
+              const int w = clique_start_[cl + 1] - clique_start_[cl];
+              seg_clique_[nseg] = cl;
+              seg_off_[nseg] = nval;
+              std::fill(V_.begin() + nval, V_.begin() + nval + w, 0.0);
+              nval += w;
+              ++nseg;
+            }
+            double s = 0;
+            for (int p = 0; p < R; ++p) s += J[p * n + k] * F(p, q);
+            V_[seg_off_[nseg - 1] + dofs[k] - clique_start_[cl]] = s;
+          }
+          seg_adr_[++r_] = nseg;
+        }
+      }
+    };
+    ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+    // B = LLᵀ per clique block (in place, lower triangle).
+    std::copy(H_.begin(), H_.end(), L_.begin());
+    for (int c = 0; c < nc; ++c) {
+      const int n = clique_start_[c + 1] - clique_start_[c];
+      if (n == 0) continue;
+      if (n <= kSmallBlock) {
+        if (!SmallCholesky(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c])) return false;
+        continue;
+      }
+      Eigen::Map<Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
+      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lc);
+      if (llt.info() != Eigen::Success) return false;
+    }
+    // Y = B⁻¹ V, segment by segment; segments grouped by clique.
+    std::fill(clique_count_.begin(), clique_count_.end(), 0);
+    for (size_t s = 0; s < nseg; ++s) {
+      const int cl = seg_clique_[s], w = clique_start_[cl + 1] - clique_start_[cl];
+      std::copy(V_.begin() + seg_off_[s], V_.begin() + seg_off_[s] + w, Y_.begin() + seg_off_[s]);
+      BlockSolve(cl, Y_.data() + seg_off_[s]);
+      ++clique_count_[cl + 1];
+    }
+    for (int c = 0; c < nc; ++c) clique_count_[c + 1] += clique_count_[c];
+    // Columns are visited in increasing order, so each clique's list ascends.
+    for (int k = 0; k < r_; ++k)
+      for (int s = seg_adr_[k]; s < seg_adr_[k + 1]; ++s) {
+        const int cl = seg_clique_[s];
+        by_clique_[clique_count_[cl]++] = (static_cast<std::uint64_t>(k) << 32) | s;
+      }
+    for (int c = nc; c > 0; --c) clique_count_[c] = clique_count_[c - 1];  // undo the shift
+    clique_count_[0] = 0;
+    // C = I + VᵀB⁻¹V (lower triangle): only columns sharing a clique meet.
+    Eigen::Map<Eigen::MatrixXd> C(C_.data(), r_, r_);
+    C.setIdentity();
+    for (int c = 0; c < nc; ++c) {
+      const int w = clique_start_[c + 1] - clique_start_[c];
+      for (int a = clique_count_[c]; a < clique_count_[c + 1]; ++a) {
+        const int ka = static_cast<int>(by_clique_[a] >> 32);
+        const double* va = V_.data() + seg_off_[by_clique_[a] & 0xffffffffu];
+        for (int b = clique_count_[c]; b <= a; ++b) {
+          const int kb = static_cast<int>(by_clique_[b] >> 32);
+          const double* yb = Y_.data() + seg_off_[by_clique_[b] & 0xffffffffu];
+          double s = 0;
+          for (int q = 0; q < w; ++q) s += va[q] * yb[q];
+          C(ka, kb) += s;
+        }
+      }
+    }
+    if (r_ > 0) {
+      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(C);
+      if (llt.info() != Eigen::Success) return false;
+    }
+    return true;
+  }
+
+  void Solve(const double* b, double* x) override {
+    const int nc = static_cast<int>(clique_start_.size()) - 1;
+    std::copy(b, b + n_, z_.begin());
+    for (int c = 0; c < nc; ++c) BlockSolve(c, z_.data() + clique_start_[c]);  // z = B⁻¹ b
+    if (r_ > 0) {
+      for (int k = 0; k < r_; ++k) {  // t = Vᵀ z
+        double s = 0;
+        for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
+          const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
+          const double* v = V_.data() + seg_off_[sg];
+          for (int q = 0; q < w; ++q) s += v[q] * z_[s0 + q];
+        }
+        t_[k] = s;
+      }
+      Eigen::Map<const Eigen::MatrixXd> C(C_.data(), r_, r_);
+      Eigen::Map<Eigen::VectorXd> t(t_.data(), r_);
+      C.triangularView<Eigen::Lower>().solveInPlace(t);
+      C.triangularView<Eigen::Lower>().adjoint().solveInPlace(t);
+      for (int k = 0; k < r_; ++k)  // z −= B⁻¹V t
+        for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
+          const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
+          const double* y = Y_.data() + seg_off_[sg];
+          for (int q = 0; q < w; ++q) z_[s0 + q] -= t_[k] * y[q];
+        }
+    }
+    std::copy(z_.begin(), z_.begin() + n_, x);
+  }
+
+  Eigen::MatrixXd DenseH() const override {
+    Eigen::MatrixXd full = Eigen::MatrixXd::Zero(n_, n_);
+    const int nc = static_cast<int>(clique_start_.size()) - 1;
+    for (int c = 0; c < nc; ++c) {
+      const int s = clique_start_[c], n = clique_start_[c + 1] - s;
+      for (int j = 0; j < n; ++j)
+        for (int i = j; i < n; ++i) full(s + i, s + j) = full(s + j, s + i) = H_[boff_[c] + j * n + i];
+    }
+    Eigen::VectorXd v(n_);
+    for (int k = 0; k < r_; ++k) {
+      v.setZero();
+      for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
+        const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
+        for (int q = 0; q < w; ++q) v[s0 + q] = V_[seg_off_[sg] + q];
+      }
+      full += v * v.transpose();
+    }
+    return full;
+  }
+
+  // Coupling columns of the last factorization (tests, diagnostics).
+  int rank() const { return r_; }
+
+ private:
+  template <class T>
+  static void Grow(std::vector<T>* v, size_t n) {
+    if (v->size() < n) v->resize(n);
+  }
+  // Tree blocks up to this size are factorized and solved with plain loops
+  // (Eigen's dynamic-size kernels cost more in call overhead than in flops
+  // on 6×6 blocks).
+  static constexpr int kSmallBlock = 32;
+
+  // y ← B_c⁻¹ y on clique c's factored block.
+  void BlockSolve(int c, double* y) const {
+    const int n = clique_start_[c + 1] - clique_start_[c];
+    if (n == 0) return;
+    if (n <= kSmallBlock) {
+      const double* L = L_.data() + boff_[c];
+      const double* dinv = dinv_.data() + clique_start_[c];
+      for (int j = 0; j < n; ++j) {  // L z = y, column by column
+        const double z = y[j] * dinv[j];
+        y[j] = z;
+        for (int i = j + 1; i < n; ++i) y[i] -= L[j * n + i] * z;
+      }
+      for (int i = n - 1; i >= 0; --i) {  // Lᵀ x = z, row i of Lᵀ is column i of L
+        double x = y[i];
+        for (int k = i + 1; k < n; ++k) x -= L[i * n + k] * y[k];
+        y[i] = x * dinv[i];
+      }
+      return;
+    }
+    Eigen::Map<const Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
+    Eigen::Map<Eigen::VectorXd> yc(y, n);
+    Lc.triangularView<Eigen::Lower>().solveInPlace(yc);
+    Lc.triangularView<Eigen::Lower>().adjoint().solveInPlace(yc);
+  }
+
+  int n_ = -1, r_ = 0;
+  std::vector<int> clique_start_, clique_of_dof_, clique_count_, seg_adr_, seg_clique_;
+  std::vector<size_t> boff_, seg_off_;
+  std::vector<std::uint64_t> by_clique_;  // (column << 32) | segment, grouped by clique
+  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_;
+};
+
+}  // namespace
+
+std::unique_ptr<HessianFactor> MakeLowRankHessian() {
+  return std::make_unique<LowRankHessian>();
+}
+
+}  // namespace mjcenic::icf::detail

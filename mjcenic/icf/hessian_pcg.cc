@@ -1,0 +1,398 @@
+// The pcg linear solver of the ICF Hessian (see hessian.h).
+#include "mjcenic/icf/hessian_internal.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace mjcenic::icf::detail {
+
+namespace {
+
+// -------------------------------------------------------------------- pcg --
+
+// Conjugate gradients on H x = b, preconditioned by a block symmetric
+// Gauss–Seidel sweep over the cliques (cenic-math §8.4). No factorization of
+// H, so it pays off on one large island of many small trees (a pile of
+// particles), where a sparse Cholesky fills in. AssembleAndFactor stores H
+// block-sparse over cliques: a dense block per clique (and its inverse) and
+// a dense block per pair of cliques coupled by a constraint, taken from the
+// same J_iᵀ G_i J_i blocks the direct kinds assemble; CG multiplies by it and
+// the preconditioner sweeps it. A Solve bound to a newer iterate than the
+// assembly (Hessian reuse) multiplies matrix-free by the current H instead.
+// Each iterate of CG started at 0 is a descent direction for the Newton step
+// (the preconditioner is SPD), so an early stop is safe.
+class PcgHessian final : public HessianFactor {
+ public:
+  explicit PcgHessian(double tolerance, int max_iterations)
+      : tolerance_(tolerance), max_iterations_(max_iterations) {}
+
+  bool Prepare(const IcfModel& model) override {
+    const int nv = model.nv;
+    const int ncl = static_cast<int>(model.clique_start.size()) - 1;
+    offset_.resize(ncl + 1);
+    offset_[0] = 0;
+    for (int c = 0; c < ncl; ++c) {
+      const size_t n = model.clique_start[c + 1] - model.clique_start[c];
+      offset_[c + 1] = offset_[c] + n * n;
+    }
+    if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
+    if (Hd_.size() < offset_[ncl]) Hd_.resize(offset_[ncl]);
+    for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_}) v->resize(nv);
+    int widest = 0;
+    for (int c = 0; c < ncl; ++c)
+      widest = std::max(widest, model.clique_start[c + 1] - model.clique_start[c]);
+    if (identity_.rows() < widest) identity_ = Eigen::MatrixXd::Identity(widest, widest);
+    if (static_cast<int>(t_.size()) < widest) t_.resize(widest);
+    uniform_ = ncl > 0 ? widest : 0;
+    for (int c = 0; c < ncl; ++c)
+      if (model.clique_start[c + 1] - model.clique_start[c] != widest) uniform_ = 0;
+    const bool changed = clique_start_ != model.clique_start;
+    if (changed) {
+      clique_start_ = model.clique_start;
+      ++pattern_id_;
+      ++analyses_;
+    }
+    BuildCoupling(model);
+    assembled_ = false;
+    return changed;
+  }
+
+  bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
+    // Clique blocks of H (column-major, lower triangle) and the coupling
+    // blocks (row-major, row clique > column clique).
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    std::fill(Hd_.begin(), Hd_.begin() + offset_[ncl], 0.0);
+    std::fill(Ho_.begin(), Ho_.begin() + block_offset_[row_start_[ncl]], 0.0);
+    const std::vector<int>& clique = model.clique_of_dof;
+    int last_ci = -1, last_cj = -1;
+    size_t last_block = 0;
+    AccumulateHessian(model, data, &block_, [&](int i, int j, double x) {
+      const int ci = clique[i], cj = clique[j];  // i ≥ j, so ci ≥ cj
+      if (ci == cj) {
+        const int s = clique_start_[ci], n = clique_start_[ci + 1] - s;
+        Hd_[offset_[ci] + static_cast<size_t>(j - s) * n + (i - s)] += x;
+        return;
+      }
+      if (ci != last_ci || cj != last_cj) {
+        const int* first = col_.data() + row_start_[ci];
+        const int* last = col_.data() + row_start_[ci + 1];
+        const int k = static_cast<int>(std::lower_bound(first, last, cj) - col_.data());
+        last_ci = ci, last_cj = cj, last_block = block_offset_[k];
+      }
+      const int nj = clique_start_[cj + 1] - clique_start_[cj];
+      Ho_[last_block + static_cast<size_t>(i - clique_start_[ci]) * nj +
+          (j - clique_start_[cj])] += x;
+    });
+    // Each clique block: full symmetric copy in Hd_, inverse in L_ (Cholesky,
+    // then L⁻ᵀ L⁻¹), so the sweeps use plain small matrix–vector products.
+    bool ok = true;
+    Dispatch([&](auto N) { ok = InvertBlocks<decltype(N)::value>(); });
+    if (!ok) return false;
+    model_ = &model;
+    data_ = &data;
+    assembled_ = true;
+    binds_ = 0;
+    return true;
+  }
+
+  void SetIterative(double tolerance, int max_iterations) override {
+    tolerance_ = tolerance;
+    max_iterations_ = max_iterations;
+  }
+
+  void Bind(const IcfModel& model, const IcfData& data) override {
+    model_ = &model;
+    data_ = &data;
+    // The first Bind after an assembly is the assembled iterate's own
+    // direction; a later one (Hessian reuse) has a newer H.
+    if (++binds_ > 1) assembled_ = false;
+  }
+
+  void Solve(const double* b, double* x) override {
+    const int nv = model_->nv;
+    double bb = 0;
+    for (int i = 0; i < nv; ++i) {
+      r_[i] = b[i];
+      x_[i] = 0;
+      bb += b[i] * b[i];
+    }
+    iterations_ = 0;
+    const double stop = tolerance_ * tolerance_ * bb;
+    Precondition(r_.data(), z_.data());
+    double rz = 0;
+    for (int i = 0; i < nv; ++i) {
+      p_[i] = z_[i];
+      rz += r_[i] * z_[i];
+    }
+    double rr = bb;
+    while (rr > stop && iterations_ < max_iterations_) {
+      if (assembled_) MultiplyAssembled(p_.data(), q_.data());
+      else MultiplyH(p_.data(), q_.data());
+      double pq = 0;
+      for (int i = 0; i < nv; ++i) pq += p_[i] * q_[i];
+      if (!(pq > 0)) break;  // not positive definite along p (or breakdown): keep x
+      const double a = rz / pq;
+      rr = 0;
+      for (int i = 0; i < nv; ++i) {
+        x_[i] += a * p_[i];
+        r_[i] -= a * q_[i];
+        rr += r_[i] * r_[i];
+      }
+      ++iterations_;
+      Precondition(r_.data(), z_.data());
+      double rz_new = 0;
+      for (int i = 0; i < nv; ++i) rz_new += r_[i] * z_[i];
+      const double beta = rz_new / rz;
+      rz = rz_new;
+      for (int i = 0; i < nv; ++i) p_[i] = z_[i] + beta * p_[i];
+    }
+    std::copy(x_.begin(), x_.begin() + nv, x);
+  }
+
+  int last_iterations() const override { return iterations_; }
+
+  Eigen::MatrixXd DenseH() const override {
+    if (!model_) return Eigen::MatrixXd();  // nothing bound yet
+    const int nv = model_->nv;
+    Eigen::MatrixXd H = Eigen::MatrixXd::Zero(nv, nv);
+    std::vector<double> scratch;
+    AccumulateHessian(*model_, *data_, &scratch, [&](int i, int j, double x) {
+      H(i, j) += x;
+      if (i != j) H(j, i) += x;
+    });
+    return H;
+  }
+
+ private:
+  // Coupling pattern: every pair of cliques (a > b) joined by a constraint,
+  // in CSR by row clique a (col_ ascending), with the offset of each dense
+  // n_a × n_b block in Ho_. Memory only grows.
+  void BuildCoupling(const IcfModel& m) {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    CoupledCliquePairs(m, /*lower=*/true, &cliques_, &pairs_);
+    row_start_.assign(ncl + 1, 0);
+    col_.resize(pairs_.size());
+    block_offset_.resize(pairs_.size() + 1);
+    size_t off = 0;
+    for (size_t k = 0; k < pairs_.size(); ++k) {
+      const int a = static_cast<int>(pairs_[k] >> 32);
+      const int b = static_cast<int>(pairs_[k] & 0xffffffffu);
+      ++row_start_[a + 1];
+      col_[k] = b;
+      block_offset_[k] = off;
+      off += static_cast<size_t>(clique_start_[a + 1] - clique_start_[a]) *
+             (clique_start_[b + 1] - clique_start_[b]);
+    }
+    block_offset_[pairs_.size()] = off;
+    for (int c = 0; c < ncl; ++c) row_start_[c + 1] += row_start_[c];
+    if (Ho_.size() < off) Ho_.resize(off);
+  }
+
+  // z = P⁻¹ r, P = (B + L) B⁻¹ (B + Lᵀ): one forward and one backward block
+  // Gauss–Seidel sweep (B the clique blocks, L the coupling blocks below
+  // them; cenic-math §8.4). SPD for SPD H. Block Jacobi (z = B⁻¹ r) while no
+  // coupling blocks are stored.
+  // Symmetrizes each clique block of Hd_ (lower triangle assembled) and
+  // writes its inverse into L_: Cholesky B = LLᵀ, then B⁻¹ = L⁻ᵀL⁻¹, in
+  // plain loops (the blocks are at most a few dofs; N = 0: sizes differ).
+  template <int N>
+  bool InvertBlocks() {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    double* T = identity_.data();  // scratch, ≥ n×n
+    for (int c = 0; c < ncl; ++c) {
+      const int n = N ? N : clique_start_[c + 1] - clique_start_[c];
+      double* H = Hd_.data() + offset_[c];  // column-major: H[j*n + i] = (i, j)
+      double* L = L_.data() + offset_[c];
+      for (int j = 0; j < n; ++j)
+        for (int i = j + 1; i < n; ++i) H[i * n + j] = H[j * n + i];
+      // Cholesky into T (column-major lower).
+      for (int j = 0; j < n; ++j) {
+        double d = H[j * n + j];
+        for (int k = 0; k < j; ++k) d -= T[k * n + j] * T[k * n + j];
+        if (!(d > 0)) return false;
+        const double ljj = std::sqrt(d);
+        T[j * n + j] = ljj;
+        for (int i = j + 1; i < n; ++i) {
+          double x = H[j * n + i];
+          for (int k = 0; k < j; ++k) x -= T[k * n + i] * T[k * n + j];
+          T[j * n + i] = x / ljj;
+        }
+      }
+      // T ← L⁻¹ in place (lower), column by column from the right.
+      for (int j = n - 1; j >= 0; --j) {
+        T[j * n + j] = 1.0 / T[j * n + j];
+        for (int i = n - 1; i > j; --i) {
+          double x = 0;
+          for (int k = j + 1; k <= i; ++k) x += T[k * n + i] * T[j * n + k];
+          T[j * n + i] = -x * T[j * n + j];
+        }
+      }
+      // L_c = L⁻ᵀ L⁻¹: (a, b) = Σ_{k ≥ max(a,b)} L⁻¹(k, a) L⁻¹(k, b).
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b <= a; ++b) {
+          double x = 0;
+          for (int k = a; k < n; ++k) x += T[a * n + k] * T[b * n + k];
+          L[b * n + a] = L[a * n + b] = x;
+        }
+    }
+    return true;
+  }
+
+  // Every clique has uniform_ dofs (0: sizes differ): the kernels below are
+  // instantiated for the common small sizes so the block loops unroll.
+  template <class F>
+  void Dispatch(F&& f) {
+    switch (uniform_) {
+      case 1: f(std::integral_constant<int, 1>()); break;
+      case 2: f(std::integral_constant<int, 2>()); break;
+      case 3: f(std::integral_constant<int, 3>()); break;
+      case 6: f(std::integral_constant<int, 6>()); break;
+      default: f(std::integral_constant<int, 0>()); break;
+    }
+  }
+
+  void Precondition(const double* r, double* z) {
+    Dispatch([&](auto N) { PreconditionN<decltype(N)::value>(r, z); });
+  }
+  void MultiplyAssembled(const double* p, double* y) {
+    Dispatch([&](auto N) { MultiplyAssembledN<decltype(N)::value>(p, y); });
+  }
+
+  template <int N>
+  void PreconditionN(const double* r, double* z) {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    double* t = t_.data();
+    auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
+    // out_c = B_c⁻¹ t (t a separate buffer of the clique's size).
+    auto apply_inverse = [&](int c, double* out) {
+      const int n = size(c);
+      const double* B = L_.data() + offset_[c];  // symmetric: row/column order is moot
+      for (int a = 0; a < n; ++a) {
+        double x = 0;
+        for (int b = 0; b < n; ++b) x += B[a * n + b] * t[b];
+        out[a] = x;
+      }
+    };
+    // Forward: y_a = B_a⁻¹ (r_a − Σ_{b<a} H_ab y_b), into z.
+    for (int a = 0; a < ncl; ++a) {
+      const int s = clique_start_[a], n = size(a);
+      for (int i = 0; i < n; ++i) t[i] = r[s + i];
+      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        const int b = col_[k], sb = clique_start_[b], nb = size(b);
+        const double* blk = Ho_.data() + block_offset_[k];
+        for (int i = 0; i < n; ++i) {
+          double x = 0;
+          for (int j = 0; j < nb; ++j) x += blk[i * nb + j] * z[sb + j];
+          t[i] -= x;
+        }
+      }
+      apply_inverse(a, z + s);
+    }
+    if (row_start_[ncl] == 0) return;
+    // Backward: z_a = y_a − B_a⁻¹ Σ_{b>a} H_baᵀ z_b; once z_a is final its
+    // H_abᵀ z_a is pushed to the rows b < a (acc_).
+    double* acc = acc_.data();
+    std::fill(acc, acc + model_->nv, 0.0);
+    for (int a = ncl - 1; a >= 0; --a) {
+      const int s = clique_start_[a], n = size(a);
+      for (int i = 0; i < n; ++i) t[i] = acc[s + i];
+      apply_inverse(a, acc + s);
+      for (int i = 0; i < n; ++i) z[s + i] -= acc[s + i];
+      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        const int b = col_[k], sb = clique_start_[b], nb = size(b);
+        const double* blk = Ho_.data() + block_offset_[k];
+        for (int i = 0; i < n; ++i) {
+          const double zi = z[s + i];
+          for (int j = 0; j < nb; ++j) acc[sb + j] += blk[i * nb + j] * zi;
+        }
+      }
+    }
+  }
+
+  // y = H p with the assembled blocks.
+  template <int N>
+  void MultiplyAssembledN(const double* p, double* y) const {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
+    for (int c = 0; c < ncl; ++c) {
+      const int s = clique_start_[c], n = size(c);
+      const double* B = Hd_.data() + offset_[c];  // full symmetric
+      for (int a = 0; a < n; ++a) {
+        double x = 0;
+        for (int b = 0; b < n; ++b) x += B[a * n + b] * p[s + b];
+        y[s + a] = x;
+      }
+    }
+    for (int a = 0; a < ncl; ++a) {
+      const int s = clique_start_[a], n = size(a);
+      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        const int b = col_[k], sb = clique_start_[b], nb = size(b);
+        const double* blk = Ho_.data() + block_offset_[k];
+        for (int i = 0; i < n; ++i) {
+          double x = 0;
+          const double pi = p[s + i];
+          for (int j = 0; j < nb; ++j) {
+            x += blk[i * nb + j] * p[sb + j];
+            y[sb + j] += blk[i * nb + j] * pi;
+          }
+          y[s + i] += x;
+        }
+      }
+    }
+  }
+
+  // y = H p = A p + Σ Jᵀ G J p, matrix-free at the bound data.
+  void MultiplyH(const double* p, double* y) {
+    const IcfModel& m = *model_;
+    m.MultiplyA(p, y);
+    auto add_pool = [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      double u[R], Gu[R];
+      for (int c = 0; c < pool.size(); ++c) {
+        const double* G = pd.G.data() + R * R * c;
+        bool zero = true;
+        for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
+        if (zero) continue;
+        pool.rows.Multiply(c, p, u);
+        for (int a = 0; a < R; ++a) {
+          Gu[a] = 0;
+          for (int b = 0; b < R; ++b) Gu[a] += G[R * a + b] * u[b];
+        }
+        pool.rows.MultiplyTransposeAdd(c, Gu, 1.0, y);
+      }
+    };
+    ForEachPool(m, const_cast<IcfData&>(*data_), add_pool);
+  }
+
+  double tolerance_;
+  int max_iterations_;
+  int iterations_ = 0;
+  const IcfModel* model_ = nullptr;
+  const IcfData* data_ = nullptr;
+  bool assembled_ = false;  // Hd_/Ho_ hold the H that Solve multiplies by
+  int binds_ = 0;           // Bind calls since the last assembly
+  int uniform_ = 0;         // dofs of every clique, 0 if they differ
+  std::vector<int> clique_start_;
+  std::vector<size_t> offset_;                 // clique block offsets in Hd_ and L_
+  std::vector<double> Hd_, L_;                 // clique blocks of H and their inverses
+  std::vector<std::uint64_t> pairs_;           // coupled clique pairs (a << 32 | b), a > b
+  std::vector<int> cliques_, row_start_, col_;
+  std::vector<size_t> block_offset_;
+  std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
+  std::vector<double> r_, z_, p_, q_, x_, acc_, t_;
+  Eigen::MatrixXd identity_;  // scratch of the widest clique block (InvertBlocks)
+};
+
+}  // namespace
+
+std::unique_ptr<HessianFactor> MakePcgHessian(double tolerance, int max_iterations) {
+  return std::make_unique<PcgHessian>(tolerance, max_iterations);
+}
+
+}  // namespace mjcenic::icf::detail
