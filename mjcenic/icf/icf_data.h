@@ -40,6 +40,8 @@ struct IcfData {
   // Line search (§3.4), per island i: ℓ_i(α) = ½ a_i α² + b_i α + c_i + Σ ℓ_c.
   std::vector<double> w, Aw;
   std::vector<double> ls_a, ls_b, ls_c;
+  // Primal-dual friction (cenic-math §8.1): each contact's friction dual z (2 values).
+  std::vector<double> friction_dual;
 
   void Resize(const IcfModel& model) {
     const int nv = model.nv;
@@ -59,6 +61,7 @@ struct IcfData {
     ls_b.resize(ni);
     ls_c.resize(ni);
     contacts.Resize(model.contacts.size());
+    friction_dual.resize(2 * model.contacts.size());
     limits.Resize(model.limits.size());
     couplings.Resize(model.couplings.size());
     gains.Resize(model.gains.size());

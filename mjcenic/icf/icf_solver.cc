@@ -58,7 +58,7 @@ void IcfSolver::TagIslands(const IcfModel& m) {
 }
 
 void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
-                         const char* majorize, bool advanced) {
+                         const char* majorize, bool advanced, bool dual) {
   data_.Resize(m);
   const int nv = m.nv;
   std::copy(v, v + nv, data_.v.begin());
@@ -79,7 +79,8 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
           if (!advanced)
             for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
           pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c,
-                    majorize && majorize[pd.island[c]]);
+                    majorize && majorize[pd.island[c]],
+                    dual ? data_.friction_dual.data() + 2 * c : nullptr);
         } else {
           pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
         }
@@ -105,6 +106,44 @@ void IcfSolver::AdvanceProducts(const IcfModel& m) {
     }
   };
   ForEachPool(m, data_, advance);
+}
+
+void IcfSolver::StartFrictionDual(const IcfModel& m) {
+  // z_0 = t̂(v_0), the exact Hessian's dual (data_ holds v_0's contact
+  // velocities), cenic-math §8.1.
+  const ContactPool& cp = m.contacts;
+  const double* vc = data_.contacts.vc.data();
+  for (int c = 0; c < cp.size(); ++c) {
+    const double v1 = vc[3 * c + 1], v2 = vc[3 * c + 2], e = cp.eps[c];
+    const double soft = std::sqrt(v1 * v1 + v2 * v2 + e * e);
+    data_.friction_dual[2 * c] = v1 / soft;
+    data_.friction_dual[2 * c + 1] = v2 / soft;
+  }
+}
+
+void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island) {
+  // Newton on z (|v_t|_ε+ε) − v_t = 0 linearized at the step's base point
+  // (cenic-math §8.1): z ← t̂ + (Δv_t − z (t̂·Δv_t))/(|v_t|_ε+ε), Δv_t = α_i u_t,
+  // then |z| ≤ 1. Needs PrepareLineSearch's vc_base, u and LineSearch's α.
+  const ContactPool& cp = m.contacts;
+  const PoolData<3>& cd = data_.contacts;
+  for (int c = 0; c < cp.size(); ++c) {
+    const int isl = cd.island[c];
+    if (per_island && isl_.frozen[isl]) continue;
+    const double* vb = cd.vc_base.data() + 3 * c;
+    const double* u = cd.u.data() + 3 * c;
+    const double e = cp.eps[c];
+    const double soft = std::sqrt(vb[1] * vb[1] + vb[2] * vb[2] + e * e);
+    const double t1 = vb[1] / soft, t2 = vb[2] / soft;
+    const double d1 = ls_.alpha[isl] * u[1], d2 = ls_.alpha[isl] * u[2];
+    double* z = data_.friction_dual.data() + 2 * c;
+    const double td = t1 * d1 + t2 * d2;
+    double z1 = t1 + (d1 - z[0] * td) / soft, z2 = t2 + (d2 - z[1] * td) / soft;
+    const double nz = std::sqrt(z1 * z1 + z2 * z2);
+    if (nz > 1) z1 /= nz, z2 /= nz;
+    z[0] = z1;
+    z[1] = z2;
+  }
 }
 
 void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
@@ -464,6 +503,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   isl_.major.assign(ni, 0);
   bool advanced = false;  // data_ holds A v and J v + b at vtmp_ (AdvanceProducts)
+  const bool dual_on = o.friction_dual && !o.hessian_reuse;  // §8.1
   int exact_run = 0;  // trailing exact-Hessian steps of the whole system
   double eta = 1.0;
   double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
@@ -481,7 +521,15 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
         isl_.major[i] = k < K || (damped && ls_.alpha[i] < o.damped_alpha);
         any_major = any_major || isl_.major[i];
       }
-      Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr, advanced);
+      // Primal-dual friction (§8.1): z = 0 before the first evaluation, or
+      // t̂ after it (the first iteration then is exact Newton).
+      // Not with Hessian reuse, like the majorizer.
+      if (dual_on && k == 0 && !o.friction_dual_exact_start)
+        std::fill(data_.friction_dual.begin(), data_.friction_dual.end(), 0.0);
+      const bool dual = dual_on && (k > 0 || !o.friction_dual_exact_start);
+      Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr, advanced,
+               dual);
+      if (dual_on && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m);
     }
     if (history) history->push_back(data_.cost);
     const double Dg = ScaledGradient(m, per_island);
@@ -539,6 +587,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     step_prev = TakeStep(m, w, per_island, ni);
     AdvanceProducts(m);
     advanced = true;
+    if (dual_on) UpdateFrictionDual(m, per_island);
     bool all_exact = true;
     for (int i = 0; i < ni; ++i) {
       all_exact = all_exact && !isl_.major[i];

@@ -49,6 +49,14 @@ struct SolverOptions {
   int majorized_iterations = 0;
   bool majorize_damped = false;
   double damped_alpha = 0.5;
+  // Primal-dual friction (§8.1): each contact's friction block of H is
+  // μn⁰/(|v_t|_ε+ε)·(I − sym(z t̂ᵀ)) with a dual z that follows its own
+  // Newton update, instead of the Hessian's z = t̂. friction_dual_exact_start:
+  // z = t̂ at the guess (the first iteration is exact Newton), else z = 0 (the
+  // majorizer). The stepper turns it on for tight tolerances (fixed mode).
+  // Ignored with hessian_reuse.
+  bool friction_dual = false;
+  bool friction_dual_exact_start = false;
   // Measure SolveStats' phase times (two clock reads per phase and Newton
   // iteration); off: they stay 0.
   bool phase_timers = false;
@@ -132,10 +140,16 @@ class IcfSolver {
   // majorize (per island, or null): contact G from the friction majorizer (§8.1).
   // advanced: data_.Av and the constraint velocities already hold A v and
   // J v + b (AdvanceProducts after the last step); only the pools' Eval runs.
+  // dual: contact G from the primal-dual friction block with the duals
+  // data_.friction_dual (§8.1).
   void Evaluate(const IcfModel& model, const double* v, const char* frozen,
-                const char* majorize = nullptr, bool advanced = false);
+                const char* majorize = nullptr, bool advanced = false, bool dual = false);
   // After TakeStep: A v += α A w, v_c = v_c(α=0) + α J w, per island α.
   void AdvanceProducts(const IcfModel& model);
+  // Primal-dual friction (§8.1): z ← t̂ at the guess (exact start), and the
+  // dual Newton update after each step of the islands not frozen.
+  void StartFrictionDual(const IcfModel& model);
+  void UpdateFrictionDual(const IcfModel& model, bool per_island);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.

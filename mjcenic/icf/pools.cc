@@ -83,7 +83,7 @@ double ContactPool::NormalPotential(int c, double x) const {
 }
 
 void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G,
-                       bool majorize_friction) const {
+                       bool majorize_friction, const double* dual) const {
   const double vn = vc[0], kc = k[c], dc = d[c], fe = fe0[c];
   // Normal impulse (P13) and its antiderivative N (§4.4), shifted by the
   // constant N⁺(v̂) so that the potential vanishes where the contact is open.
@@ -108,6 +108,14 @@ void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, dou
   G[0] = -dgn; G[1] = 0;                     G[2] = 0;
   G[3] = 0;    G[4] = a * (1 - f * t1 * t1); G[5] = -f * a * t1 * t2;
   G[6] = 0;    G[7] = -f * a * t1 * t2;      G[8] = a * (1 - f * t2 * t2);
+  if (dual && !majorize_friction) {
+    // Primal-dual friction block (cenic-math §8.1): a (I − sym(z t̂ᵀ)); PSD
+    // for |z| ≤ 1 since |t̂| < 1, and the Hessian itself at z = t̂.
+    const double z1 = dual[0], z2 = dual[1];
+    G[4] = a * (1 - z1 * t1);
+    G[5] = G[7] = -0.5 * a * (z1 * t2 + z2 * t1);
+    G[8] = a * (1 - z2 * t2);
+  }
 }
 
 // ------------------------------------------------------------ near-rigid --

@@ -56,8 +56,11 @@ struct ContactPool {
   // vc (3) -> cost, gamma (3), G (3x3 row-major).
   // majorize_friction: G's friction block is the isotropic curvature μn⁰/(|v_t|_ε+ε)·I
   // of the friction cost's quadratic majorizer instead of its Hessian (cenic-math §8.1).
+  // dual (2 values, or null): G's friction block is the primal-dual one
+  // μn⁰/(|v_t|_ε+ε)·(I − sym(z t̂ᵀ)) with the contact's friction dual z, |z| ≤ 1,
+  // instead of the Hessian (z = t̂) (cenic-math §8.1); ignored when majorized.
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G,
-            bool majorize_friction = false) const;
+            bool majorize_friction = false, const double* dual = nullptr) const;
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)
 };
 
