@@ -43,12 +43,7 @@ bool ConstraintsFollowTree(const IcfModel& m) {
       }
     }
   };
-  check(m.contacts);
-  check(m.limits);
-  check(m.couplings);
-  check(m.gains);
-  check(m.dry_friction);
-  check(m.contact_torques);
+  ForEachPool(m, check);
   return ok;
 }
 
@@ -115,12 +110,7 @@ int CouplingRank(const IcfModel& m, int* wide) {
       }
     }
   };
-  count(m.contacts);
-  count(m.limits);
-  count(m.couplings);
-  count(m.gains);
-  count(m.dry_friction);
-  count(m.contact_torques);
+  ForEachPool(m, count);
   if (wide) *wide = w;
   return rank;
 }

@@ -70,9 +70,7 @@ class BlockHessian final : public HessianFactor {
       constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
       for (int c = 0; c < pool.size(); ++c) {
         const double* G = pd.G.data() + R * R * c;
-        bool zero = true;
-        for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
-        if (zero) continue;
+        if (AllZero(G, R * R)) continue;
         const auto dofs = pool.rows.dofs(c);
         const int n = static_cast<int>(dofs.size());
         if (n == 0) continue;

@@ -75,14 +75,17 @@ inline void CoupledCliquePairs(const IcfModel& m, bool lower, std::vector<int>* 
         }
     }
   };
-  collect(m.contacts);
-  collect(m.limits);
-  collect(m.couplings);
-  collect(m.gains);
-  collect(m.dry_friction);
-  collect(m.contact_torques);
+  ForEachPool(m, collect);
   std::sort(pairs->begin(), pairs->end());
   pairs->erase(std::unique(pairs->begin(), pairs->end()), pairs->end());
+}
+
+// True if the n values are all 0 (a constraint block G_i that adds nothing
+// to H: an open contact, an inactive limit).
+inline bool AllZero(const double* G, int n) {
+  for (int q = 0; q < n; ++q)
+    if (G[q] != 0.0) return false;
+  return true;
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
@@ -95,9 +98,7 @@ void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     for (int c = 0; c < pool.size(); ++c) {
       const double* G = pd.G.data() + R * R * c;
-      bool zero = true;
-      for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
-      if (zero) continue;
+      if (AllZero(G, R * R)) continue;
       const auto dofs = pool.rows.dofs(c);
       if (dofs.empty() || !keep(dofs[0])) continue;
       const int n = static_cast<int>(dofs.size());

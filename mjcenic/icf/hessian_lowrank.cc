@@ -69,12 +69,7 @@ class LowRankHessian final : public HessianFactor {
         segs += R * nseg;
       }
     };
-    count(m.contacts);
-    count(m.limits);
-    count(m.couplings);
-    count(m.gains);
-    count(m.dry_friction);
-    count(m.contact_torques);
+    ForEachPool(m, count);
     Grow(&seg_adr_, cols + 1);
     Grow(&seg_clique_, segs);
     Grow(&seg_off_, segs);
@@ -106,9 +101,7 @@ class LowRankHessian final : public HessianFactor {
       using MatR = Eigen::Matrix<double, R, R>;
       for (int c = 0; c < pool.size(); ++c) {
         const double* G = pd.G.data() + R * R * c;
-        bool zero = true;
-        for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
-        if (zero) continue;
+        if (AllZero(G, R * R)) continue;
         const auto dofs = pool.rows.dofs(c);
         if (dofs.empty()) continue;
         const int n = static_cast<int>(dofs.size());

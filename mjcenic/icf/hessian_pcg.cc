@@ -356,9 +356,7 @@ class PcgHessian final : public HessianFactor {
       double u[R], Gu[R];
       for (int c = 0; c < pool.size(); ++c) {
         const double* G = pd.G.data() + R * R * c;
-        bool zero = true;
-        for (int q = 0; q < R * R; ++q) zero = zero && G[q] == 0.0;
-        if (zero) continue;
+        if (AllZero(G, R * R)) continue;
         pool.rows.Multiply(c, p, u);
         for (int a = 0; a < R; ++a) {
           Gu[a] = 0;

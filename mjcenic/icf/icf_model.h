@@ -83,4 +83,16 @@ struct IcfModel {
   std::vector<int> island_parent_;  // union–find workspace of ComputeIslands
 };
 
+// Calls f(pool) for every constraint pool of the model (icf_data.h has the
+// form that also passes each pool's data).
+template <class F>
+void ForEachPool(const IcfModel& m, F&& f) {
+  f(m.contacts);
+  f(m.limits);
+  f(m.couplings);
+  f(m.gains);
+  f(m.dry_friction);
+  f(m.contact_torques);
+}
+
 }  // namespace mjcenic::icf
