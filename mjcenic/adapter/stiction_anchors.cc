@@ -61,6 +61,9 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
     if (next_.capacity() < n) next_.reserve(2 * n);
   }
   if (!advance && anchors_.empty()) return;
+  // Anchored contacts' ε uses min(h, h_R) (cenic-math §4.10).
+  const double inf = std::numeric_limits<double>::infinity();
+  const double cap = p.anchor_eps_cap && m->opt.timestep > 0 ? m->opt.timestep : inf;
   for (int c = 0; c < pool.size(); ++c) {
     if (!(pool.fn0[c] > 0 && pool.mu_s[c] > 0)) continue;  // not touching, or frictionless
     const ContactRecord& rec = records[c];
@@ -84,12 +87,14 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       // doubling's half steps, cenic-math §4.9).
       double vc[3];
       pool.rows.Multiply(c, v_slip, vc);
-      const double eps =
-          std::max(p.stiction_tolerance, pool.mu[c] * pool.Rt[c] * h_slip * pool.fn0[c]);
+      // A matched contact was anchored in that solve, so its ε had the cap.
+      const double eps = std::max(p.stiction_tolerance,
+                                  pool.mu[c] * pool.Rt[c] * pool.fn0[c] *
+                                      std::min(h_slip, a ? cap : inf));
       const double slip2 = vc[1] * vc[1] + vc[2] * vc[2];  // |slip|²
       const double reset = kSlidingReset * eps, dead = kSlipDeadband * p.stiction_tolerance;
       if (slip2 > reset * reset) {  // sliding: no anchor
-        pool.SetAnchor(c, 0, 0);
+        pool.SetAnchor(c, 0, 0, inf, p);
         continue;
       }
       if (slip2 >= dead * dead) {
@@ -108,7 +113,7 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       for (int i = 0; i < 3; ++i) bw[i] = b1 * rec.frame[3 + i] + b2 * rec.frame[6 + i];
       ToBody(d, body, bw, false, n.beta);
     }
-    pool.SetAnchor(c, b1, b2);  // b_t = β ε at this step's ε
+    pool.SetAnchor(c, b1, b2, cap, p);  // b_t = β ε at this step's (capped) ε
   }
   if (advance) {
     std::sort(next_.begin(), next_.end(),  // in place, no allocation

@@ -26,6 +26,12 @@
 // so a grasp held by a moving, rotating hand keeps its anchors. Unmatched
 // contacts start at β = 0; a slip below kSlipDeadband·v_s leaves β as it is
 // and a contact sliding faster than kSlidingReset·ε has none.
+//
+// An anchored contact's ε stops growing with h above the model's timestep
+// (ε = max(v_s, μ R_t f_n⁰ min(h, opt.timestep)), option anchor_eps_cap;
+// cenic-math §4.10): within a step the anchored friction carries a change of
+// load only by slipping at a speed ∝ ε, so with ε ∝ h a load near the friction
+// bound that keeps changing creeps ∝ h² at the long steps of dense output.
 #pragma once
 
 #include <mujoco/mujoco.h>

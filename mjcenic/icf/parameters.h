@@ -20,6 +20,10 @@ struct IcfParameters {
   // regularized friction. On by default (its cost on every shared model:
   // README, "How mjcenic holds grasps"); false: the paper's friction law alone.
   bool stiction_anchors = true;
+  // An anchored contact's ε stops growing with h above the model's timestep
+  // (adapter/stiction_anchors.h, cenic-math §4.10): ε = max(v_s, μ R_t f_n⁰
+  // min(h, opt.timestep)). false: ε ∝ h at every step (the paper's §4.6).
+  bool anchor_eps_cap = true;
 };
 
 }  // namespace mjcenic::icf

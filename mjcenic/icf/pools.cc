@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace mjcenic::icf {
@@ -22,7 +23,7 @@ double FrictionCoefficient(double s, double mu_s, double mu_d, double width) {
 void ContactPool::Clear() {
   rows.Clear();
   fe0.clear(); k.clear(); d.clear(); mu_s.clear(); mu_d.clear(); Rt.clear();
-  bias.clear(); anchor.clear(); anchor_bias.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
+  bias.clear(); anchor.clear(); anchor_bias.clear(); eps_step.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
   N_hat.clear();
 }
 
@@ -34,6 +35,7 @@ int ContactPool::Add(std::span<const int> dofs, double fe0_, double k_, double d
   bias.insert(bias.end(), {0.0, 0.0, 0.0});
   anchor.insert(anchor.end(), {0.0, 0.0});
   anchor_bias.insert(anchor_bias.end(), {0.0, 0.0});
+  eps_step.push_back(std::numeric_limits<double>::infinity());
   fn0.push_back(0); mu.push_back(mu_s_); n0.push_back(0); eps.push_back(0); vhat.push_back(0);
   N_hat.push_back(0);
   return c;
@@ -55,7 +57,7 @@ void ContactPool::SetTimeStep(double h_, const IcfParameters& p) {
   h = h_;
   for (int c = 0; c < size(); ++c) {
     n0[c] = h * fn0[c];
-    eps[c] = std::max(p.stiction_tolerance, mu[c] * Rt[c] * n0[c]);  // §4.6
+    eps[c] = Regularization(c, h, p);  // §4.6 (anchored: §4.10)
     for (int i = 0; i < 2; ++i) {
       bias[3 * c + 1 + i] -= anchor_bias[2 * c + i];
       anchor_bias[2 * c + i] = anchor[2 * c + i] * eps[c];
@@ -66,7 +68,10 @@ void ContactPool::SetTimeStep(double h_, const IcfParameters& p) {
   }
 }
 
-void ContactPool::SetAnchor(int c, double b1, double b2) {
+void ContactPool::SetAnchor(int c, double b1, double b2, double eps_step_cap,
+                            const IcfParameters& p) {
+  eps_step[c] = eps_step_cap;
+  eps[c] = Regularization(c, h, p);
   anchor[2 * c] = b1;
   anchor[2 * c + 1] = b2;
   for (int i = 0; i < 2; ++i) {

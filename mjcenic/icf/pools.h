@@ -6,6 +6,7 @@
 // Nothing here knows about MuJoCo.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <vector>
@@ -36,6 +37,10 @@ struct ContactPool {
   // anchor holds the same load fraction at every step size
   // (adapter/stiction_anchors.h). Set after Lag, which sees no anchor.
   std::vector<double> anchor, anchor_bias;
+  // The step whose σ_R term sets ε (§4.6): ε = max(v_s, μ R_t f_n⁰ min(h, eps_step)).
+  // +∞ (the paper's ε ∝ h) unless SetAnchor caps it for an anchored contact
+  // (cenic-math §4.10).
+  std::vector<double> eps_step;
   // Lagged quantities (§4.3), set by Lag(v0).
   std::vector<double> fn0;   // f_n^0 [N]
   std::vector<double> mu;    // μ(s^0)
@@ -50,9 +55,14 @@ struct ContactPool {
   int size() const { return rows.size(); }
   void Lag(const double* v0, const IcfParameters& p);
   void SetTimeStep(double h, const IcfParameters& p);
-  // Sets contact c's anchor β = (b1, b2) and its bias β ε at the current
-  // time step (after SetTimeStep; what SetTimeStep would set, for c alone).
-  void SetAnchor(int c, double b1, double b2);
+  // Sets contact c's anchor β = (b1, b2), the step cap of its ε (eps_step,
+  // +∞: none) and its bias β ε at the current time step (after SetTimeStep;
+  // what SetTimeStep would set, for c alone).
+  void SetAnchor(int c, double b1, double b2, double eps_step_cap, const IcfParameters& p);
+  // ε of contact c at time step h (§4.6, with its step cap).
+  double Regularization(int c, double h, const IcfParameters& p) const {
+    return std::max(p.stiction_tolerance, mu[c] * Rt[c] * fn0[c] * std::min(h, eps_step[c]));
+  }
   // vc (3) -> cost, gamma (3), G (3x3 row-major).
   // majorize_friction: G's friction block is the isotropic curvature μn⁰/(|v_t|_ε+ε)·I
   // of the friction cost's quadratic majorizer instead of its Hessian (cenic-math §8.1).

@@ -230,6 +230,10 @@ struct FrictionlossName {
     "elastic-slip anchor per sticking contact: static friction holds without the creep "          \
     "ε·ρ/√(1−ρ²) of the regularized law, at every step size (see \"How mjcenic holds grasps\"; " \
     "`false`: the paper's friction law alone)")                                                    \
+  X(anchor_eps_cap, icf.anchor_eps_cap, Flag,                                                    \
+    "an anchored (sticking) contact's friction regularization ε stops growing with the step "     \
+    "above `opt.timestep` (steps beyond it would otherwise let a load near the friction bound "   \
+    "creep ∝ h², cenic-math §4.10); `false`: ε ∝ h at every step (the paper's)")                 \
   X(transition_width, icf.transition_width, Positive, "Δ of the μ_s → μ_d blend")                 \
   X(speculative_margin, speculative_margin, NonNegative,                                          \
     "> 0 [m]: MuJoCo also reports pairs this far apart (gaps widened on a private model copy), "  \
