@@ -77,7 +77,7 @@ struct StepperOptions {
                                      // (README): sets error_norm = full_state,
                                      // extrapolate = true and, if 0, speculative_margin
                                      // = 0.1 L; the stepper's options() show the result
-  bool dense_output = false;         // error control: a Step()/AdvanceTo() whose inputs
+  bool dense_output = true;          // error control: a Step()/AdvanceTo() whose inputs
                                      // were left as the previous call wrote them may end
                                      // inside an accepted step (state interpolated) and
                                      // the next call continues that step (README,

@@ -184,7 +184,8 @@ struct FrictionlossName {
   X(dense_output, dense_output, Flag,                                                             \
     "error control: when a call finds the state and inputs as the previous call left them, its "  \
     "last step is not shortened to land on the target; the state there is interpolated inside "   \
-    "the accepted step and the next call continues it (opt-in; see \"Outputs inside a step\")")           \
+    "the accepted step and the next call continues it (see \"Outputs inside a step\"; `false`: "   \
+    "every call lands on its target, capping the step at the call interval)")                     \
   X(error_control, error_control, Flag,                                                           \
     "false: cenic/trapezoid take every step at `max_step` (convergence studies)")                 \
   X(adaptive_tolerance, adaptive_tolerance, Flag,                                                 \
