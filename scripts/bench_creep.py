@@ -159,6 +159,7 @@ def creep(scene, method, options=None, accuracy=1e-3, h=None, cone=None, noslip=
 # Candidate settings (stepper options); "defaults" = none.
 SERIES = {
     "defaults": {},
+    "dense_output=false": {"dense_output": "false"},
     "no anchors (paper)": {"stiction_anchors": "false"},
     "no anchors, v_s=1e-7, sigma_R=0": {"stiction_anchors": "false",
                                         "stiction_tolerance": 1e-7, "sigma_r": 0},

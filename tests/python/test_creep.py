@@ -55,3 +55,67 @@ def test_regularized_friction_alone_creeps(scene, least):
     r = bench_creep.creep(scene, "loop", {"stiction_anchors": "false"}, accuracy=1e-3)
     print(f"{scene} without anchors: {r['creep_um_s']:.3g} µm/s")
     assert r["creep_um_s"] > least
+
+
+PUSHED_BOX = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1" friction="1"/>
+    <body pos="0 0 0.05">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1" friction="1"/>
+      <site name="push" pos="0 0 -0.05"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general site="push" gear="1 0 0 0 0 0" dyntype="filterexact" dynprm="1" ctrlrange="0 100"/>
+  </actuator>
+</mujoco>"""
+
+
+def test_load_rising_towards_the_bound_creeps_at_most_eps_h_beta():
+    """cenic-math §4.10: a 1 kg box (μ = 1, four contacts) pushed along the
+    plane at its base by a force that rises towards 0.97 μ m g (a 1 s filter,
+    ctrl held, so dense output lets the steps grow to 0.1 s). Under Coulomb's
+    law it does not move. An anchor carries each step's change of load only by
+    slipping ≤ ε Δβ during that step, so the box creeps at most
+    ε h_max β_end, β_end = ρ/sqrt(1 − ρ²) at the final load fraction ρ. With
+    the default anchor_eps_cap, ε of an anchored contact is that of
+    opt.timestep (here v_s: μ σ_R w_t f_n dt < v_s); without it ε grows with
+    h and the creep exceeds the capped bound."""
+    import mujoco
+    import mjcenic
+    m = mujoco.MjModel.from_xml_string(PUSHED_BOX)
+    g, vs, sigma_r = 9.81, 1e-4, 1e-3
+    wt, fn = 2.65 / 1.0, g / 4  # w_t of a 1 kg body on the world; f_n per contact
+
+    def run(**opts):
+        d = mjcenic.make_data(m)
+        sim = mjcenic.Stepper(m, mode="cenic", accuracy=1e-3, **opts)
+        while d.time < 0.5 - 1e-9:  # at rest, unloaded
+            sim.step(d)
+        d.ctrl[0] = 0.97 * g
+        x0 = d.qpos[0]
+        for _ in range(int(round(3.0 / m.opt.timestep))):
+            sim.step(d)
+        rho = d.act[0] / g
+        return d.qpos[0] - x0, sim.stats["h_max"], rho / (1 - rho * rho) ** 0.5
+
+    def eps(h):
+        return max(vs, sigma_r * wt * fn * h)
+
+    runs = {"capped loop": ({"dense_output": False}, True), "defaults": ({}, True),
+            "anchor_eps_cap=false": ({"anchor_eps_cap": False}, False)}
+    creep, bound = {}, {}
+    for name, (opts, cap) in runs.items():
+        x, h_max, beta = run(**opts)
+        creep[name] = abs(x)
+        bound[name] = eps(min(h_max, m.opt.timestep) if cap else h_max) * h_max * beta
+        print(f"{name}: creep {x * 1e6:.3g} µm over 3 s, h_max {h_max:.3g} s, β_end {beta:.2f}, "
+              f"bound ε h_max β_end {bound[name] * 1e6:.3g} µm")
+        assert creep[name] <= bound[name], name
+        if name != "capped loop":
+            assert h_max > 0.05, name  # dense output: long steps
+    # Without the cap the creep is beyond the default's bound.
+    assert creep["anchor_eps_cap=false"] > bound["defaults"]
