@@ -11,7 +11,8 @@ the work-precision scenes (scripts/work_precision.py: same files, keyframes,
 horizons and 20 ms control schedule) and Newton's cradle.
 
 Loops (mjcenic, each at every accuracy, per configuration):
-  chunk:  advance_to() every 20 ms (the control period), the step capped by it;
+  chunk:  advance_to() every 20 ms (the control period; with dense output, the
+          default, the step is not capped by it while ctrl is held);
   step:   an mj_step-style loop, step() once per opt.timestep;
   sample: Stepper.sample at the 20 ms sample times (the step is not capped by
           the samples; work_precision.py's loop).
