@@ -338,6 +338,61 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   return true;
 }
 
+void IcfSolver::PullBackGuess(const IcfModel& m, const double* d, const char* majorize,
+                              bool dual, int* evals) {
+  // Line-searched guess (cenic-math §8.1). data_ holds the evaluation at the
+  // full guess v_g + d. Per island, with β_i* the minimizer of the convex ℓ_i
+  // on v_g + β d, β ∈ [0, 1]: keep β_i = 1 if β_i* ≥ ½ (ℓ_i'(1) ≤ 0 or
+  // ℓ_i'(½) ≤ 0); else move to the minimizer on [0, ½] of the Hermite cubic
+  // through ℓ_i, ℓ_i' at β = 0 and ½ (§8.3's initial guess), or to β = 0
+  // where d does not descend from v_g. Islands whose guess is kept cost one
+  // dot product; the others one product with A and J for d and two passes
+  // over the constraints, plus their re-evaluation.
+  const int nv = m.nv, ni = NumIslands(m);
+  LineSearchWork& g = ls_;
+  std::fill(g.d0.begin(), g.d0.begin() + ni, 0.0);
+  for (int i = 0; i < nv; ++i) g.d0[DofIsland(m, i)] += data_.grad[i] * d[i];  // ℓ_i'(1)
+  bool any = false;
+  for (int i = 0; i < ni; ++i) {
+    g.active[i] = g.d0[i] > 0;
+    any = any || g.active[i];
+  }
+  if (!any) return;
+  PrepareLineSearch(m, d);  // base v_g + d: α = β − 1
+  std::fill(g.alpha.begin(), g.alpha.begin() + ni, -0.5);
+  EvalAlongLineIslands(m, g.alpha.data(), g.active.data(), g.l.data(), g.f.data(), g.df.data());
+  ++*evals;
+  any = false;
+  for (int i = 0; i < ni; ++i) {
+    if (g.active[i] && g.f[i] <= 0) g.active[i] = 0;  // β* ≥ ½
+    any = any || g.active[i];
+    g.xl[i] = g.l[i];  // ℓ_i(½), ℓ_i'(½)
+    g.xh[i] = g.f[i];
+  }
+  if (any) {
+    std::fill(g.alpha.begin(), g.alpha.begin() + ni, -1.0);
+    EvalAlongLineIslands(m, g.alpha.data(), g.active.data(), g.l.data(), g.f.data(),
+                         g.df.data());
+    ++*evals;
+  }
+  guess_kept_.resize(ni);
+  for (int i = 0; i < ni; ++i) {
+    guess_kept_[i] = !g.active[i];
+    const double beta = !g.active[i] ? 1.0
+                        : g.f[i] >= 0 ? 0.0
+                                      : CubicGuess(g.l[i], g.xl[i], g.f[i], g.xh[i], 0.5);
+    g.alpha[i] = beta - 1.0;
+  }
+  if (!any) {
+    std::fill(g.alpha.begin(), g.alpha.begin() + ni, 1.0);
+    return;
+  }
+  for (int i = 0; i < nv; ++i) vtmp_[i] += g.alpha[DofIsland(m, i)] * d[i];
+  AdvanceProducts(m);
+  Evaluate(m, vtmp_.data(), guess_kept_.data(), majorize, /*advanced=*/true, dual);
+  std::fill(g.alpha.begin(), g.alpha.begin() + ni, 1.0);
+}
+
 double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o) {
   // §8.2: D = diag(M)^(-1/2), tol = ε max(1, |D r|).
   scale_.resize(m.nv);
@@ -454,7 +509,8 @@ class PhaseTimer {
 }  // namespace
 
 SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const SolverOptions& o,
-                             double* v, SolveStats* stats, std::vector<double>* history) {
+                             double* v, SolveStats* stats, std::vector<double>* history,
+                             const double* guess_direction) {
   const int nv = m.nv;
   SolveStats st;
   auto finish = [&](SolveStatus s) {
@@ -529,6 +585,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       const bool dual = dual_on && (k > 0 || !o.friction_dual_exact_start);
       Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr, advanced,
                dual);
+      if (k == 0 && guess_direction)
+        PullBackGuess(m, guess_direction, any_major ? isl_.major.data() : nullptr, dual,
+                      &st.ls_iterations);
       if (dual_on && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m);
     }
     if (history) history->push_back(data_.cost);

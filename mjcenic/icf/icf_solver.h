@@ -57,6 +57,12 @@ struct SolverOptions {
   // Ignored with hessian_reuse.
   bool friction_dual = false;
   bool friction_dual_exact_start = false;
+  // Line-searched warm start (cenic-math §8.1): the stepper passes its warm
+  // start v_t + h a_prev with the direction h a_prev, and an island whose
+  // minimizer along it lies below half of it starts there (Solve's
+  // guess_direction). Fixed mode only; off by default (measured: fewer
+  // Newton iterations, wall time mixed).
+  bool pull_back_guess = false;
   // Measure SolveStats' phase times (two clock reads per phase and Newton
   // iteration); off: they stay 0.
   bool phase_timers = false;
@@ -91,8 +97,14 @@ class IcfSolver {
 
   // Minimizes ℓ starting from v_guess; writes the minimizer into v (may alias
   // v_guess). Returns the status; `cost_history`, if given, receives ℓ(v_k).
+  // guess_direction d (optional, n_v values): v_guess is the end of the
+  // segment v_guess − d + β d, β ∈ [0, 1]; on an island where the minimizer
+  // of ℓ_i on that segment lies at β < ½, Newton starts there instead (an
+  // estimate of it; cenic-math §8.1, "Line-searched guess"). The minimizer
+  // of ℓ is the same.
   SolveStatus Solve(const IcfModel& model, const double* v_guess, const SolverOptions& options,
-                    double* v, SolveStats* stats, std::vector<double>* cost_history = nullptr);
+                    double* v, SolveStats* stats, std::vector<double>* cost_history = nullptr,
+                    const double* guess_direction = nullptr);
 
   // Evaluates cost, gradient, impulses and constraint Hessians at v.
   void Evaluate(const IcfModel& model, const double* v) {
@@ -150,6 +162,11 @@ class IcfSolver {
   // dual Newton update after each step of the islands not frozen.
   void StartFrictionDual(const IcfModel& model);
   void UpdateFrictionDual(const IcfModel& model, bool per_island);
+  // Line-searched guess (§8.1): at k = 0, after the evaluation at the full
+  // guess, moves the islands whose guess overshoots back along d.
+  void PullBackGuess(const IcfModel& model, const double* d, const char* majorize, bool dual,
+                     int* evals);
+  std::vector<char> guess_kept_;  // per island: not moved by PullBackGuess
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.

@@ -195,6 +195,10 @@ struct FrictionlossName {
     "how a user controller enters the step (see \"User controllers\")")                           \
   X(hessian_reuse, solver.hessian_reuse, Flag,                                                    \
     "reuse factorizations across iterations/solves/steps with the θ-test (P35)")                  \
+  X(pull_back_guess, solver.pull_back_guess, Flag,                                              \
+    "fixed mode: Newton starts at (a cubic estimate of) the line minimum of the cost along the "  \
+    "warm start v_t + h·a_prev where the warm start overshoots it more than twice (fewer Newton " \
+    "iterations on flowing piles; wall time mixed, see docs/cenic-math.md §8.1)")                 \
   X(island_line_search, solver.island_line_search, Flag,                                          \
     "one exact line search per island (trees joined by constraints) instead of one step length "  \
     "for the whole system")                                                                        \

@@ -77,7 +77,7 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
   for (auto* x : {&q_start, &q_full, &q_mid, &q_end, &q_a, &q_b}) x->resize(nq);
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
                   &force_start, &v_call_start, &accel_prev, &v_a, &v_b, &warm_accel,
-                  &warm_v, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My})
+                  &warm_v, &guess_dir, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My})
     x->resize(nv);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
@@ -254,7 +254,7 @@ std::uint64_t PairKey(int g1, int g2) {
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
-                    double tolerance) {
+                    double tolerance, const double* guess_direction) {
   const bool timed = options_.phase_timers;
   const auto t0 = PhaseNow(timed);
   icf::SolverOptions o = options_.solver;
@@ -274,7 +274,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
     o.friction_dual_exact_start = last_iterations_ < 3;
   }
   icf::SolveStats st;
-  last_status_ = solver_.Solve(model, guess, o, v, &st);
+  last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction);
   last_solved_ = &model;
   stats_.time_solve += Seconds(t0, PhaseNow(timed));
   ++stats_.solves;
@@ -526,15 +526,23 @@ bool Stepper::FullStep(double h, double tolerance) {
   // mode), v_t + h a_prev, the previous accepted step's mean acceleration,
   // when d still holds the velocity that step ended with and its solve
   // needed ≥ 2 Newton iterations (else v_t, which a near-steady system
-  // already satisfies to round-off better than a_prev's noise). ℓ is
-  // strictly convex, so the guess changes the iteration count, never the
-  // solution (beyond the solver tolerance).
+  // already satisfies to round-off better than a_prev's noise); with
+  // pull_back_guess, moved back along h a_prev on islands where it overshoots
+  // the line minimum more than twice. ℓ is strictly convex, so the guess
+  // changes the iteration count, never the solution (beyond the solver
+  // tolerance).
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
   const bool warm = tolerance <= kTightTolerance && warm_valid_ && last_iterations_ >= 2 &&
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
-  for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + (warm ? h * s.warm_accel[i] : 0.0);
-  if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance)) return false;
+  const bool pull_back = warm && options_.solver.pull_back_guess;
+  for (int i = 0; i < nv; ++i) {
+    s.guess_dir[i] = warm ? h * s.warm_accel[i] : 0.0;
+    s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+  }
+  if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance,
+             pull_back ? s.guess_dir.data() : nullptr))
+    return false;
   if (norm_.kind() == ErrorNormKind::kPropagated) {
     // cenic-math §11.11: velocity weights from this step's H and M diagonals.
     solver_.HessianDiagonal(model_start_, s.H_diag.data());

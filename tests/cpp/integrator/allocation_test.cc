@@ -81,7 +81,8 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 namespace {
 
 long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmup, double run,
-                              mjcenic::ErrorNormKind norm = mjcenic::ErrorNormKind::kWeighted) {
+                              mjcenic::ErrorNormKind norm = mjcenic::ErrorNormKind::kWeighted,
+                              bool pull_back_guess = false) {
   char err[1000];
   mjModel* m = mj_loadXML(file, nullptr, err, sizeof(err));
   EXPECT_NE(m, nullptr) << err;
@@ -91,6 +92,7 @@ long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmu
   o.mode = mode;
   o.accuracy = 1e-2;
   o.error_norm = norm;
+  o.solver.pull_back_guess = pull_back_guess;
   auto s = mjcenic::Stepper::Create(m, o).value();
   while (d->time < warmup) EXPECT_TRUE(s->Step(d).ok());
   const long before = g_allocations.load();
@@ -120,6 +122,13 @@ TEST(Allocation, CounterSeesMallocAndNew) {
 TEST(Allocation, NoneAfterWarmupFixed) {
   EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/clutter.xml",
                                      2.5, 0.5), 0);
+}
+
+// The line-searched warm start (cenic-math §8.1) reuses the line-search work.
+TEST(Allocation, NoneAfterWarmupFixedPullBackGuess) {
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/clutter.xml",
+                                     2.5, 0.5, mjcenic::ErrorNormKind::kWeighted, true),
+            0);
 }
 
 // With error control the pile settles later: a spinning object (obj6) meets
