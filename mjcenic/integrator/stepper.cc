@@ -704,6 +704,10 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   double h = std::min(h_ideal_, h_max);
   at_minimum_ = false;
   bool solve_failed = false;  // some attempt of this step failed its convex solve
+  // Error per unit step: the previous attempt's scaled error and step, and
+  // whether this step holds a velocity jump (cenic-math §11.12).
+  double prev_scaled = 0, prev_h = 0;
+  bool jump = false;
   for (;;) {
     bool limited = false;
     const double remaining = t_limit - t0;
@@ -743,10 +747,17 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
       // Error per unit step (cenic-math §11.12): a step of
       // h may make accuracy·h/T of error, so the errors of the steps over T
       // add up to the accuracy; the scaled error is one order lower in h.
+      // A velocity jump inside the step leaves an error ≈ c h Δv that the
+      // scaled bound admits at no h: when cutting h did not shrink the raw
+      // error faster than h^1.5, the step is held to the per-step bound.
+      const double scaled = error * options_.error_per_unit_step / h;
+      if (prev_h > 0 && h < prev_h && scaled > std::sqrt(h / prev_h) * prev_scaled) jump = true;
+      prev_scaled = scaled;
+      prev_h = h;
       StepSizeControl c = options_.control;
-      c.order = std::max(1.0, c.order - 1);
-      dec = AdjustStepSize(c, error * options_.error_per_unit_step / h, options_.accuracy, h,
-                           h_max, h_min, &at_minimum_);
+      if (!jump) c.order = std::max(1.0, c.order - 1);
+      dec = AdjustStepSize(c, jump ? error : scaled, options_.accuracy, h, h_max, h_min,
+                           &at_minimum_);
     } else if (ok) {
       dec = AdjustStepSize(options_.control, error, options_.accuracy, h, h_max, h_min,
                            &at_minimum_);
