@@ -15,24 +15,34 @@ template <int kRows>
 class RowStore {
  public:
   static constexpr int rows = kRows;
+  static constexpr int kFewDofs = 4;
 
   void Clear() {
     adr_.clear();
     num_.clear();
+    jadr_.clear();
     dofs_.clear();
     J_.clear();
   }
 
   // Appends a constraint over `dofs` (sorted ascending, unique) and returns
   // its index; its Jacobian block is zero-initialized, fill it through J(c).
+  // Rows of a few dofs (joint limits, actuators, friction loss: one dof) are
+  // appended element by element: vector::insert and resize would call
+  // memmove/memset for each, several times the cost of the row itself.
   int Add(std::span<const int> dofs) {
     const int c = static_cast<int>(adr_.size());
+    const int n = static_cast<int>(dofs.size());
     adr_.push_back(static_cast<int>(dofs_.size()));
-    num_.push_back(static_cast<int>(dofs.size()));
-    jadr_.resize(c + 1);
-    jadr_[c] = static_cast<int>(J_.size());
-    dofs_.insert(dofs_.end(), dofs.begin(), dofs.end());
-    J_.resize(J_.size() + kRows * dofs.size(), 0.0);
+    num_.push_back(n);
+    jadr_.push_back(static_cast<int>(J_.size()));
+    if (n <= kFewDofs) {
+      for (int k = 0; k < n; ++k) dofs_.push_back(dofs[k]);
+      for (int k = 0; k < kRows * n; ++k) J_.push_back(0.0);
+    } else {
+      dofs_.insert(dofs_.end(), dofs.begin(), dofs.end());
+      J_.resize(J_.size() + kRows * dofs.size(), 0.0);
+    }
     return c;
   }
 
