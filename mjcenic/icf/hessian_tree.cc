@@ -75,6 +75,7 @@ class TreeHessian final : public HessianFactor {
       }
     };
     ForEachPool(m, const_cast<IcfData&>(data), add_pool);
+    if (!in_pattern) return false;  // not reached: ChooseLinearSolver checked the chains
     std::copy(H_.begin(), H_.end(), L_.begin());
     double* L = L_.data();
     for (int k = n - 1; k >= 0; --k) {

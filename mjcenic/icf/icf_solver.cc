@@ -87,7 +87,8 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
       }
       cost += pd.cost[c];
       // One-row constraints are mostly inactive limits (γ = 0): nothing to add.
-      if (R > 1 || gamma[0] != 0.0) pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
+      if (R > 1 || gamma[0] != 0.0)
+        pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
     }
   };
   ForEachPool(m, data_, eval_pool);
