@@ -277,7 +277,8 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
       AddContacts(m, d, params, model, &records->contacts, info);
     }
   }
-  std::sort(records->rows.begin(), records->rows.end());
+  if (!std::is_sorted(records->rows.begin(), records->rows.end()))  // limits alone: sorted
+    std::sort(records->rows.begin(), records->rows.end());
   model->Finalize(h);
 }
 
@@ -338,6 +339,12 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
     // f(v) = c − κ (m·v), κ = h kq + kv  (mapping §4.4)
     const double c = (g[0] + g1 * L0) * input + b0 + b1 * L0;
     const double kq = -(g1 * input + b1), kv = -(g2 * input + b2);
+    if (nnz == 1) {  // a joint actuator: nothing to sort
+      const int i = model->gains.Add({d->moment_colind + adr, 1}, c, kq, kv, act_lo_[a],
+                                     act_hi_[a]);
+      model->gains.rows.J(i)[0] = d->actuator_moment[adr];
+      continue;
+    }
     // Sorted dofs of the moment row.
     perm_.resize(nnz);
     for (int k = 0; k < nnz; ++k) perm_[k] = k;

@@ -56,6 +56,11 @@ class IslandHessian final : public HessianFactor {
     // Dofs gathered island by island (position start_[isl] + local).
     order_.resize(nv);
     for (int i = 0; i < nv; ++i) order_[start_[island_[i]] + local_[i]] = i;
+    // Column j of its island's block starts at col_[j]; every term (i, j)
+    // of H has i and j in the same island, so it lands at col_[j] + local_[i].
+    col_.resize(nv);
+    for (int j = 0; j < nv; ++j)
+      col_[j] = offset_[island_[j]] + static_cast<size_t>(local_[j]) * size_[island_[j]];
     if (H_.size() < offset_[ni]) H_.resize(offset_[ni]);
     if (L_.size() < offset_[ni]) L_.resize(offset_[ni]);
     x_.resize(nv);
@@ -80,10 +85,7 @@ class IslandHessian final : public HessianFactor {
       if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
     AccumulateHessian(
         model, data, &block_,
-        [this](int i, int j, double x) {
-          const int isl = island_[i], n = size_[isl];
-          H_[offset_[isl] + static_cast<size_t>(local_[j]) * n + local_[i]] += x;  // column-major
-        },
+        [this](int i, int j, double x) { H_[col_[j] + local_[i]] += x; },  // column-major
         [&](int dof) { return !frozen(island_[dof]); });
     for (int k = 0; k < ni; ++k) {
       if (size_[k] == 0 || frozen(k)) continue;
@@ -157,7 +159,7 @@ class IslandHessian final : public HessianFactor {
   std::unique_ptr<HessianFactor> graph_ = MakeBlockHessian();
   bool by_block_ = false;
   std::vector<int> island_, last_island_, local_, size_, start_, order_;
-  std::vector<size_t> offset_;
+  std::vector<size_t> offset_, col_;
   std::vector<double> H_, L_, x_, dinv_;
   const char* frozen_ = nullptr;  // per island, or null
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace mjcenic::icf::detail {
@@ -41,22 +42,39 @@ class TreeHessian final : public HessianFactor {
     std::copy(m.M.begin(), m.M.begin() + static_cast<long>(H_.size()), H_.begin());
     for (int i = 0; i < n; ++i)
       H_[rowadr_[i] + rownnz_[i] - 1] += m.h * m.D[i] + m.h * m.h * m.K[i];
-    // The terms of one constraint come row by row (i ascending), columns j
-    // ascending within a row: a cursor walks row i of the pattern.
+    // Σ JᵢᵀGᵢJᵢ (constraints with Gᵢ = 0 skipped), in AccumulateConstraintHessians'
+    // order. A constraint's dofs lie on one chain, so row dofs[a] of the
+    // pattern holds dofs[0..a] (its ancestors and itself) in ascending order:
+    // one cursor walks it while b goes up, no per-term search from the row start.
     bool in_pattern = true;
-    int row = -1, p = 0, end = 0;
-    AccumulateConstraintHessians(
-        m, data, &block_,
-        [&](int i, int j, double x) {
-          if (i != row || p == end || colind_[p] > j) row = i, p = rowadr_[i], end = p + rownnz_[i];
-          while (p < end && colind_[p] < j) ++p;
-          if (p == end || colind_[p] != j) {
-            in_pattern = false;
-            return;
+    auto add_pool = [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      for (int c = 0; c < pool.size(); ++c) {
+        const double* G = pd.G.data() + R * R * c;
+        if (AllZero(G, R * R)) continue;
+        const auto dofs = pool.rows.dofs(c);
+        const int nd = static_cast<int>(dofs.size());
+        if (nd == 0) continue;
+        if (static_cast<int>(block_.size()) < nd * nd) block_.resize(nd * nd);
+        double* B = block_.data();
+        pool.rows.CongruenceTransform(c, G, B);
+        for (int a = 0; a < nd; ++a) {
+          int p = rowadr_[dofs[a]];
+          const int end = p + rownnz_[dofs[a]];
+          const double* Ba = B + a * nd;
+          for (int b = 0; b <= a; ++b) {
+            const int j = dofs[b];
+            while (p < end && colind_[p] < j) ++p;
+            if (p == end || colind_[p] != j) {
+              in_pattern = false;
+              break;
+            }
+            H_[p] += Ba[b];
           }
-          H_[p] += x;
-        },
-        [](int) { return true; });
+        }
+      }
+    };
+    ForEachPool(m, const_cast<IcfData&>(data), add_pool);
     if (!in_pattern) return false;  // not reached: ChooseLinearSolver checked the chains
     std::copy(H_.begin(), H_.end(), L_.begin());
     double* L = L_.data();

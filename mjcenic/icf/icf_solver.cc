@@ -86,7 +86,9 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
         }
       }
       cost += pd.cost[c];
-      pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
+      // One-row constraints are mostly inactive limits (γ = 0): nothing to add.
+      if (R > 1 || gamma[0] != 0.0)
+        pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
     }
   };
   ForEachPool(m, data_, eval_pool);
@@ -192,6 +194,7 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
       for (int q = 0; q < R; ++q) vc[q] = pd.vc_base[R * k + q] + a * u[q];
       pool.Eval(k, vc, &ci, gamma, G);
       cost[isl] += ci;
+      if (R == 1 && gamma[0] == 0.0 && G[0] == 0.0) continue;  // an inactive limit
       double dl = 0, ddl = 0;
       for (int q = 0; q < R; ++q) {
         dl -= u[q] * gamma[q];

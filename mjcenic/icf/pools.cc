@@ -168,20 +168,6 @@ void NearRigidPool<kUnilateral>::SetTimeStep(double h, const IcfParameters& p) {
   }
 }
 
-template <bool kUnilateral>
-void NearRigidPool<kUnilateral>::Eval(int c, const double* vc, double* cost, double* gamma,
-                                      double* G) const {
-  // ℓ = (v_c − v̂)²/(2R), one-sided for limits (active only while v_c < v̂).
-  const double x = vhat[c] - vc[0];
-  if (kUnilateral && x <= 0) {
-    *cost = 0; gamma[0] = 0; G[0] = 0;
-    return;
-  }
-  *cost = 0.5 * x * x / R[c];
-  gamma[0] = x / R[c];
-  G[0] = 1.0 / R[c];
-}
-
 template struct NearRigidPool<true>;
 template struct NearRigidPool<false>;
 
@@ -190,7 +176,7 @@ template struct NearRigidPool<false>;
 void GainPool::Clear() {
   rows.Clear();
   c.clear(); kq.clear(); kv.clear(); vc0.clear(); lo.clear(); hi.clear();
-  kappa.clear(); c_eff.clear();
+  kappa.clear(); c_eff.clear(); h_over_kappa.clear();
 }
 
 int GainPool::Add(std::span<const int> dofs, double c_, double kq_, double kv_, double lo_,
@@ -198,6 +184,7 @@ int GainPool::Add(std::span<const int> dofs, double c_, double kq_, double kv_, 
   const int i = rows.Add(dofs);
   c.push_back(c_); kq.push_back(kq_); kv.push_back(kv_); vc0.push_back(0);
   lo.push_back(lo_); hi.push_back(hi_); kappa.push_back(0); c_eff.push_back(c_);
+  h_over_kappa.push_back(0);
   return i;
 }
 
@@ -212,36 +199,11 @@ void GainPool::SetTimeStep(double h_, const IcfParameters&) {
     if (k >= 0) {
       kappa[i] = k;
       c_eff[i] = c[i];
+      h_over_kappa[i] = k > 0 ? h / k : 0.0;
     } else {  // non-stabilizing: explicit at v_c0 (§9.1 item 5)
       kappa[i] = 0;
       c_eff[i] = c[i] - k * vc0[i];
     }
-  }
-}
-
-void GainPool::Eval(int i, const double* vc, double* cost, double* gamma, double* G) const {
-  const double l = lo[i], u = hi[i], k = kappa[i];
-  if (k > 0) {
-    const double y = c_eff[i] - k * vc[0];
-    double psi;  // Huber-type Ψ(y) of §6
-    if (y < l) {
-      psi = l * (y - 0.5 * l);
-      gamma[0] = h * l;
-      G[0] = 0;
-    } else if (y > u) {
-      psi = u * (y - 0.5 * u);
-      gamma[0] = h * u;
-      G[0] = 0;
-    } else {
-      psi = 0.5 * y * y;
-      gamma[0] = h * y;
-      G[0] = h * k;
-    }
-    *cost = h / k * psi;
-  } else {
-    gamma[0] = h * std::clamp(c_eff[i], l, u);
-    *cost = -gamma[0] * vc[0];
-    G[0] = 0;
   }
 }
 
@@ -260,16 +222,6 @@ int DryFrictionPool::Add(std::span<const int> dofs, double F_, double eps_) {
 void DryFrictionPool::SetTimeStep(double h_, const IcfParameters& p) {
   h = h_;
   for (int c = 0; c < size(); ++c) eps[c] = eps_row[c] > 0 ? eps_row[c] : p.stiction_tolerance;
-}
-
-void DryFrictionPool::Eval(int c, const double* vc, double* cost, double* gamma,
-                           double* G) const {
-  const double e = eps[c];
-  const double s = std::sqrt(vc[0] * vc[0] + e * e);
-  const double hF = h * F[c];
-  *cost = hF * (s - e);
-  gamma[0] = -hF * vc[0] / s;
-  G[0] = hF * e * e / (s * s * s);
 }
 
 void ContactTorquePool::Clear() {

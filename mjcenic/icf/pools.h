@@ -95,7 +95,20 @@ struct NearRigidPool {
   int Add(std::span<const int> dofs, double g0, double w, double tau_r = 0);
   int size() const { return rows.size(); }
   void SetTimeStep(double h, const IcfParameters& p);
-  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+  // Inline (as GainPool's and DryFrictionPool's): the solver calls it for
+  // every row several times per Newton iteration, mostly for an inactive
+  // limit, where the call would cost more than the row.
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
+    // ℓ = (v_c − v̂)²/(2R), one-sided for limits (active only while v_c < v̂).
+    const double x = vhat[c] - vc[0];
+    if (kUnilateral && x <= 0) {
+      *cost = 0; gamma[0] = 0; G[0] = 0;
+      return;
+    }
+    *cost = 0.5 * x * x / R[c];
+    gamma[0] = x / R[c];
+    G[0] = 1.0 / R[c];
+  }
 };
 using LimitPool = NearRigidPool<true>;
 using CouplingPool = NearRigidPool<false>;
@@ -108,14 +121,38 @@ extern template struct NearRigidPool<false>;
 struct GainPool {
   RowStore<1> rows;
   std::vector<double> c, kq, kv, vc0, lo, hi;
-  std::vector<double> kappa, c_eff;
+  std::vector<double> kappa, c_eff, h_over_kappa;  // h / κ (κ > 0): Eval's cost factor
   double h = 0;
   void Clear();
   int Add(std::span<const int> dofs, double c, double kq, double kv, double lo, double hi);
   int size() const { return rows.size(); }
   void Lag(const double* v0);
   void SetTimeStep(double h, const IcfParameters& p);
-  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+  void Eval(int i, const double* vc, double* cost, double* gamma, double* G) const {
+    const double l = lo[i], u = hi[i], k = kappa[i];
+    if (k > 0) {
+      const double y = c_eff[i] - k * vc[0];
+      double psi;  // Huber-type Ψ(y) of §6
+      if (y < l) {
+        psi = l * (y - 0.5 * l);
+        gamma[0] = h * l;
+        G[0] = 0;
+      } else if (y > u) {
+        psi = u * (y - 0.5 * u);
+        gamma[0] = h * u;
+        G[0] = 0;
+      } else {
+        psi = 0.5 * y * y;
+        gamma[0] = h * y;
+        G[0] = h * k;
+      }
+      *cost = h_over_kappa[i] * psi;  // h / κ Ψ
+    } else {
+      gamma[0] = h * std::clamp(c_eff[i], l, u);
+      *cost = -gamma[0] * vc[0];
+      G[0] = 0;
+    }
+  }
 };
 
 // Regularized dry friction |F| along a row (joint/tendon friction loss):
@@ -129,7 +166,14 @@ struct DryFrictionPool {
   int Add(std::span<const int> dofs, double F, double eps = 0);
   int size() const { return rows.size(); }
   void SetTimeStep(double h, const IcfParameters& p);
-  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const;
+  void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
+    const double e = eps[c];
+    const double s = std::sqrt(vc[0] * vc[0] + e * e);
+    const double hF = h * F[c];
+    *cost = hF * (s - e);
+    gamma[0] = -hF * vc[0] / s;
+    G[0] = hF * e * e / (s * s * s);
+  }
 };
 
 // Torsional and rolling friction of point contacts (MuJoCo condim 4 and 6;

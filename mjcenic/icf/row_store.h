@@ -15,24 +15,36 @@ template <int kRows>
 class RowStore {
  public:
   static constexpr int rows = kRows;
+  static constexpr int kFewDofs = 4;
 
   void Clear() {
     adr_.clear();
     num_.clear();
+    jadr_.clear();
     dofs_.clear();
     J_.clear();
+    single_ = true;
   }
 
   // Appends a constraint over `dofs` (sorted ascending, unique) and returns
   // its index; its Jacobian block is zero-initialized, fill it through J(c).
+  // Rows of a few dofs (joint limits, actuators, friction loss: one dof) are
+  // appended element by element: vector::insert and resize would call
+  // memmove/memset for each, several times the cost of the row itself.
   int Add(std::span<const int> dofs) {
     const int c = static_cast<int>(adr_.size());
+    const int n = static_cast<int>(dofs.size());
     adr_.push_back(static_cast<int>(dofs_.size()));
-    num_.push_back(static_cast<int>(dofs.size()));
-    jadr_.resize(c + 1);
-    jadr_[c] = static_cast<int>(J_.size());
-    dofs_.insert(dofs_.end(), dofs.begin(), dofs.end());
-    J_.resize(J_.size() + kRows * dofs.size(), 0.0);
+    num_.push_back(n);
+    jadr_.push_back(static_cast<int>(J_.size()));
+    single_ = single_ && kRows == 1 && n == 1;
+    if (n <= kFewDofs) {
+      for (int k = 0; k < n; ++k) dofs_.push_back(dofs[k]);
+      for (int k = 0; k < kRows * n; ++k) J_.push_back(0.0);
+    } else {
+      dofs_.insert(dofs_.end(), dofs.begin(), dofs.end());
+      J_.resize(J_.size() + kRows * dofs.size(), 0.0);
+    }
     return c;
   }
 
@@ -46,6 +58,10 @@ class RowStore {
 
   // out[kRows] = J(c) v[dofs(c)]
   void Multiply(int c, const double* v, double* out) const {
+    if (kRows == 1 && single_) {  // every row on one dof: dof c at dofs_[c], J at J_[c]
+      out[0] = 0.0 + J_[c] * v[dofs_[c]];  // the loop's sum, bit for bit (also ±0)
+      return;
+    }
     const int n = num_[c];
     const int* dof = dofs_.data() + adr_[c];
     const double* Jc = J(c);
@@ -58,6 +74,10 @@ class RowStore {
 
   // g[dofs(c)] += scale * J(c)^T x
   void MultiplyTransposeAdd(int c, const double* x, double scale, double* g) const {
+    if (kRows == 1 && single_) {
+      g[dofs_[c]] += scale * (0.0 + J_[c] * x[0]);
+      return;
+    }
     const int n = num_[c];
     const int* dof = dofs_.data() + adr_[c];
     const double* Jc = J(c);
@@ -95,6 +115,10 @@ class RowStore {
  private:
   std::vector<int> adr_, num_, jadr_, dofs_;
   std::vector<double> J_;
+  // Every constraint so far has one row on one dof (joint limits, joint
+  // actuators, dof friction loss): Multiply and MultiplyTransposeAdd skip the
+  // offset tables, since constraint c then sits at dofs_[c] and J_[c].
+  bool single_ = true;
 };
 
 }  // namespace mjcenic::icf
