@@ -66,47 +66,37 @@ class BlockHessian final : public HessianFactor {
       Lc[(i - s0) * w + (i - s0)] += m.h * m.D[i] + m.h * m.h * m.K[i];
     }
     // Σ JᵀGJ: one block lookup per pair of the constraint's dof runs (trees).
-    auto add_pool = [&](const auto& pool, const auto& pd) {
-      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-      for (int c = 0; c < pool.size(); ++c) {
-        const double* G = pd.G.data() + R * R * c;
-        if (AllZero(G, R * R)) continue;
-        const auto dofs = pool.rows.dofs(c);
-        const int n = static_cast<int>(dofs.size());
-        if (n == 0) continue;
-        if (static_cast<int>(block_.size()) < n * n) block_.resize(n * n);
-        const double* B = block_.data();
-        pool.rows.CongruenceTransform(c, G, block_.data());
-        runs_.clear();
-        for (int k = 0; k < n; ++k)
-          if (k == 0 || clique_of_dof_[dofs[k]] != clique_of_dof_[dofs[k - 1]]) runs_.push_back(k);
-        runs_.push_back(n);
-        const int nr = static_cast<int>(runs_.size()) - 1;
-        for (int ra = 0; ra < nr; ++ra) {
-          const int ca = clique_of_dof_[dofs[runs_[ra]]], sa = clique_start_[ca], wa = Size(ca);
-          for (int rb = 0; rb <= ra; ++rb) {
-            const int cb = clique_of_dof_[dofs[runs_[rb]]], sb = clique_start_[cb], wb = Size(cb);
-            if (ra == rb) {  // lower triangle of the tree block
-              double* T = L_.data() + Block(ca, ca);
-              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-                for (int b = runs_[ra]; b <= a; ++b)
-                  T[(dofs[b] - sa) * wa + (dofs[a] - sa)] += B[a * n + b];
-            } else if (pos_[ca] > pos_[cb]) {  // block (ca, cb): wa × wb
-              double* T = L_.data() + Block(ca, cb);
-              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-                for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
-                  T[(dofs[b] - sb) * wa + (dofs[a] - sa)] += B[a * n + b];
-            } else {  // block (cb, ca): wb × wa, transposed
-              double* T = L_.data() + Block(cb, ca);
-              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-                for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
-                  T[(dofs[a] - sa) * wb + (dofs[b] - sb)] += B[a * n + b];
-            }
+    auto add_block = [&](const auto& dofs, const double* B) {
+      const int n = static_cast<int>(dofs.size());
+      runs_.clear();
+      for (int k = 0; k < n; ++k)
+        if (k == 0 || clique_of_dof_[dofs[k]] != clique_of_dof_[dofs[k - 1]]) runs_.push_back(k);
+      runs_.push_back(n);
+      const int nr = static_cast<int>(runs_.size()) - 1;
+      for (int ra = 0; ra < nr; ++ra) {
+        const int ca = clique_of_dof_[dofs[runs_[ra]]], sa = clique_start_[ca], wa = Size(ca);
+        for (int rb = 0; rb <= ra; ++rb) {
+          const int cb = clique_of_dof_[dofs[runs_[rb]]], sb = clique_start_[cb], wb = Size(cb);
+          if (ra == rb) {  // lower triangle of the tree block
+            double* T = L_.data() + Block(ca, ca);
+            for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+              for (int b = runs_[ra]; b <= a; ++b)
+                T[(dofs[b] - sa) * wa + (dofs[a] - sa)] += B[a * n + b];
+          } else if (pos_[ca] > pos_[cb]) {  // block (ca, cb): wa × wb
+            double* T = L_.data() + Block(ca, cb);
+            for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+              for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+                T[(dofs[b] - sb) * wa + (dofs[a] - sa)] += B[a * n + b];
+          } else {  // block (cb, ca): wb × wa, transposed
+            double* T = L_.data() + Block(cb, ca);
+            for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+              for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+                T[(dofs[a] - sa) * wb + (dofs[b] - sb)] += B[a * n + b];
           }
         }
       }
     };
-    ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+    ForEachConstraintHessian(m, d, &block_, add_block, [](int) { return true; });
     std::copy(L_.begin(), L_.begin() + total_, H_.begin());
     for (int k = 0; k < nc; ++k) {
       const int c = perm_[k], n = Size(c);

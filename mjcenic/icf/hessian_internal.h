@@ -88,12 +88,11 @@ inline bool AllZero(const double* G, int n) {
   return true;
 }
 
-// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
-// constraint part Σ_i J_iᵀ G_i J_i of H (constraints with G_i = 0 skipped).
-// `keep(dof)` selects the constraints, by their first dof.
-template <class Sink, class Keep>
-void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
-                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
+// Calls f(dofs, B) for every constraint with G_i ≠ 0, a dof, and keep(its
+// first dof): B (n × n, row-major, in *scratch) is J_iᵀ G_i J_i over its dofs.
+template <class F, class Keep>
+void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                              F&& f, Keep&& keep) {
   auto add_pool = [&](const auto& pool, const auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     for (int c = 0; c < pool.size(); ++c) {
@@ -105,11 +104,26 @@ void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
       if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
       double* B = scratch->data();
       pool.rows.CongruenceTransform(c, G, B);
-      for (int a = 0; a < n; ++a)
-        for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
+      f(dofs, static_cast<const double*>(B));
     }
   };
   ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+}
+
+// Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
+// constraint part Σ_i J_iᵀ G_i J_i of H (constraints with G_i = 0 skipped).
+// `keep(dof)` selects the constraints, by their first dof.
+template <class Sink, class Keep>
+void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
+                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
+  ForEachConstraintHessian(
+      m, d, scratch,
+      [&](const auto& dofs, const double* B) {
+        const int n = static_cast<int>(dofs.size());
+        for (int a = 0; a < n; ++a)
+          for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
+      },
+      keep);
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of

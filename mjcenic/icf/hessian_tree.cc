@@ -47,34 +47,24 @@ class TreeHessian final : public HessianFactor {
     // pattern holds dofs[0..a] (its ancestors and itself) in ascending order:
     // one cursor walks it while b goes up, no per-term search from the row start.
     bool in_pattern = true;
-    auto add_pool = [&](const auto& pool, const auto& pd) {
-      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-      for (int c = 0; c < pool.size(); ++c) {
-        const double* G = pd.G.data() + R * R * c;
-        if (AllZero(G, R * R)) continue;
-        const auto dofs = pool.rows.dofs(c);
-        const int nd = static_cast<int>(dofs.size());
-        if (nd == 0) continue;
-        if (static_cast<int>(block_.size()) < nd * nd) block_.resize(nd * nd);
-        double* B = block_.data();
-        pool.rows.CongruenceTransform(c, G, B);
-        for (int a = 0; a < nd; ++a) {
-          int p = rowadr_[dofs[a]];
-          const int end = p + rownnz_[dofs[a]];
-          const double* Ba = B + a * nd;
-          for (int b = 0; b <= a; ++b) {
-            const int j = dofs[b];
-            while (p < end && colind_[p] < j) ++p;
-            if (p == end || colind_[p] != j) {
-              in_pattern = false;
-              break;
-            }
-            H_[p] += Ba[b];
+    auto add_block = [&](const auto& dofs, const double* B) {
+      const int nd = static_cast<int>(dofs.size());
+      for (int a = 0; a < nd; ++a) {
+        int p = rowadr_[dofs[a]];
+        const int end = p + rownnz_[dofs[a]];
+        const double* Ba = B + a * nd;
+        for (int b = 0; b <= a; ++b) {
+          const int j = dofs[b];
+          while (p < end && colind_[p] < j) ++p;
+          if (p == end || colind_[p] != j) {
+            in_pattern = false;
+            break;
           }
+          H_[p] += Ba[b];
         }
       }
     };
-    ForEachPool(m, const_cast<IcfData&>(data), add_pool);
+    ForEachConstraintHessian(m, data, &block_, add_block, [](int) { return true; });
     if (!in_pattern) return false;  // not reached: ChooseLinearSolver checked the chains
     std::copy(H_.begin(), H_.end(), L_.begin());
     double* L = L_.data();
