@@ -29,6 +29,38 @@ using icf::SolverOptions;
 using icf::SolveStats;
 using icf::SolveStatus;
 
+// The fixed-mode ICF problem of models/mesh_pile.xml 0.5 s after the drop
+// (multi-point mesh contacts in one or two big islands).
+IcfModel MeshPileProblem() {
+  std::string err;
+  test_util::Scene s = test_util::LoadSceneAtKey("mesh_pile.xml", "drop", &err);
+  EXPECT_NE(s.model, nullptr) << err;
+  StepperOptions so;
+  so.mode = Mode::kFixed;
+  auto stepper = Stepper::Create(s.model.get(), so).value();
+  while (s.data->time < 0.5 - 1e-9) EXPECT_TRUE(stepper->Step(s.data.get()).ok());
+  IcfModel m = stepper->last_problem();
+  EXPECT_GT(m.contacts.size(), 100);
+  return m;
+}
+
+// Two solves of the same strictly convex ℓ that stop when the gradient is
+// below the tolerance (1e-10, relative) reach points that differ in the
+// solver's scaled norm |M^{1/2}Δv| by at most the conditioning of the contact
+// Hessian against M (up to ~1e3 on a stiff pile) times that: 1e-7, relative
+// to |M^{-1/2} r|. Measured 1.6e-8 (with the own LDLᵀ solve on the sparse
+// factor). Returns |M^{1/2}(a − b)|.
+double ExpectSameMinimizer(const IcfModel& m, const std::vector<double>& a,
+                           const std::vector<double>& b) {
+  double dv = 0, Dr = 0;
+  for (int i = 0; i < m.nv; ++i) {
+    dv += m.M_diag[i] * (a[i] - b[i]) * (a[i] - b[i]);
+    Dr += m.r[i] * m.r[i] / m.M_diag[i];
+  }
+  EXPECT_LT(std::sqrt(dv), 1e-7 * std::max(1.0, std::sqrt(Dr)));
+  return std::sqrt(dv);
+}
+
 // The ICF problem of the clutter scene after default steps up to time t.
 IcfModel ClutterProblemAt(double t) {
   std::string err;
@@ -108,18 +140,9 @@ TEST(Islands, PerIslandLineSearchConvergesToTheSameVelocities) {
   const auto [v_on, v_off, st_on, st_off] = SolveBothWays(m, 1e-10);
   // Both minimize the same strictly convex ℓ: the minimizers agree in the
   // solver's scaled norm |M^{1/2}Δv| to the tolerance, and the costs agree.
-  double dv = 0, Dr = 0;
-  for (int i = 0; i < m.nv; ++i) {
-    dv += m.M_diag[i] * (v_on[i] - v_off[i]) * (v_on[i] - v_off[i]);
-    Dr += m.r[i] * m.r[i] / m.M_diag[i];
-  }
+  const double dv = ExpectSameMinimizer(m, v_on, v_off);
   std::printf("%d islands: Newton iterations %d (per island) vs %d (global); |dv| %.3g\n",
-              m.num_islands, st_on.iterations, st_off.iterations, std::sqrt(dv));
-  // Both stop when the gradient is below the tolerance (1e-10, relative);
-  // two such points differ by at most the conditioning of the contact
-  // Hessian against M (up to ~1e3 on a stiff pile) times that: 1e-7.
-  // Measured 1.6e-8 (with the own LDLᵀ solve on the sparse factor).
-  EXPECT_LT(std::sqrt(dv), 1e-7 * std::max(1.0, std::sqrt(Dr)));
+              m.num_islands, st_on.iterations, st_off.iterations, dv);
   EXPECT_NEAR(st_on.cost, st_off.cost, 1e-10 * std::abs(st_off.cost) + 1e-12);
   EXPECT_LE(st_on.iterations, st_off.iterations);
 }
@@ -234,14 +257,7 @@ namespace {
 // big island) after 0.5 s of fixed steps, plain Newton and one majorized
 // iteration first reach the same v to the tolerance and the same cost.
 TEST(MajorizedFriction, SameMinimizerOnTheMeshPile) {
-  std::string err;
-  test_util::Scene s = test_util::LoadSceneAtKey("mesh_pile.xml", "drop", &err);
-  ASSERT_NE(s.model, nullptr) << err;
-  StepperOptions so;
-  so.mode = Mode::kFixed;
-  auto stepper = Stepper::Create(s.model.get(), so).value();
-  while (s.data->time < 0.5 - 1e-9) ASSERT_TRUE(stepper->Step(s.data.get()).ok());
-  const IcfModel m = stepper->last_problem();
+  const IcfModel m = MeshPileProblem();
   ASSERT_GT(m.contacts.size(), 100);
   SolverOptions plain, major;
   plain.tolerance = major.tolerance = 1e-10;
@@ -252,19 +268,10 @@ TEST(MajorizedFriction, SameMinimizerOnTheMeshPile) {
   SolveStats st0, st1;
   ASSERT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &st0), SolveStatus::kConverged);
   ASSERT_EQ(s1.Solve(m, m.v0.data(), major, v1.data(), &st1), SolveStatus::kConverged);
-  double dv = 0, Dr = 0;
-  for (int i = 0; i < m.nv; ++i) {
-    dv += m.M_diag[i] * (v0[i] - v1[i]) * (v0[i] - v1[i]);
-    Dr += m.r[i] * m.r[i] / m.M_diag[i];
-  }
+  const double dv = ExpectSameMinimizer(m, v0, v1);
   std::printf("mesh pile, %d contacts: Newton %d / %d, line-search evaluations %d / %d "
               "(plain / majorized); |dv| %.3g\n", m.contacts.size(), st0.iterations,
-              st1.iterations, st0.ls_iterations, st1.ls_iterations, std::sqrt(dv));
-  // Both stop when the gradient is below the tolerance (1e-10, relative);
-  // two such points differ by at most the conditioning of the contact
-  // Hessian against M (up to ~1e3 on a stiff pile) times that: 1e-7.
-  // Measured 1.6e-8 (with the own LDLᵀ solve on the sparse factor).
-  EXPECT_LT(std::sqrt(dv), 1e-7 * std::max(1.0, std::sqrt(Dr)));
+              st1.iterations, st0.ls_iterations, st1.ls_iterations, dv);
   EXPECT_NEAR(st0.cost, st1.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
 }
 
@@ -285,14 +292,7 @@ using icf::SolveStatus;
 // primal-dual Newton (duals started at 0 and at t̂) reach the same v to the
 // tolerance and the same cost.
 TEST(PrimalDualFriction, SameMinimizerOnTheMeshPile) {
-  std::string err;
-  test_util::Scene s = test_util::LoadSceneAtKey("mesh_pile.xml", "drop", &err);
-  ASSERT_NE(s.model, nullptr) << err;
-  StepperOptions so;
-  so.mode = Mode::kFixed;
-  auto stepper = Stepper::Create(s.model.get(), so).value();
-  while (s.data->time < 0.5 - 1e-9) ASSERT_TRUE(stepper->Step(s.data.get()).ok());
-  const IcfModel m = stepper->last_problem();
+  const IcfModel m = MeshPileProblem();
   ASSERT_GT(m.contacts.size(), 100);
   SolverOptions plain, dual0, dual1;
   plain.tolerance = dual0.tolerance = dual1.tolerance = 1e-10;
@@ -304,19 +304,11 @@ TEST(PrimalDualFriction, SameMinimizerOnTheMeshPile) {
   ASSERT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &st0), SolveStatus::kConverged);
   ASSERT_EQ(s1.Solve(m, m.v0.data(), dual0, v1.data(), &st1), SolveStatus::kConverged);
   ASSERT_EQ(s2.Solve(m, m.v0.data(), dual1, v2.data(), &st2), SolveStatus::kConverged);
-  double dv1 = 0, dv2 = 0, Dr = 0;
-  for (int i = 0; i < m.nv; ++i) {
-    dv1 += m.M_diag[i] * (v0[i] - v1[i]) * (v0[i] - v1[i]);
-    dv2 += m.M_diag[i] * (v0[i] - v2[i]) * (v0[i] - v2[i]);
-    Dr += m.r[i] * m.r[i] / m.M_diag[i];
-  }
+  // Both stop below the 1e-10 gradient tolerance (ExpectSameMinimizer).
+  const double dv1 = ExpectSameMinimizer(m, v0, v1), dv2 = ExpectSameMinimizer(m, v0, v2);
   std::printf("mesh pile, %d contacts: Newton %d / %d / %d (exact / primal-dual from 0 / from "
               "t̂); |dv| %.3g, %.3g\n", m.contacts.size(), st0.iterations, st1.iterations,
-              st2.iterations, std::sqrt(dv1), std::sqrt(dv2));
-  // As for the majorized iterations above: both stop below the 1e-10
-  // gradient tolerance, so they differ by at most ~1e3 × that.
-  EXPECT_LT(std::sqrt(dv1), 1e-7 * std::max(1.0, std::sqrt(Dr)));
-  EXPECT_LT(std::sqrt(dv2), 1e-7 * std::max(1.0, std::sqrt(Dr)));
+              st2.iterations, dv1, dv2);
   EXPECT_NEAR(st0.cost, st1.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
   EXPECT_NEAR(st0.cost, st2.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
 }
@@ -365,14 +357,7 @@ using icf::SolveStatus;
 // estimate of it needs fewer Newton iterations than from v0 + d without the
 // pull-back or from v0 (measured 3 against 8 and 7).
 TEST(LineSearchedGuess, StartsAtTheLineMinimumAndReachesTheSameMinimizer) {
-  std::string err;
-  test_util::Scene s = test_util::LoadSceneAtKey("mesh_pile.xml", "drop", &err);
-  ASSERT_NE(s.model, nullptr) << err;
-  StepperOptions so;
-  so.mode = Mode::kFixed;
-  auto stepper = Stepper::Create(s.model.get(), so).value();
-  while (s.data->time < 0.5 - 1e-9) ASSERT_TRUE(stepper->Step(s.data.get()).ok());
-  const IcfModel m = stepper->last_problem();
+  const IcfModel m = MeshPileProblem();
   ASSERT_GT(m.contacts.size(), 100);
   SolverOptions o;
   o.tolerance = 1e-10;
@@ -387,21 +372,15 @@ TEST(LineSearchedGuess, StartsAtTheLineMinimumAndReachesTheSameMinimizer) {
   ASSERT_EQ(s1.Solve(m, over.data(), o, v1.data(), &st1), SolveStatus::kConverged);
   ASSERT_EQ(s2.Solve(m, over.data(), o, v2.data(), &st2, nullptr, d.data()),
             SolveStatus::kConverged);
-  double dv1 = 0, dv2 = 0, Dr = 0;
-  for (int i = 0; i < m.nv; ++i) {
-    dv1 += m.M_diag[i] * (v_star[i] - v1[i]) * (v_star[i] - v1[i]);
-    dv2 += m.M_diag[i] * (v_star[i] - v2[i]) * (v_star[i] - v2[i]);
-    Dr += m.r[i] * m.r[i] / m.M_diag[i];
-  }
+  // Same minimizer: all three stop below the 1e-10 gradient tolerance
+  // (ExpectSameMinimizer).
+  const double dv1 = ExpectSameMinimizer(m, v_star, v1);
+  const double dv2 = ExpectSameMinimizer(m, v_star, v2);
   std::printf("mesh pile, %d contacts, %d islands: Newton %d from v0, %d from v0 + d, %d "
               "line-searched along d; |dv| %.3g, %.3g\n", m.contacts.size(), m.num_islands,
-              st0.iterations, st1.iterations, st2.iterations, std::sqrt(dv1), std::sqrt(dv2));
+              st0.iterations, st1.iterations, st2.iterations, dv1, dv2);
   EXPECT_LT(st2.iterations, st0.iterations);
   EXPECT_LT(st2.iterations, st1.iterations);
-  // Same minimizer: all three stop below the 1e-10 gradient tolerance (see
-  // PrimalDualFriction.SameMinimizerOnTheMeshPile for the 1e-7 bound).
-  EXPECT_LT(std::sqrt(dv1), 1e-7 * std::max(1.0, std::sqrt(Dr)));
-  EXPECT_LT(std::sqrt(dv2), 1e-7 * std::max(1.0, std::sqrt(Dr)));
   EXPECT_NEAR(st0.cost, st2.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
 }
 
