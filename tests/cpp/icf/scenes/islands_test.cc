@@ -246,12 +246,6 @@ TEST(Islands, EachIslandStopsOnItsOwn) {
   EXPECT_LT(st1.island_updates, st1.iterations * m.num_islands);
 }
 
-}  // namespace
-}  // namespace mjcenic
-
-namespace mjcenic {
-namespace {
-
 // cenic-math §8.1: majorized friction blocks (first iteration, damped islands) change the
 // path, not the minimizer. On the mesh pile (multi-point mesh contacts, one
 // big island) after 0.5 s of fixed steps, plain Newton and one majorized
@@ -274,18 +268,6 @@ TEST(MajorizedFriction, SameMinimizerOnTheMeshPile) {
               st1.iterations, st0.ls_iterations, st1.ls_iterations, dv);
   EXPECT_NEAR(st0.cost, st1.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
 }
-
-}  // namespace
-}  // namespace mjcenic
-
-namespace mjcenic {
-namespace {
-
-using icf::IcfModel;
-using icf::IcfSolver;
-using icf::SolverOptions;
-using icf::SolveStats;
-using icf::SolveStatus;
 
 // cenic-math §8.1: the primal-dual friction blocks change the Newton path, not
 // the minimizer. On the mesh pile after 0.5 s of fixed steps, exact Newton and
@@ -333,18 +315,6 @@ TEST(PrimalDualFriction, FixedModeMeshPileNeedsAtMostSixNewtonIterations) {
   std::printf("mesh pile, fixed mode 0.5–0.7 s: %.2f Newton iterations per solve\n", per_solve);
   EXPECT_LE(per_solve, 6.0);
 }
-
-}  // namespace
-}  // namespace mjcenic
-
-namespace mjcenic {
-namespace {
-
-using icf::IcfModel;
-using icf::IcfSolver;
-using icf::SolverOptions;
-using icf::SolveStats;
-using icf::SolveStatus;
 
 // cenic-math §8.1, line-searched guess: with a guess direction d the guess
 // v_g is the end of the segment v_g − d + β d, β ∈ [0, 1], and an island whose
