@@ -491,9 +491,17 @@ TEST(CenicConvergence, Clutter) {
   Report("reference_steps(acc 1e-6)", ref.stats.steps);
   Report("reference_wall_s", ref.wall);
   auto rows = ConvergenceStudy(file, m.get(), "drop", T, ref, {1e-1, 1e-2, 1e-3, 1e-4});
-  // Measured: 0.887, 0.370, 0.118, 0.0321 (global error ∝ ε^0.4 here).
-  for (int i = 1; i < 4; ++i)
-    EXPECT_LT(rows[i].error, rows[i - 1].error) << "accuracy " << rows[i].accuracy;
+  // Measured (MuJoCo 3.12 / 4.0.0): 0.0960 / 0.0958, 0.07006 / 0.06988,
+  // 0.07006 / 0.07006, 0.0243 / 0.0243. Between 1e-2 and 1e-3 the error is
+  // on a plateau: both runs take steps above opt.timestep in the contact
+  // phase, where an anchored contact's ε is capped (cenic-math §4.10), and
+  // their errors agree to 3e-3 (before the cap: 0.0750 and 0.0685). The
+  // plateau may not rise by more than 5 %; every other decade must fall, and
+  // 1e-4 at least halves the error of 1e-2.
+  EXPECT_LT(rows[1].error, rows[0].error) << "accuracy 1e-2";
+  EXPECT_LT(rows[2].error, 1.05 * rows[1].error) << "accuracy 1e-3";
+  EXPECT_LT(rows[3].error, rows[2].error) << "accuracy 1e-4";
+  EXPECT_LT(rows[3].error, 0.5 * rows[1].error);
   for (int i = 1; i <= 3; ++i)
     EXPECT_LE(rows[i].error, 5 * std::sqrt(rows[i].accuracy)) << "accuracy " << rows[i].accuracy;
 }
