@@ -34,16 +34,7 @@ class BlockHessian final : public HessianFactor {
     }
     CoupledCliquePairs(m, /*lower=*/false, &cliques_, &pairs_);
     const bool same_structure = analysed_ && n_ == m.nv && clique_start_ == m.clique_start;
-    const bool subset = same_structure && std::includes(stored_.begin(), stored_.end(),
-                                                        pairs_.begin(), pairs_.end());
-    const size_t budget = 2 * pairs_.size() + 16;
-    if (subset && stored_.size() <= budget) return false;
-    merged_.clear();
-    if (same_structure)
-      std::set_union(stored_.begin(), stored_.end(), pairs_.begin(), pairs_.end(),
-                     std::back_inserter(merged_));
-    if (merged_.size() > budget || merged_.empty()) merged_ = pairs_;
-    stored_ = merged_;
+    if (!UpdateCouplingPattern(same_structure, pairs_, &stored_, &merged_)) return false;
     n_ = m.nv;
     clique_start_ = m.clique_start;
     clique_of_dof_ = m.clique_of_dof;

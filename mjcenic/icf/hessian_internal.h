@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -85,6 +86,27 @@ inline void CoupledCliquePairs(const IcfModel& m, bool lower, std::vector<int>* 
 inline bool AllZero(const double* G, int n) {
   for (int q = 0; q < n; ++q)
     if (G[q] != 0.0) return false;
+  return true;
+}
+
+// The sparse kinds' pattern reuse (cenic-math §8.4): with the same tree
+// structure, a coupling set `pairs` (sorted) that the analysed set `stored`
+// already covers, and `stored` not much larger, keeps the analysis (false).
+// Otherwise `stored` becomes the union of both while that stays within the
+// budget, else `pairs` (true: analyse `stored` anew). `merged` is scratch.
+inline bool UpdateCouplingPattern(bool same_structure, const std::vector<std::uint64_t>& pairs,
+                                  std::vector<std::uint64_t>* stored,
+                                  std::vector<std::uint64_t>* merged) {
+  const bool subset =
+      same_structure && std::includes(stored->begin(), stored->end(), pairs.begin(), pairs.end());
+  const size_t budget = 2 * pairs.size() + 16;
+  if (subset && stored->size() <= budget) return false;
+  merged->clear();
+  if (same_structure)
+    std::set_union(stored->begin(), stored->end(), pairs.begin(), pairs.end(),
+                   std::back_inserter(*merged));
+  if (merged->size() > budget || merged->empty()) *merged = pairs;
+  *stored = *merged;
   return true;
 }
 

@@ -592,11 +592,8 @@ TEST(Promises, MarginContactsRestAtMujocosDistance) {
   EXPECT_GT(dist, 0.004);
 }
 
-TEST(Promises, BallJointLimitHolds) {
-  // A pendulum on a ball joint limited to 30° released horizontally: the
-  // swing angle never exceeds the limit by more than the near-rigid
-  // violation (a few mrad); without the limit it swings to 90°.
-  ModelPtr m = Xml(R"(
+// A pendulum on a ball joint limited to 30°.
+constexpr char kBallPendulum[] = R"(
 <mujoco>
   <option timestep="0.002"/>
   <worldbody>
@@ -605,7 +602,13 @@ TEST(Promises, BallJointLimitHolds) {
       <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1" contype="0" conaffinity="0"/>
     </body>
   </worldbody>
-</mujoco>)");
+</mujoco>)";
+
+TEST(Promises, BallJointLimitHolds) {
+  // A pendulum on a ball joint limited to 30° released horizontally: the
+  // swing angle never exceeds the limit by more than the near-rigid
+  // violation (a few mrad); without the limit it swings to 90°.
+  ModelPtr m = Xml(kBallPendulum);
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
   mj_forward(m.get(), d.get());
@@ -632,16 +635,7 @@ TEST(Promises, LimitMetInsideALongStepIsCheckedLikeAContact) {
   // 0.075 rad (1e-1) past 30°. With it, a step whose violation grows by more
   // than the tolerance 10⁻³ rad is rejected, so the swing stops within one
   // tolerance of growth plus the row's resting compliance (< 10⁻³ rad).
-  ModelPtr m = Xml(R"(
-<mujoco>
-  <option timestep="0.002"/>
-  <worldbody>
-    <body>
-      <joint type="ball" range="0 30" limited="true"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1" contype="0" conaffinity="0"/>
-    </body>
-  </worldbody>
-</mujoco>)");
+  ModelPtr m = Xml(kBallPendulum);
   ASSERT_TRUE(m);
   const double limit = 30 * std::numbers::pi / 180, tol = 1e-3;
   auto overshoot = [&](double accuracy, double c_pen) {
