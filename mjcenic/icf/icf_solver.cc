@@ -50,6 +50,9 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
 
 void IcfSolver::TagIslands(const IcfModel& m) {
   data_.Resize(m);
+  dof_island_.resize(m.nv);
+  for (int i = 0; i < m.nv; ++i)
+    dof_island_[i] = islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;
   auto tag = [&](const auto& pool, auto& pd) {
     for (int k = 0; k < pool.size(); ++k)
       pd.island[k] = islands_on_ ? m.IslandOf(pool.rows.dofs(k)) : 0;
@@ -68,13 +71,19 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
     data_.grad[i] = data_.Av[i] - m.r[i];
     cost += v[i] * (0.5 * data_.Av[i] - m.r[i]);
   }
+  const double* alpha = ls_.alpha.data();
   auto eval_pool = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     for (int c = 0; c < pool.size(); ++c) {
       double* vc = pd.vc.data() + R * c;
       double* gamma = pd.gamma.data() + R * c;
       if (!frozen || !frozen[pd.island[c]]) {
-        if (!advanced) pool.rows.Multiply(c, v, vc);
+        if (advanced) {  // v_c(α) = v_c(0) + α u on the island's α (§3.4)
+          const double a = alpha[pd.island[c]];
+          for (int q = 0; q < R; ++q) vc[q] = pd.vc_base[R * c + q] + a * pd.u[R * c + q];
+        } else {
+          pool.rows.Multiply(c, v, vc);
+        }
         if constexpr (requires { pool.bias; }) {  // contacts: surface-velocity bias
           if (!advanced)
             for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
@@ -98,16 +107,14 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
 void IcfSolver::AdvanceProducts(const IcfModel& m) {
   // v ← v + α_i w on island i (TakeStep): A v and the constraint velocities
   // v_c = J v + b are affine in v, so they follow from the line search's
-  // A w and u = J w (§3.4) without another product with A or J.
-  for (int i = 0; i < m.nv; ++i) data_.Av[i] += ls_.alpha[DofIsland(m, i)] * data_.Aw[i];
-  auto advance = [&](const auto& pool, auto& pd) {
-    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    for (int c = 0; c < pool.size(); ++c) {
-      const double a = ls_.alpha[pd.island[c]];
-      for (int q = 0; q < R; ++q) pd.vc[R * c + q] = pd.vc_base[R * c + q] + a * pd.u[R * c + q];
-    }
-  };
-  ForEachPool(m, data_, advance);
+  // A w and u = J w (§3.4) without another product with A or J. The
+  // constraint velocities are formed by the next Evaluate (advanced), in its
+  // pass over the rows, and only for the rows it evaluates: a row of a frozen
+  // island (or of an island PullBackGuess keeps) has α = 0, so its v_c is
+  // already the stored one (cenic-math §8.9).
+  const double* alpha = ls_.alpha.data();
+  const int* isl = dof_island_.data();
+  for (int i = 0; i < m.nv; ++i) data_.Av[i] += alpha[isl[i]] * data_.Aw[i];
 }
 
 void IcfSolver::StartFrictionDual(const IcfModel& m) {
@@ -152,23 +159,34 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
   // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
   // constraint. Requires Evaluate() at the base point v (and the island tags
   // it or Solve() set).
+  // Also ℓ_i'(0) = ∇ℓ_iᵀ w into ls_.d0 (LineSearch's), in the same pass.
   const int nv = m.nv;
   const int ni = NumIslands(m);
+  ResizeIslandWork(ni);
   std::copy(w, w + nv, data_.w.begin());
   m.MultiplyA(w, data_.Aw.data());
-  std::fill(data_.ls_a.begin(), data_.ls_a.begin() + ni, 0.0);
-  std::fill(data_.ls_b.begin(), data_.ls_b.begin() + ni, 0.0);
-  std::fill(data_.ls_c.begin(), data_.ls_c.begin() + ni, 0.0);
+  double* la = data_.ls_a.data();
+  double* lb = data_.ls_b.data();
+  double* lc = data_.ls_c.data();
+  double* d0 = ls_.d0.data();
+  for (int i = 0; i < ni; ++i) la[i] = lb[i] = lc[i] = d0[i] = 0.0;
+  const double *Aw = data_.Aw.data(), *Av = data_.Av.data(), *v = data_.v.data();
+  const double *r = m.r.data(), *g = data_.grad.data();
+  const int* dof_isl = dof_island_.data();
   for (int i = 0; i < nv; ++i) {
-    const int isl = DofIsland(m, i);
-    data_.ls_a[isl] += data_.Aw[i] * w[i];
-    data_.ls_b[isl] += (data_.Av[i] - m.r[i]) * w[i];
-    data_.ls_c[isl] += data_.v[i] * (0.5 * data_.Av[i] - m.r[i]);
+    const int isl = dof_isl[i];
+    la[isl] += Aw[i] * w[i];
+    lb[isl] += (Av[i] - r[i]) * w[i];
+    lc[isl] += v[i] * (0.5 * Av[i] - r[i]);
+    d0[isl] += g[i] * w[i];
   }
   auto prep = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * pool.size(), pd.vc_base.begin());
-    for (int k = 0; k < pool.size(); ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+    const int n = pool.size();
+    if (n == 0) return;
+    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+    double* u = pd.u.data();
+    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, u + R * k);
   };
   ForEachPool(m, data_, prep);
 }
@@ -259,16 +277,12 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   // §8.3, island by island: α_i minimizes ℓ_i(v + α w) on [0, α_max]
   // (ℓ_i'(0) < 0). All islands iterate in lockstep, one pass over the
   // constraints per evaluation; an island that has its α drops out. The
-  // result is left in ls_.alpha.
-  const int nv = m.nv;
+  // result is left in ls_.alpha. Needs PrepareLineSearch for the direction.
   const int ni = NumIslands(m);
   ResizeIslandWork(ni);
   LineSearchWork& s = ls_;
   const double amax = o.alpha_max;
-  // ℓ_i(0) and ℓ_i'(0) from the base-point evaluation.
-  std::fill(s.d0.begin(), s.d0.begin() + ni, 0.0);
-  for (int i = 0; i < nv; ++i)
-    s.d0[DofIsland(m, i)] += data_.grad[i] * data_.w[i];
+  // ℓ_i(0) from the base-point evaluation; ℓ_i'(0) is PrepareLineSearch's.
   for (int i = 0; i < ni; ++i) s.l0[i] = data_.ls_c[i];
   auto base_cost = [&](const auto& pool, auto& pd) {
     for (int k = 0; k < pool.size(); ++k) s.l0[pd.island[k]] += pd.cost[k];
@@ -437,11 +451,21 @@ void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) 
 
 double IcfSolver::ScaledGradient(const IcfModel& m, bool per_island) {
   double Dg = 0;
-  if (per_island) std::fill(isl_.Dg2.begin(), isl_.Dg2.end(), 0.0);
-  for (int i = 0; i < m.nv; ++i) {
-    const double x = scale_[i] * data_.grad[i];
-    Dg += x * x;
-    if (per_island) isl_.Dg2[DofIsland(m, i)] += x * x;
+  const double *D = scale_.data(), *g = data_.grad.data();
+  if (per_island) {
+    double* Dg2 = isl_.Dg2.data();
+    const int* isl = dof_island_.data();
+    std::fill(isl_.Dg2.begin(), isl_.Dg2.end(), 0.0);
+    for (int i = 0; i < m.nv; ++i) {
+      const double x = D[i] * g[i];
+      Dg += x * x;
+      Dg2[isl[i]] += x * x;
+    }
+  } else {
+    for (int i = 0; i < m.nv; ++i) {
+      const double x = D[i] * g[i];
+      Dg += x * x;
+    }
   }
   return std::sqrt(Dg);
 }
@@ -544,11 +568,11 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
   const char* frozen = nullptr;
+  TagIslands(m);  // the model is constant during the solve
   if (per_island) {
     StartIslands(m, o, ni);
     frozen = isl_.frozen.data();
   }
-  TagIslands(m);  // the model is constant during the solve
   int nfrozen = 0;
   H->SetFrozen(nullptr);
   // The factor must not keep a pointer into isl_ once this solve returns.
