@@ -119,7 +119,9 @@ void IcfModel::AddImpulse(const double* p) {
 }
 
 void IcfModel::MultiplyM(const double* x, double* y) const {
-  for (int i = 0; i < nv; ++i) y[i] = 0;
+  // Row i's own sum is stored when the row is reached (no row before i
+  // touches y[i]); rows below add their transposed terms later. (0.0 + yi:
+  // what adding it to a cleared y[i] gave, also for yi = −0.)
   for (int i = 0; i < nv; ++i) {
     const int adr = M_rowadr[i], nnz = M_rownnz[i];
     const double xi = x[i];
@@ -129,7 +131,7 @@ void IcfModel::MultiplyM(const double* x, double* y) const {
       yi += M[adr + k] * x[j];
       y[j] += M[adr + k] * xi;
     }
-    y[i] += yi;
+    y[i] = 0.0 + yi;
   }
 }
 

@@ -53,51 +53,82 @@ void IcfSolver::TagIslands(const IcfModel& m) {
   dof_island_.resize(m.nv);
   for (int i = 0; i < m.nv; ++i)
     dof_island_[i] = islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;
+  // A constraint's island is its first dof's (IcfModel::IslandOf).
+  const bool one = !islands_on_ || m.num_islands <= 1;
   auto tag = [&](const auto& pool, auto& pd) {
-    for (int k = 0; k < pool.size(); ++k)
-      pd.island[k] = islands_on_ ? m.IslandOf(pool.rows.dofs(k)) : 0;
+    const int n = pool.size();
+    int* island = pd.island.data();
+    if (one) {
+      std::fill(island, island + n, 0);
+      return;
+    }
+    for (int k = 0; k < n; ++k) {
+      const std::span<const int> dofs = pool.rows.dofs(k);
+      island[k] = dofs.empty() ? 0 : dof_island_[dofs[0]];
+    }
   };
   ForEachPool(m, data_, tag);
 }
 
 void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
                          const char* majorize, bool advanced, bool dual) {
+  // Also, per island i, the line search's constants at this base point
+  // (§3.4, §8.3): the momentum part c_i = Σ v(½Av − r) (data_.ls_c) and
+  // ℓ_i(0) = c_i + Σ ℓ_c (ls_.l0), summed in the order PrepareLineSearch and
+  // LineSearch used to, in this pass over the dofs and rows.
   data_.Resize(m);
   const int nv = m.nv;
+  const int ni = NumIslands(m);
+  ResizeIslandWork(ni);
   std::copy(v, v + nv, data_.v.begin());
   if (!advanced) m.MultiplyA(v, data_.Av.data());
+  double* lc = data_.ls_c.data();
+  double* l0 = ls_.l0.data();
+  for (int i = 0; i < ni; ++i) lc[i] = 0.0;
+  const double *Av = data_.Av.data(), *r = m.r.data();
+  double* grad = data_.grad.data();
+  const int* dof_isl = dof_island_.data();
   double cost = 0;
   for (int i = 0; i < nv; ++i) {
-    data_.grad[i] = data_.Av[i] - m.r[i];
-    cost += v[i] * (0.5 * data_.Av[i] - m.r[i]);
+    grad[i] = Av[i] - r[i];
+    const double ci = v[i] * (0.5 * Av[i] - r[i]);
+    cost += ci;
+    lc[dof_isl[i]] += ci;
   }
+  for (int i = 0; i < ni; ++i) l0[i] = lc[i];
   const double* alpha = ls_.alpha.data();
   auto eval_pool = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    for (int c = 0; c < pool.size(); ++c) {
-      double* vc = pd.vc.data() + R * c;
-      double* gamma = pd.gamma.data() + R * c;
-      if (!frozen || !frozen[pd.island[c]]) {
+    const int n = pool.size();
+    const auto& rows = pool.rows;
+    const int* isl = pd.island.data();
+    const double *base = pd.vc_base.data(), *u = pd.u.data();
+    double *vc_all = pd.vc.data(), *gamma_all = pd.gamma.data(), *G = pd.G.data();
+    double* row_cost = pd.cost.data();
+    for (int c = 0; c < n; ++c) {
+      double* vc = vc_all + R * c;
+      double* gamma = gamma_all + R * c;
+      const int ic = isl[c];
+      if (!frozen || !frozen[ic]) {
         if (advanced) {  // v_c(α) = v_c(0) + α u on the island's α (§3.4)
-          const double a = alpha[pd.island[c]];
-          for (int q = 0; q < R; ++q) vc[q] = pd.vc_base[R * c + q] + a * pd.u[R * c + q];
+          const double a = alpha[ic];
+          for (int q = 0; q < R; ++q) vc[q] = base[R * c + q] + a * u[R * c + q];
         } else {
-          pool.rows.Multiply(c, v, vc);
+          rows.Multiply(c, v, vc);
         }
         if constexpr (requires { pool.bias; }) {  // contacts: surface-velocity bias
           if (!advanced)
             for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
-          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c,
-                    majorize && majorize[pd.island[c]],
+          pool.Eval(c, vc, row_cost + c, gamma, G + R * R * c, majorize && majorize[ic],
                     dual ? data_.friction_dual.data() + 2 * c : nullptr);
         } else {
-          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+          pool.Eval(c, vc, row_cost + c, gamma, G + R * R * c);
         }
       }
-      cost += pd.cost[c];
+      cost += row_cost[c];
+      l0[ic] += row_cost[c];
       // One-row constraints are mostly inactive limits (γ = 0): nothing to add.
-      if (R > 1 || gamma[0] != 0.0)
-        pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
+      if (R > 1 || gamma[0] != 0.0) rows.MultiplyTransposeAdd(c, gamma, -1.0, grad);
     }
   };
   ForEachPool(m, data_, eval_pool);
@@ -165,19 +196,18 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
   ResizeIslandWork(ni);
   std::copy(w, w + nv, data_.w.begin());
   m.MultiplyA(w, data_.Aw.data());
+  // c_i (data_.ls_c) is Evaluate's.
   double* la = data_.ls_a.data();
   double* lb = data_.ls_b.data();
-  double* lc = data_.ls_c.data();
   double* d0 = ls_.d0.data();
-  for (int i = 0; i < ni; ++i) la[i] = lb[i] = lc[i] = d0[i] = 0.0;
-  const double *Aw = data_.Aw.data(), *Av = data_.Av.data(), *v = data_.v.data();
+  for (int i = 0; i < ni; ++i) la[i] = lb[i] = d0[i] = 0.0;
+  const double *Aw = data_.Aw.data(), *Av = data_.Av.data();
   const double *r = m.r.data(), *g = data_.grad.data();
   const int* dof_isl = dof_island_.data();
   for (int i = 0; i < nv; ++i) {
     const int isl = dof_isl[i];
     la[isl] += Aw[i] * w[i];
     lb[isl] += (Av[i] - r[i]) * w[i];
-    lc[isl] += v[i] * (0.5 * Av[i] - r[i]);
     d0[isl] += g[i] * w[i];
   }
   auto prep = [&](const auto& pool, auto& pd) {
@@ -203,13 +233,16 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
   }
   auto along = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    const int n = pool.size();
+    const int* island = pd.island.data();
+    const double *base = pd.vc_base.data(), *u_all = pd.u.data();
     double vc[R], gamma[R], G[R * R], ci;
-    for (int k = 0; k < pool.size(); ++k) {
-      const int isl = pd.island[k];
+    for (int k = 0; k < n; ++k) {
+      const int isl = island[k];
       if (!active[isl]) continue;
       const double a = alpha[isl];
-      const double* u = pd.u.data() + R * k;
-      for (int q = 0; q < R; ++q) vc[q] = pd.vc_base[R * k + q] + a * u[q];
+      const double* u = u_all + R * k;
+      for (int q = 0; q < R; ++q) vc[q] = base[R * k + q] + a * u[q];
       pool.Eval(k, vc, &ci, gamma, G);
       cost[isl] += ci;
       if (R == 1 && gamma[0] == 0.0 && G[0] == 0.0) continue;  // an inactive limit
@@ -282,12 +315,7 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   ResizeIslandWork(ni);
   LineSearchWork& s = ls_;
   const double amax = o.alpha_max;
-  // ℓ_i(0) from the base-point evaluation; ℓ_i'(0) is PrepareLineSearch's.
-  for (int i = 0; i < ni; ++i) s.l0[i] = data_.ls_c[i];
-  auto base_cost = [&](const auto& pool, auto& pd) {
-    for (int k = 0; k < pool.size(); ++k) s.l0[pd.island[k]] += pd.cost[k];
-  };
-  ForEachPool(m, data_, base_cost);
+  // ℓ_i(0) is the base-point Evaluate's, ℓ_i'(0) PrepareLineSearch's.
 
   for (int i = 0; i < ni; ++i) {
     s.alpha[i] = amax;
@@ -422,14 +450,14 @@ double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o) {
 }
 
 const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
-                                        int* linear_iterations) {
+                                        bool any_frozen, int* linear_iterations) {
   // w = −H⁻¹ ∇ℓ with the current factorization, 0 on frozen islands.
   double* w = dv_.data();
   for (int i = 0; i < m.nv; ++i) w[i] = -data_.grad[i];
   H->Bind(m, data_);
   H->Solve(w, w);
   *linear_iterations += H->last_iterations();
-  if (per_island)
+  if (per_island && any_frozen)
     for (int i = 0; i < m.nv; ++i)
       if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
   return w;
@@ -657,7 +685,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     forcing = std::clamp(forcing, o.pcg_tolerance, std::max(o.pcg_tolerance, o.pcg_forcing_max));
     H->SetIterative(forcing, o.pcg_max_iterations);
     Dg_prev = Dg;
-    const double* w = NewtonDirection(m, H, per_island, &st.linear_iterations);
+    const double* w = NewtonDirection(m, H, per_island, nfrozen > 0, &st.linear_iterations);
     factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
     if (!(d0 < 0)) {

@@ -179,7 +179,7 @@ class IcfSolver {
   // per-island stopping test, freezing converged islands; the update
   // v += α_island w with the scaled step length (returned, per island kept).
   const double* NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
-                                int* linear_iterations);  // into dv_
+                                bool any_frozen, int* linear_iterations);  // into dv_
   double ScaledTolerance(const IcfModel& m, const SolverOptions& o);  // scale_ = D; tol
   void StartIslands(const IcfModel& m, const SolverOptions& o, int ni);
   double ScaledGradient(const IcfModel& m, bool per_island);
