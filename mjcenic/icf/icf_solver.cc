@@ -7,6 +7,7 @@
 #include <optional>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace mjcenic::icf {
 
@@ -89,15 +90,24 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   double* grad = data_.grad.data();
   const int* dof_isl = dof_island_.data();
   double cost = 0;
-  for (int i = 0; i < nv; ++i) {
-    grad[i] = Av[i] - r[i];
-    const double ci = v[i] * (0.5 * Av[i] - r[i]);
-    cost += ci;
-    lc[dof_isl[i]] += ci;
+  if (ni > 1) {
+    for (int i = 0; i < nv; ++i) {
+      grad[i] = Av[i] - r[i];
+      const double ci = v[i] * (0.5 * Av[i] - r[i]);
+      cost += ci;
+      lc[dof_isl[i]] += ci;
+    }
+  } else {
+    for (int i = 0; i < nv; ++i) {
+      grad[i] = Av[i] - r[i];
+      cost += v[i] * (0.5 * Av[i] - r[i]);
+    }
+    lc[0] = cost;  // one island: c_0 is ℓ's momentum part, and ℓ_0(0) = ℓ (below)
   }
   for (int i = 0; i < ni; ++i) l0[i] = lc[i];
   const double* alpha = ls_.alpha.data();
-  auto eval_pool = [&](const auto& pool, auto& pd) {
+  auto eval_pool = [&](const auto& pool, auto& pd, auto islands) {
+    constexpr bool kIslands = decltype(islands)::value;
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = pool.size();
     const auto& rows = pool.rows;
@@ -126,13 +136,17 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
         }
       }
       cost += row_cost[c];
-      l0[ic] += row_cost[c];
+      if constexpr (kIslands) l0[ic] += row_cost[c];
       // One-row constraints are mostly inactive limits (γ = 0): nothing to add.
       if (R > 1 || gamma[0] != 0.0) rows.MultiplyTransposeAdd(c, gamma, -1.0, grad);
     }
   };
-  ForEachPool(m, data_, eval_pool);
+  if (ni > 1)
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { eval_pool(p, d, std::true_type{}); });
+  else
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { eval_pool(p, d, std::false_type{}); });
   data_.cost = cost;
+  if (ni == 1) l0[0] = cost;
 }
 
 void IcfSolver::AdvanceProducts(const IcfModel& m) {
@@ -638,8 +652,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       if (dual_on && k == 0 && !o.friction_dual_exact_start)
         std::fill(data_.friction_dual.begin(), data_.friction_dual.end(), 0.0);
       const bool dual = dual_on && (k > 0 || !o.friction_dual_exact_start);
-      Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr, advanced,
-               dual);
+      // No island frozen yet: the same as no frozen flags.
+      Evaluate(m, vtmp_.data(), nfrozen > 0 ? frozen : nullptr,
+               any_major ? isl_.major.data() : nullptr, advanced, dual);
       if (k == 0 && guess_direction)
         PullBackGuess(m, guess_direction, any_major ? isl_.major.data() : nullptr, dual,
                       &st.ls_iterations);
