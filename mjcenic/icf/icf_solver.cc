@@ -135,9 +135,12 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
           pool.Eval(c, vc, row_cost + c, gamma, G + R * R * c);
         }
       }
+      // One-row constraints are mostly inactive limits (ℓ_c = 0, γ = 0):
+      // nothing to add (adding +0 changes no sum here: each starts at +0, so
+      // none is −0).
+      if (R == 1 && row_cost[c] == 0.0 && gamma[0] == 0.0) continue;
       cost += row_cost[c];
       if constexpr (kIslands) l0[ic] += row_cost[c];
-      // One-row constraints are mostly inactive limits (γ = 0): nothing to add.
       if (R > 1 || gamma[0] != 0.0) rows.MultiplyTransposeAdd(c, gamma, -1.0, grad);
     }
   };
@@ -258,8 +261,11 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
       const double* u = u_all + R * k;
       for (int q = 0; q < R; ++q) vc[q] = base[R * k + q] + a * u[q];
       pool.Eval(k, vc, &ci, gamma, G);
+      // An inactive limit (ℓ_c = 0, γ = 0, G = 0) adds nothing (cost[isl]
+      // is never −0, so + 0 would not change it).
+      if (R == 1 && ci == 0.0 && gamma[0] == 0.0 && G[0] == 0.0) continue;
       cost[isl] += ci;
-      if (R == 1 && gamma[0] == 0.0 && G[0] == 0.0) continue;  // an inactive limit
+      if (R == 1 && gamma[0] == 0.0 && G[0] == 0.0) continue;
       double dl = 0, ddl = 0;
       for (int q = 0; q < R; ++q) {
         dl -= u[q] * gamma[q];
@@ -478,14 +484,23 @@ const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bo
 }
 
 void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) {
-  for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2})
-    x->assign(ni, 0.0);
-  isl_.exact_run.assign(ni, 0);
-  isl_.eta.assign(ni, 1.0);
-  isl_.frozen.assign(ni, 0);
+  if (static_cast<int>(isl_.tol.size()) != ni) {  // all sized together
+    for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2,
+                    &isl_.eta})
+      x->resize(ni);
+    isl_.exact_run.resize(ni);
+    isl_.frozen.resize(ni);
+  }
+  for (int i = 0; i < ni; ++i) {
+    isl_.tol[i] = isl_.Dg2[i] = isl_.step2[i] = isl_.step_prev[i] = isl_.step_prev2[i] = 0.0;
+    isl_.eta[i] = 1.0;
+    isl_.exact_run[i] = 0;
+    isl_.frozen[i] = 0;
+  }
+  const int* isl = dof_island_.data();
   for (int i = 0; i < m.nv; ++i) {
     const double x = scale_[i] * m.r[i];
-    isl_.tol[DofIsland(m, i)] += x * x;
+    isl_.tol[isl[i]] += x * x;
   }
   const double eps = std::max(o.tolerance, o.min_tolerance);
   for (int i = 0; i < ni; ++i) isl_.tol[i] = eps * std::max(1.0, std::sqrt(isl_.tol[i]));
