@@ -118,7 +118,7 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
     for (int c = 0; c < n; ++c) {
       double* vc = vc_all + R * c;
       double* gamma = gamma_all + R * c;
-      const int ic = isl[c];
+      const int ic = kIslands ? isl[c] : 0;  // one island: every row's is 0
       if (!frozen || !frozen[ic]) {
         if (advanced) {  // v_c(α) = v_c(0) + α u on the island's α (§3.4)
           const double a = alpha[ic];
@@ -221,11 +221,21 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
   const double *Aw = data_.Aw.data(), *Av = data_.Av.data();
   const double *r = m.r.data(), *g = data_.grad.data();
   const int* dof_isl = dof_island_.data();
-  for (int i = 0; i < nv; ++i) {
-    const int isl = dof_isl[i];
-    la[isl] += Aw[i] * w[i];
-    lb[isl] += (Av[i] - r[i]) * w[i];
-    d0[isl] += g[i] * w[i];
+  if (ni > 1) {
+    for (int i = 0; i < nv; ++i) {
+      const int isl = dof_isl[i];
+      la[isl] += Aw[i] * w[i];
+      lb[isl] += (Av[i] - r[i]) * w[i];
+      d0[isl] += g[i] * w[i];
+    }
+  } else {  // the same sums in registers
+    double a = 0, b = 0, d = 0;
+    for (int i = 0; i < nv; ++i) {
+      a += Aw[i] * w[i];
+      b += (Av[i] - r[i]) * w[i];
+      d += g[i] * w[i];
+    }
+    la[0] = a, lb[0] = b, d0[0] = d;
   }
   auto prep = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
@@ -248,23 +258,33 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
     d1[i] = data_.ls_a[i] * a + data_.ls_b[i];
     d2[i] = data_.ls_a[i];
   }
-  auto along = [&](const auto& pool, auto& pd) {
+  // One island (kOne): its α, and its sums kept in registers, added to in
+  // the same order.
+  auto along = [&](const auto& pool, auto& pd, auto one) {
+    constexpr bool kOne = decltype(one)::value;
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = pool.size();
+    if (n == 0) return;
     const int* island = pd.island.data();
     const double *base = pd.vc_base.data(), *u_all = pd.u.data();
     double vc[R], gamma[R], G[R * R], ci;
+    double l_one = 0, f_one = 0, h_one = 0, a_one = 0;
+    if constexpr (kOne) l_one = cost[0], f_one = d1[0], h_one = d2[0], a_one = alpha[0];
     for (int k = 0; k < n; ++k) {
-      const int isl = island[k];
-      if (!active[isl]) continue;
-      const double a = alpha[isl];
+      int isl = 0;
+      double a = a_one;
+      if constexpr (!kOne) {
+        isl = island[k];
+        if (!active[isl]) continue;
+        a = alpha[isl];
+      }
       const double* u = u_all + R * k;
       for (int q = 0; q < R; ++q) vc[q] = base[R * k + q] + a * u[q];
       pool.Eval(k, vc, &ci, gamma, G);
-      // An inactive limit (ℓ_c = 0, γ = 0, G = 0) adds nothing (cost[isl]
+      // An inactive limit (ℓ_c = 0, γ = 0, G = 0) adds nothing (the cost
       // is never −0, so + 0 would not change it).
       if (R == 1 && ci == 0.0 && gamma[0] == 0.0 && G[0] == 0.0) continue;
-      cost[isl] += ci;
+      (kOne ? l_one : cost[isl]) += ci;
       if (R == 1 && gamma[0] == 0.0 && G[0] == 0.0) continue;
       double dl = 0, ddl = 0;
       for (int q = 0; q < R; ++q) {
@@ -273,11 +293,15 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
         for (int p = 0; p < R; ++p) Gu += G[q * R + p] * u[p];
         ddl += u[q] * Gu;
       }
-      d1[isl] += dl;
-      d2[isl] += ddl;
+      (kOne ? f_one : d1[isl]) += dl;
+      (kOne ? h_one : d2[isl]) += ddl;
     }
+    if constexpr (kOne) cost[0] = l_one, d1[0] = f_one, d2[0] = h_one;
   };
-  ForEachPool(m, data_, along);
+  if (ni > 1)
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { along(p, d, std::false_type{}); });
+  else if (active[0])
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { along(p, d, std::true_type{}); });
 }
 
 void IcfSolver::EvalAlongLine(const IcfModel& m, double alpha, double* cost, double* d1,
