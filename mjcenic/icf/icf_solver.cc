@@ -211,6 +211,7 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
   const int nv = m.nv;
   const int ni = NumIslands(m);
   ResizeIslandWork(ni);
+  if (static_cast<int>(dof_island_.size()) != nv) TagIslands(m);  // (a misuse; cheap guard)
   std::copy(w, w + nv, data_.w.begin());
   m.MultiplyA(w, data_.Aw.data());
   // c_i (data_.ls_c) is Evaluate's.
