@@ -118,18 +118,29 @@ void IcfModel::AddImpulse(const double* p) {
   for (int i = 0; i < nv; ++i) r[i] += p[i];
 }
 
-void IcfModel::MultiplyM(const double* x, double* y) const {
-  for (int i = 0; i < nv; ++i) y[i] = 0;
+void IcfModel::MultiplyM(const double* x_in, double* y_out) const {
+  // Row i's own sum is stored when the row is reached (no row before i
+  // touches y[i]); rows below add their transposed terms later. (0.0 + yi:
+  // what adding it to a cleared y[i] gave, also for yi = −0.) x and y do not
+  // overlap, so x[j] and the row stay in registers across the y[j] updates.
+  const double* __restrict x = x_in;
+  double* __restrict y = y_out;
+  const int* __restrict rowadr = M_rowadr.data();
+  const int* __restrict rownnz = M_rownnz.data();
+  const int* __restrict colind = M_colind.data();
+  const double* __restrict Mv = M.data();
   for (int i = 0; i < nv; ++i) {
-    const int adr = M_rowadr[i], nnz = M_rownnz[i];
+    const int adr = rowadr[i], n = rownnz[i] - 1;  // strictly lower part: j < i
+    const int* col = colind + adr;
+    const double* row = Mv + adr;
     const double xi = x[i];
-    double yi = M[adr + nnz - 1] * xi;  // diagonal is last
-    for (int k = 0; k < nnz - 1; ++k) {  // strictly lower part; j < i
-      const int j = M_colind[adr + k];
-      yi += M[adr + k] * x[j];
-      y[j] += M[adr + k] * xi;
+    double yi = row[n] * xi;  // diagonal is last
+    for (int k = 0; k < n; ++k) {
+      const int j = col[k];
+      yi += row[k] * x[j];
+      y[j] += row[k] * xi;
     }
-    y[i] += yi;
+    y[i] = 0.0 + yi;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace mjcenic::icf {
 
@@ -50,64 +51,118 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
 
 void IcfSolver::TagIslands(const IcfModel& m) {
   data_.Resize(m);
+  dof_island_.resize(m.nv);
+  for (int i = 0; i < m.nv; ++i)
+    dof_island_[i] = islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;
+  // A constraint's island is its first dof's (IcfModel::IslandOf).
+  const bool one = !islands_on_ || m.num_islands <= 1;
   auto tag = [&](const auto& pool, auto& pd) {
-    for (int k = 0; k < pool.size(); ++k)
-      pd.island[k] = islands_on_ ? m.IslandOf(pool.rows.dofs(k)) : 0;
+    const int n = pool.size();
+    int* island = pd.island.data();
+    if (one) {
+      std::fill(island, island + n, 0);
+      return;
+    }
+    for (int k = 0; k < n; ++k) {
+      const std::span<const int> dofs = pool.rows.dofs(k);
+      island[k] = dofs.empty() ? 0 : dof_island_[dofs[0]];
+    }
   };
   ForEachPool(m, data_, tag);
 }
 
 void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
                          const char* majorize, bool advanced, bool dual) {
+  // Also, per island i, the line search's constants at this base point
+  // (§3.4, §8.3): the momentum part c_i = Σ v(½Av − r) (data_.ls_c) and
+  // ℓ_i(0) = c_i + Σ ℓ_c (ls_.l0), summed in the order PrepareLineSearch and
+  // LineSearch used to, in this pass over the dofs and rows.
   data_.Resize(m);
   const int nv = m.nv;
+  const int ni = NumIslands(m);
+  ResizeIslandWork(ni);
   std::copy(v, v + nv, data_.v.begin());
   if (!advanced) m.MultiplyA(v, data_.Av.data());
+  double* lc = data_.ls_c.data();
+  double* l0 = ls_.l0.data();
+  for (int i = 0; i < ni; ++i) lc[i] = 0.0;
+  const double *Av = data_.Av.data(), *r = m.r.data();
+  double* grad = data_.grad.data();
+  const int* dof_isl = dof_island_.data();
   double cost = 0;
-  for (int i = 0; i < nv; ++i) {
-    data_.grad[i] = data_.Av[i] - m.r[i];
-    cost += v[i] * (0.5 * data_.Av[i] - m.r[i]);
+  if (ni > 1) {
+    for (int i = 0; i < nv; ++i) {
+      grad[i] = Av[i] - r[i];
+      const double ci = v[i] * (0.5 * Av[i] - r[i]);
+      cost += ci;
+      lc[dof_isl[i]] += ci;
+    }
+  } else {
+    for (int i = 0; i < nv; ++i) {
+      grad[i] = Av[i] - r[i];
+      cost += v[i] * (0.5 * Av[i] - r[i]);
+    }
+    lc[0] = cost;  // one island: c_0 is ℓ's momentum part, and ℓ_0(0) = ℓ (below)
   }
-  auto eval_pool = [&](const auto& pool, auto& pd) {
+  for (int i = 0; i < ni; ++i) l0[i] = lc[i];
+  const double* alpha = ls_.alpha.data();
+  auto eval_pool = [&](const auto& pool, auto& pd, auto islands) {
+    constexpr bool kIslands = decltype(islands)::value;
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    for (int c = 0; c < pool.size(); ++c) {
-      double* vc = pd.vc.data() + R * c;
-      double* gamma = pd.gamma.data() + R * c;
-      if (!frozen || !frozen[pd.island[c]]) {
-        if (!advanced) pool.rows.Multiply(c, v, vc);
+    const int n = pool.size();
+    const auto& rows = pool.rows;
+    const int* isl = pd.island.data();
+    const double *base = pd.vc_base.data(), *u = pd.u.data();
+    double *vc_all = pd.vc.data(), *gamma_all = pd.gamma.data(), *G = pd.G.data();
+    double* row_cost = pd.cost.data();
+    for (int c = 0; c < n; ++c) {
+      double* vc = vc_all + R * c;
+      double* gamma = gamma_all + R * c;
+      const int ic = kIslands ? isl[c] : 0;  // one island: every row's is 0
+      if (!frozen || !frozen[ic]) {
+        if (advanced) {  // v_c(α) = v_c(0) + α u on the island's α (§3.4)
+          const double a = alpha[ic];
+          for (int q = 0; q < R; ++q) vc[q] = base[R * c + q] + a * u[R * c + q];
+        } else {
+          rows.Multiply(c, v, vc);
+        }
         if constexpr (requires { pool.bias; }) {  // contacts: surface-velocity bias
           if (!advanced)
             for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];
-          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c,
-                    majorize && majorize[pd.island[c]],
+          pool.Eval(c, vc, row_cost + c, gamma, G + R * R * c, majorize && majorize[ic],
                     dual ? data_.friction_dual.data() + 2 * c : nullptr);
         } else {
-          pool.Eval(c, vc, &pd.cost[c], gamma, pd.G.data() + R * R * c);
+          pool.Eval(c, vc, row_cost + c, gamma, G + R * R * c);
         }
       }
-      cost += pd.cost[c];
-      // One-row constraints are mostly inactive limits (γ = 0): nothing to add.
-      if (R > 1 || gamma[0] != 0.0)
-        pool.rows.MultiplyTransposeAdd(c, gamma, -1.0, data_.grad.data());
+      // One-row constraints are mostly inactive limits (ℓ_c = 0, γ = 0):
+      // nothing to add (adding +0 changes no sum here: each starts at +0, so
+      // none is −0).
+      if (R == 1 && row_cost[c] == 0.0 && gamma[0] == 0.0) continue;
+      cost += row_cost[c];
+      if constexpr (kIslands) l0[ic] += row_cost[c];
+      if (R > 1 || gamma[0] != 0.0) rows.MultiplyTransposeAdd(c, gamma, -1.0, grad);
     }
   };
-  ForEachPool(m, data_, eval_pool);
+  if (ni > 1)
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { eval_pool(p, d, std::true_type{}); });
+  else
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { eval_pool(p, d, std::false_type{}); });
   data_.cost = cost;
+  if (ni == 1) l0[0] = cost;
 }
 
 void IcfSolver::AdvanceProducts(const IcfModel& m) {
   // v ← v + α_i w on island i (TakeStep): A v and the constraint velocities
   // v_c = J v + b are affine in v, so they follow from the line search's
-  // A w and u = J w (§3.4) without another product with A or J.
-  for (int i = 0; i < m.nv; ++i) data_.Av[i] += ls_.alpha[DofIsland(m, i)] * data_.Aw[i];
-  auto advance = [&](const auto& pool, auto& pd) {
-    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    for (int c = 0; c < pool.size(); ++c) {
-      const double a = ls_.alpha[pd.island[c]];
-      for (int q = 0; q < R; ++q) pd.vc[R * c + q] = pd.vc_base[R * c + q] + a * pd.u[R * c + q];
-    }
-  };
-  ForEachPool(m, data_, advance);
+  // A w and u = J w (§3.4) without another product with A or J. The
+  // constraint velocities are formed by the next Evaluate (advanced), in its
+  // pass over the rows, and only for the rows it evaluates: a row of a frozen
+  // island (or of an island PullBackGuess keeps) has α = 0, so its v_c is
+  // already the stored one (cenic-math §8.9).
+  const double* alpha = ls_.alpha.data();
+  const int* isl = dof_island_.data();
+  for (int i = 0; i < m.nv; ++i) data_.Av[i] += alpha[isl[i]] * data_.Aw[i];
 }
 
 void IcfSolver::StartFrictionDual(const IcfModel& m) {
@@ -152,23 +207,44 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
   // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
   // constraint. Requires Evaluate() at the base point v (and the island tags
   // it or Solve() set).
+  // Also ℓ_i'(0) = ∇ℓ_iᵀ w into ls_.d0 (LineSearch's), in the same pass.
   const int nv = m.nv;
   const int ni = NumIslands(m);
+  ResizeIslandWork(ni);
+  if (static_cast<int>(dof_island_.size()) != nv) TagIslands(m);  // (a misuse; cheap guard)
   std::copy(w, w + nv, data_.w.begin());
   m.MultiplyA(w, data_.Aw.data());
-  std::fill(data_.ls_a.begin(), data_.ls_a.begin() + ni, 0.0);
-  std::fill(data_.ls_b.begin(), data_.ls_b.begin() + ni, 0.0);
-  std::fill(data_.ls_c.begin(), data_.ls_c.begin() + ni, 0.0);
-  for (int i = 0; i < nv; ++i) {
-    const int isl = DofIsland(m, i);
-    data_.ls_a[isl] += data_.Aw[i] * w[i];
-    data_.ls_b[isl] += (data_.Av[i] - m.r[i]) * w[i];
-    data_.ls_c[isl] += data_.v[i] * (0.5 * data_.Av[i] - m.r[i]);
+  // c_i (data_.ls_c) is Evaluate's.
+  double* la = data_.ls_a.data();
+  double* lb = data_.ls_b.data();
+  double* d0 = ls_.d0.data();
+  for (int i = 0; i < ni; ++i) la[i] = lb[i] = d0[i] = 0.0;
+  const double *Aw = data_.Aw.data(), *Av = data_.Av.data();
+  const double *r = m.r.data(), *g = data_.grad.data();
+  const int* dof_isl = dof_island_.data();
+  if (ni > 1) {
+    for (int i = 0; i < nv; ++i) {
+      const int isl = dof_isl[i];
+      la[isl] += Aw[i] * w[i];
+      lb[isl] += (Av[i] - r[i]) * w[i];
+      d0[isl] += g[i] * w[i];
+    }
+  } else {  // the same sums in registers
+    double a = 0, b = 0, d = 0;
+    for (int i = 0; i < nv; ++i) {
+      a += Aw[i] * w[i];
+      b += (Av[i] - r[i]) * w[i];
+      d += g[i] * w[i];
+    }
+    la[0] = a, lb[0] = b, d0[0] = d;
   }
   auto prep = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * pool.size(), pd.vc_base.begin());
-    for (int k = 0; k < pool.size(); ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+    const int n = pool.size();
+    if (n == 0) return;
+    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+    double* u = pd.u.data();
+    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, u + R * k);
   };
   ForEachPool(m, data_, prep);
 }
@@ -183,18 +259,34 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
     d1[i] = data_.ls_a[i] * a + data_.ls_b[i];
     d2[i] = data_.ls_a[i];
   }
-  auto along = [&](const auto& pool, auto& pd) {
+  // One island (kOne): its α, and its sums kept in registers, added to in
+  // the same order.
+  auto along = [&](const auto& pool, auto& pd, auto one) {
+    constexpr bool kOne = decltype(one)::value;
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    const int n = pool.size();
+    if (n == 0) return;
+    const int* island = pd.island.data();
+    const double *base = pd.vc_base.data(), *u_all = pd.u.data();
     double vc[R], gamma[R], G[R * R], ci;
-    for (int k = 0; k < pool.size(); ++k) {
-      const int isl = pd.island[k];
-      if (!active[isl]) continue;
-      const double a = alpha[isl];
-      const double* u = pd.u.data() + R * k;
-      for (int q = 0; q < R; ++q) vc[q] = pd.vc_base[R * k + q] + a * u[q];
+    double l_one = 0, f_one = 0, h_one = 0, a_one = 0;
+    if constexpr (kOne) l_one = cost[0], f_one = d1[0], h_one = d2[0], a_one = alpha[0];
+    for (int k = 0; k < n; ++k) {
+      int isl = 0;
+      double a = a_one;
+      if constexpr (!kOne) {
+        isl = island[k];
+        if (!active[isl]) continue;
+        a = alpha[isl];
+      }
+      const double* u = u_all + R * k;
+      for (int q = 0; q < R; ++q) vc[q] = base[R * k + q] + a * u[q];
       pool.Eval(k, vc, &ci, gamma, G);
-      cost[isl] += ci;
-      if (R == 1 && gamma[0] == 0.0 && G[0] == 0.0) continue;  // an inactive limit
+      // An inactive limit (ℓ_c = 0, γ = 0, G = 0) adds nothing (the cost
+      // is never −0, so + 0 would not change it).
+      if (R == 1 && ci == 0.0 && gamma[0] == 0.0 && G[0] == 0.0) continue;
+      (kOne ? l_one : cost[isl]) += ci;
+      if (R == 1 && gamma[0] == 0.0 && G[0] == 0.0) continue;
       double dl = 0, ddl = 0;
       for (int q = 0; q < R; ++q) {
         dl -= u[q] * gamma[q];
@@ -202,11 +294,15 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
         for (int p = 0; p < R; ++p) Gu += G[q * R + p] * u[p];
         ddl += u[q] * Gu;
       }
-      d1[isl] += dl;
-      d2[isl] += ddl;
+      (kOne ? f_one : d1[isl]) += dl;
+      (kOne ? h_one : d2[isl]) += ddl;
     }
+    if constexpr (kOne) cost[0] = l_one, d1[0] = f_one, d2[0] = h_one;
   };
-  ForEachPool(m, data_, along);
+  if (ni > 1)
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { along(p, d, std::false_type{}); });
+  else if (active[0])
+    ForEachPool(m, data_, [&](const auto& p, auto& d) { along(p, d, std::true_type{}); });
 }
 
 void IcfSolver::EvalAlongLine(const IcfModel& m, double alpha, double* cost, double* d1,
@@ -259,21 +355,12 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   // §8.3, island by island: α_i minimizes ℓ_i(v + α w) on [0, α_max]
   // (ℓ_i'(0) < 0). All islands iterate in lockstep, one pass over the
   // constraints per evaluation; an island that has its α drops out. The
-  // result is left in ls_.alpha.
-  const int nv = m.nv;
+  // result is left in ls_.alpha. Needs PrepareLineSearch for the direction.
   const int ni = NumIslands(m);
   ResizeIslandWork(ni);
   LineSearchWork& s = ls_;
   const double amax = o.alpha_max;
-  // ℓ_i(0) and ℓ_i'(0) from the base-point evaluation.
-  std::fill(s.d0.begin(), s.d0.begin() + ni, 0.0);
-  for (int i = 0; i < nv; ++i)
-    s.d0[DofIsland(m, i)] += data_.grad[i] * data_.w[i];
-  for (int i = 0; i < ni; ++i) s.l0[i] = data_.ls_c[i];
-  auto base_cost = [&](const auto& pool, auto& pd) {
-    for (int k = 0; k < pool.size(); ++k) s.l0[pd.island[k]] += pd.cost[k];
-  };
-  ForEachPool(m, data_, base_cost);
+  // ℓ_i(0) is the base-point Evaluate's, ℓ_i'(0) PrepareLineSearch's.
 
   for (int i = 0; i < ni; ++i) {
     s.alpha[i] = amax;
@@ -408,28 +495,37 @@ double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o) {
 }
 
 const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
-                                        int* linear_iterations) {
+                                        bool any_frozen, int* linear_iterations) {
   // w = −H⁻¹ ∇ℓ with the current factorization, 0 on frozen islands.
   double* w = dv_.data();
   for (int i = 0; i < m.nv; ++i) w[i] = -data_.grad[i];
   H->Bind(m, data_);
   H->Solve(w, w);
   *linear_iterations += H->last_iterations();
-  if (per_island)
+  if (per_island && any_frozen)
     for (int i = 0; i < m.nv; ++i)
       if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
   return w;
 }
 
 void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) {
-  for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2})
-    x->assign(ni, 0.0);
-  isl_.exact_run.assign(ni, 0);
-  isl_.eta.assign(ni, 1.0);
-  isl_.frozen.assign(ni, 0);
+  if (static_cast<int>(isl_.tol.size()) != ni) {  // all sized together
+    for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2,
+                    &isl_.eta})
+      x->resize(ni);
+    isl_.exact_run.resize(ni);
+    isl_.frozen.resize(ni);
+  }
+  for (int i = 0; i < ni; ++i) {
+    isl_.tol[i] = isl_.Dg2[i] = isl_.step2[i] = isl_.step_prev[i] = isl_.step_prev2[i] = 0.0;
+    isl_.eta[i] = 1.0;
+    isl_.exact_run[i] = 0;
+    isl_.frozen[i] = 0;
+  }
+  const int* isl = dof_island_.data();
   for (int i = 0; i < m.nv; ++i) {
     const double x = scale_[i] * m.r[i];
-    isl_.tol[DofIsland(m, i)] += x * x;
+    isl_.tol[isl[i]] += x * x;
   }
   const double eps = std::max(o.tolerance, o.min_tolerance);
   for (int i = 0; i < ni; ++i) isl_.tol[i] = eps * std::max(1.0, std::sqrt(isl_.tol[i]));
@@ -437,11 +533,21 @@ void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) 
 
 double IcfSolver::ScaledGradient(const IcfModel& m, bool per_island) {
   double Dg = 0;
-  if (per_island) std::fill(isl_.Dg2.begin(), isl_.Dg2.end(), 0.0);
-  for (int i = 0; i < m.nv; ++i) {
-    const double x = scale_[i] * data_.grad[i];
-    Dg += x * x;
-    if (per_island) isl_.Dg2[DofIsland(m, i)] += x * x;
+  const double *D = scale_.data(), *g = data_.grad.data();
+  if (per_island) {
+    double* Dg2 = isl_.Dg2.data();
+    const int* isl = dof_island_.data();
+    std::fill(isl_.Dg2.begin(), isl_.Dg2.end(), 0.0);
+    for (int i = 0; i < m.nv; ++i) {
+      const double x = D[i] * g[i];
+      Dg += x * x;
+      Dg2[isl[i]] += x * x;
+    }
+  } else {
+    for (int i = 0; i < m.nv; ++i) {
+      const double x = D[i] * g[i];
+      Dg += x * x;
+    }
   }
   return std::sqrt(Dg);
 }
@@ -544,11 +650,11 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
   const char* frozen = nullptr;
+  TagIslands(m);  // the model is constant during the solve
   if (per_island) {
     StartIslands(m, o, ni);
     frozen = isl_.frozen.data();
   }
-  TagIslands(m);  // the model is constant during the solve
   int nfrozen = 0;
   H->SetFrozen(nullptr);
   // The factor must not keep a pointer into isl_ once this solve returns.
@@ -586,8 +692,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       if (dual_on && k == 0 && !o.friction_dual_exact_start)
         std::fill(data_.friction_dual.begin(), data_.friction_dual.end(), 0.0);
       const bool dual = dual_on && (k > 0 || !o.friction_dual_exact_start);
-      Evaluate(m, vtmp_.data(), frozen, any_major ? isl_.major.data() : nullptr, advanced,
-               dual);
+      // No island frozen yet: the same as no frozen flags.
+      Evaluate(m, vtmp_.data(), nfrozen > 0 ? frozen : nullptr,
+               any_major ? isl_.major.data() : nullptr, advanced, dual);
       if (k == 0 && guess_direction)
         PullBackGuess(m, guess_direction, any_major ? isl_.major.data() : nullptr, dual,
                       &st.ls_iterations);
@@ -633,7 +740,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     forcing = std::clamp(forcing, o.pcg_tolerance, std::max(o.pcg_tolerance, o.pcg_forcing_max));
     H->SetIterative(forcing, o.pcg_max_iterations);
     Dg_prev = Dg;
-    const double* w = NewtonDirection(m, H, per_island, &st.linear_iterations);
+    const double* w = NewtonDirection(m, H, per_island, nfrozen > 0, &st.linear_iterations);
     factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
     if (!(d0 < 0)) {

@@ -150,13 +150,15 @@ class IcfSolver {
   // `frozen` (their v has not changed since they were computed; their costs
   // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
   // majorize (per island, or null): contact G from the friction majorizer (§8.1).
-  // advanced: data_.Av and the constraint velocities already hold A v and
-  // J v + b (AdvanceProducts after the last step); only the pools' Eval runs.
+  // advanced: data_.Av already holds A v (AdvanceProducts after the last
+  // step) and the constraint velocities of the rows evaluated follow from the
+  // line search's v_c(α=0) + α u (§3.4) without a product with J.
   // dual: contact G from the primal-dual friction block with the duals
   // data_.friction_dual (§8.1).
   void Evaluate(const IcfModel& model, const double* v, const char* frozen,
                 const char* majorize = nullptr, bool advanced = false, bool dual = false);
-  // After TakeStep: A v += α A w, v_c = v_c(α=0) + α J w, per island α.
+  // After TakeStep: A v += α A w, per island α (the constraint velocities
+  // v_c = v_c(α=0) + α J w follow in the next Evaluate, advanced = true).
   void AdvanceProducts(const IcfModel& model);
   // Primal-dual friction (§8.1): z ← t̂ at the guess (exact start), and the
   // dual Newton update after each step of the islands not frozen.
@@ -177,16 +179,16 @@ class IcfSolver {
   // per-island stopping test, freezing converged islands; the update
   // v += α_island w with the scaled step length (returned, per island kept).
   const double* NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
-                                int* linear_iterations);  // into dv_
+                                bool any_frozen, int* linear_iterations);  // into dv_
   double ScaledTolerance(const IcfModel& m, const SolverOptions& o);  // scale_ = D; tol
   void StartIslands(const IcfModel& m, const SolverOptions& o, int ni);
   double ScaledGradient(const IcfModel& m, bool per_island);
   bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
   double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);
   int NumIslands(const IcfModel& m) const { return islands_on_ ? std::max(m.num_islands, 1) : 1; }
-  int DofIsland(const IcfModel& m, int i) const {
-    return islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;
-  }
+  // Island of dof i (TagIslands fills dof_island_ once per solve).
+  int DofIsland(const IcfModel&, int i) const { return dof_island_[i]; }
+  std::vector<int> dof_island_;
 
   // Per-island line-search state (sized to the island count, grows only).
   struct LineSearchWork {

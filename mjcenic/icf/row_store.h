@@ -65,6 +65,20 @@ class RowStore {
     const int n = num_[c];
     const int* dof = dofs_.data() + adr_[c];
     const double* Jc = J(c);
+    if constexpr (kRows == 3) {  // one pass over the dofs, each row summed in dof order
+      const double *J0 = Jc, *J1 = Jc + n, *J2 = Jc + 2 * n;
+      double s0 = 0, s1 = 0, s2 = 0;
+      for (int k = 0; k < n; ++k) {
+        const double vk = v[dof[k]];
+        s0 += J0[k] * vk;
+        s1 += J1[k] * vk;
+        s2 += J2[k] * vk;
+      }
+      out[0] = s0;
+      out[1] = s1;
+      out[2] = s2;
+      return;
+    }
     for (int r = 0; r < kRows; ++r) {
       double s = 0;
       for (int k = 0; k < n; ++k) s += Jc[r * n + k] * v[dof[k]];
@@ -81,6 +95,18 @@ class RowStore {
     const int n = num_[c];
     const int* dof = dofs_.data() + adr_[c];
     const double* Jc = J(c);
+    if constexpr (kRows == 3) {  // x read once (g and x never overlap)
+      const double *J0 = Jc, *J1 = Jc + n, *J2 = Jc + 2 * n;
+      const double x0 = x[0], x1 = x[1], x2 = x[2];
+      for (int k = 0; k < n; ++k) {
+        double s = 0;
+        s += J0[k] * x0;
+        s += J1[k] * x1;
+        s += J2[k] * x2;
+        g[dof[k]] += scale * s;
+      }
+      return;
+    }
     for (int k = 0; k < n; ++k) {
       double s = 0;
       for (int r = 0; r < kRows; ++r) s += Jc[r * n + k] * x[r];
