@@ -16,11 +16,17 @@ namespace {
 
 // ------------------------------------------------------------------ dense --
 
+// H (column-major lower triangle, n × n) assembled in place and factorized
+// by FactorLower: the column Cholesky of §8.9 up to 128 dofs, Eigen's
+// blocked LLT above.
 class DenseHessian final : public HessianFactor {
  public:
   bool Prepare(const IcfModel& model) override {
-    if (H_.rows() != model.nv) {
-      H_.resize(model.nv, model.nv);  // the LLT sizes itself once on the first compute()
+    if (n_ != model.nv) {
+      n_ = model.nv;
+      H_.assign(static_cast<size_t>(n_) * n_, 0.0);
+      L_.assign(H_.size(), 0.0);
+      dinv_.assign(n_, 0.0);
       ++pattern_id_;
       ++analyses_;
       return true;
@@ -28,25 +34,31 @@ class DenseHessian final : public HessianFactor {
     return false;
   }
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
-    H_.setZero();
-    AccumulateHessian(model, data, &block_, [this](int i, int j, double x) { H_(i, j) += x; });
-    llt_.compute(H_.selfadjointView<Eigen::Lower>());
-    return llt_.info() == Eigen::Success;
+    const int n = n_;
+    double* H = H_.data();
+    for (int j = 0; j < n; ++j)  // the lower triangle only
+      std::fill(H + static_cast<size_t>(j) * n + j, H + static_cast<size_t>(j + 1) * n, 0.0);
+    AccumulateHessian(model, data, &block_,
+                      [H, n](int i, int j, double x) { H[static_cast<size_t>(j) * n + i] += x; });
+    for (int j = 0; j < n; ++j) {
+      const size_t c = static_cast<size_t>(j) * n;
+      std::copy(H + c + j, H + c + n, L_.data() + c + j);
+    }
+    return FactorLower(L_.data(), n, dinv_.data());
   }
   void Solve(const double* b, double* x) override {
-    const int n = static_cast<int>(H_.rows());
-    Eigen::Map<Eigen::VectorXd> X(x, n);
-    if (x != b) X = Eigen::Map<const Eigen::VectorXd>(b, n);
-    llt_.solveInPlace(X);
+    if (x != b) std::copy(b, b + n_, x);
+    SolveLower(L_.data(), n_, dinv_.data(), x);
   }
   Eigen::MatrixXd DenseH() const override {
-    Eigen::MatrixXd full = H_.selfadjointView<Eigen::Lower>();
+    Eigen::Map<const Eigen::MatrixXd> H(H_.data(), n_, n_);
+    Eigen::MatrixXd full = H.selfadjointView<Eigen::Lower>();
     return full;
   }
 
  private:
-  Eigen::MatrixXd H_;
-  Eigen::LLT<Eigen::MatrixXd> llt_;
+  int n_ = 0;
+  std::vector<double> H_, L_, dinv_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -53,6 +54,91 @@ inline void SmallCholeskySolve(const double* L, int n, const double* dinv, doubl
     for (int i = j + 1; i < n; ++i) s -= col[i] * x[i];
     x[j] = s * dinv[j];
   }
+}
+
+// Below this order SmallCholesky's dot-product loops are the fastest; from it
+// on DenseCholesky's column updates (cenic-math §8.9).
+inline constexpr int kMinColumnCholeskyDofs = 12;
+// Up to this order DenseCholesky beats Eigen's blocked LLT; above it
+// FactorLower hands the matrix to Eigen (§8.9).
+inline constexpr int kMaxColumnCholeskyDofs = 128;
+
+// In-place Cholesky of the column-major lower triangle of L (n × n), the
+// upper triangle untouched; dinv[j] = 1 / L_jj. Returns false, with L
+// partly overwritten, if a pivot is not positive (H not numerically SPD, or
+// NaN). Left-looking (cenic-math §8.9): column j of the factor is column j of
+// H minus Σ_{k<j} L_jk L[j.., k], taken four columns k at a time so that each
+// pass reads and writes column j once and every inner loop runs over
+// contiguous memory (it vectorizes without reassociation). Small orders use
+// SmallCholesky, whose loops cost less for a handful of dofs.
+inline bool DenseCholesky(double* L, int n, double* dinv) {
+  if (n < kMinColumnCholeskyDofs) return SmallCholesky(L, n, dinv);
+  for (int j = 0; j < n; ++j) {
+    double* __restrict cj = L + static_cast<size_t>(j) * n;
+    int k = 0;
+    for (; k + 3 < j; k += 4) {
+      const double* __restrict c0 = L + static_cast<size_t>(k) * n;
+      const double* __restrict c1 = c0 + n;
+      const double* __restrict c2 = c1 + n;
+      const double* __restrict c3 = c2 + n;
+      const double s0 = c0[j], s1 = c1[j], s2 = c2[j], s3 = c3[j];
+      for (int i = j; i < n; ++i) cj[i] -= (s0 * c0[i] + s1 * c1[i]) + (s2 * c2[i] + s3 * c3[i]);
+    }
+    for (; k < j; ++k) {
+      const double* __restrict ck = L + static_cast<size_t>(k) * n;
+      const double s = ck[j];
+      for (int i = j; i < n; ++i) cj[i] -= s * ck[i];
+    }
+    const double d = cj[j];
+    if (!(d > 0)) return false;
+    const double r = std::sqrt(d), inv = 1.0 / r;
+    cj[j] = r;
+    dinv[j] = inv;
+    for (int i = j + 1; i < n; ++i) cj[i] *= inv;
+  }
+  return true;
+}
+
+// x ← (L Lᵀ)⁻¹ x with the factor of DenseCholesky. The backward pass keeps
+// two partial sums (contiguous dot products of columns of L with x).
+inline void DenseCholeskySolve(const double* L, int n, const double* dinv, double* x) {
+  if (n < kMinColumnCholeskyDofs) return SmallCholeskySolve(L, n, dinv, x);
+  for (int j = 0; j < n; ++j) {
+    const double xj = x[j] * dinv[j];
+    x[j] = xj;
+    const double* __restrict col = L + static_cast<size_t>(j) * n;
+    for (int i = j + 1; i < n; ++i) x[i] -= col[i] * xj;
+  }
+  for (int j = n - 1; j >= 0; --j) {
+    const double* col = L + static_cast<size_t>(j) * n;
+    double s0 = 0, s1 = 0;
+    int i = j + 1;
+    for (; i + 1 < n; i += 2) {
+      s0 += col[i] * x[i];
+      s1 += col[i + 1] * x[i + 1];
+    }
+    if (i < n) s0 += col[i] * x[i];
+    x[j] = (x[j] - (s0 + s1)) * dinv[j];
+  }
+}
+
+// Cholesky of a dense SPD block of any order, in place on the column-major
+// lower triangle of L: DenseCholesky up to kMaxColumnCholeskyDofs, Eigen's
+// blocked LLT above (dinv is then left alone). False if not SPD.
+inline bool FactorLower(double* L, int n, double* dinv) {
+  if (n <= kMaxColumnCholeskyDofs) return DenseCholesky(L, n, dinv);
+  Eigen::Map<Eigen::MatrixXd> Lm(L, n, n);
+  Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lm);
+  return llt.info() == Eigen::Success;
+}
+
+// x ← (L Lᵀ)⁻¹ x with the factor of FactorLower (same n, L, dinv).
+inline void SolveLower(const double* L, int n, const double* dinv, double* x) {
+  if (n <= kMaxColumnCholeskyDofs) return DenseCholeskySolve(L, n, dinv, x);
+  Eigen::Map<const Eigen::MatrixXd> Lm(L, n, n);
+  Eigen::Map<Eigen::VectorXd> X(x, n);
+  Lm.triangularView<Eigen::Lower>().solveInPlace(X);
+  Lm.triangularView<Eigen::Lower>().adjoint().solveInPlace(X);
 }
 
 // The distinct pairs of cliques (trees) that some constraint couples, sorted,

@@ -90,17 +90,9 @@ class IslandHessian final : public HessianFactor {
     for (int k = 0; k < ni; ++k) {
       if (size_[k] == 0 || frozen(k)) continue;
       std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
-      // In place, lower triangle. Small islands (a finger, a free body):
-      // plain loops, as for the tree blocks of the lowrank and block kinds
-      // (§8.6); Eigen's blocked LLT for large ones.
-      if (size_[k] <= kMaxSmallIslandDofs) {
-        if (!SmallCholesky(L_.data() + offset_[k], size_[k], dinv_.data() + start_[k]))
-          return false;
-        continue;
-      }
-      Eigen::Map<Eigen::MatrixXd> Lk(L_.data() + offset_[k], size_[k], size_[k]);
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);
-      if (llt.info() != Eigen::Success) return false;
+      // In place, lower triangle: the column Cholesky of §8.9 (plain loops
+      // for a finger or a free body), Eigen's blocked LLT above 128 dofs.
+      if (!FactorLower(L_.data() + offset_[k], size_[k], dinv_.data() + start_[k])) return false;
     }
     return true;
   }
@@ -115,15 +107,7 @@ class IslandHessian final : public HessianFactor {
         std::fill(x_.begin() + start_[k], x_.begin() + start_[k] + n, 0.0);
         continue;
       }
-      if (n <= kMaxSmallIslandDofs) {
-        SmallCholeskySolve(L_.data() + offset_[k], n, dinv_.data() + start_[k],
-                           x_.data() + start_[k]);
-        continue;
-      }
-      Eigen::Map<const Eigen::MatrixXd> Lk(L_.data() + offset_[k], n, n);
-      Eigen::Map<Eigen::VectorXd> xk(x_.data() + start_[k], n);
-      Lk.triangularView<Eigen::Lower>().solveInPlace(xk);
-      Lk.triangularView<Eigen::Lower>().adjoint().solveInPlace(xk);
+      SolveLower(L_.data() + offset_[k], n, dinv_.data() + start_[k], x_.data() + start_[k]);
     }
     for (int p = 0; p < nv; ++p) x[order_[p]] = x_[p];
   }
@@ -143,8 +127,6 @@ class IslandHessian final : public HessianFactor {
   // Islands larger than this are factorized by block elimination when the
   // trees qualify for it (≤ kMaxBlockTrees trees of ≤ kMaxBlockTreeDofs).
   static constexpr int kMaxDenseIslandDofs = 48;
-  // Islands up to this size are factorized by SmallCholesky (plain loops).
-  static constexpr int kMaxSmallIslandDofs = 24;
 
  private:
   static bool UseBlock(const IcfModel& m) {

@@ -78,6 +78,7 @@ class LowRankHessian final : public HessianFactor {
     Grow(&Y_, values);
     Grow(&C_, cols * cols);
     Grow(&t_, cols);
+    Grow(&cdinv_, cols);
     return changed;
   }
 
@@ -155,13 +156,8 @@ class LowRankHessian final : public HessianFactor {
     for (int c = 0; c < nc; ++c) {
       const int n = clique_start_[c + 1] - clique_start_[c];
       if (n == 0) continue;
-      if (n <= kSmallBlock) {
-        if (!SmallCholesky(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c])) return false;
-        continue;
-      }
-      Eigen::Map<Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lc);
-      if (llt.info() != Eigen::Success) return false;
+      // The column Cholesky of §8.9, Eigen's blocked LLT above 128 dofs.
+      if (!FactorLower(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c])) return false;
     }
     // Y = B⁻¹ V, segment by segment; segments grouped by clique.
     std::fill(clique_count_.begin(), clique_count_.end(), 0);
@@ -197,11 +193,7 @@ class LowRankHessian final : public HessianFactor {
         }
       }
     }
-    if (r_ > 0) {
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(C);
-      if (llt.info() != Eigen::Success) return false;
-    }
-    return true;
+    return r_ == 0 || FactorLower(C_.data(), r_, cdinv_.data());
   }
 
   void Solve(const double* b, double* x) override {
@@ -218,10 +210,7 @@ class LowRankHessian final : public HessianFactor {
         }
         t_[k] = s;
       }
-      Eigen::Map<const Eigen::MatrixXd> C(C_.data(), r_, r_);
-      Eigen::Map<Eigen::VectorXd> t(t_.data(), r_);
-      C.triangularView<Eigen::Lower>().solveInPlace(t);
-      C.triangularView<Eigen::Lower>().adjoint().solveInPlace(t);
+      SolveLower(C_.data(), r_, cdinv_.data(), t_.data());
       for (int k = 0; k < r_; ++k)  // z −= B⁻¹V t
         for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
           const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
@@ -260,41 +249,18 @@ class LowRankHessian final : public HessianFactor {
   static void Grow(std::vector<T>* v, size_t n) {
     if (v->size() < n) v->resize(n);
   }
-  // Tree blocks up to this size are factorized and solved with plain loops
-  // (Eigen's dynamic-size kernels cost more in call overhead than in flops
-  // on 6×6 blocks).
-  static constexpr int kSmallBlock = 32;
-
   // y ← B_c⁻¹ y on clique c's factored block.
   void BlockSolve(int c, double* y) const {
     const int n = clique_start_[c + 1] - clique_start_[c];
     if (n == 0) return;
-    if (n <= kSmallBlock) {
-      const double* L = L_.data() + boff_[c];
-      const double* dinv = dinv_.data() + clique_start_[c];
-      for (int j = 0; j < n; ++j) {  // L z = y, column by column
-        const double z = y[j] * dinv[j];
-        y[j] = z;
-        for (int i = j + 1; i < n; ++i) y[i] -= L[j * n + i] * z;
-      }
-      for (int i = n - 1; i >= 0; --i) {  // Lᵀ x = z, row i of Lᵀ is column i of L
-        double x = y[i];
-        for (int k = i + 1; k < n; ++k) x -= L[i * n + k] * y[k];
-        y[i] = x * dinv[i];
-      }
-      return;
-    }
-    Eigen::Map<const Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
-    Eigen::Map<Eigen::VectorXd> yc(y, n);
-    Lc.triangularView<Eigen::Lower>().solveInPlace(yc);
-    Lc.triangularView<Eigen::Lower>().adjoint().solveInPlace(yc);
+    SolveLower(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c], y);
   }
 
   int n_ = -1, r_ = 0;
   std::vector<int> clique_start_, clique_of_dof_, clique_count_, seg_adr_, seg_clique_;
   std::vector<size_t> boff_, seg_off_;
   std::vector<std::uint64_t> by_clique_;  // (column << 32) | segment, grouped by clique
-  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_;
+  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_, cdinv_;
 };
 
 }  // namespace
