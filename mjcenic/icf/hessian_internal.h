@@ -18,11 +18,11 @@
 
 namespace mjcenic::icf::detail {
 
-// In-place Cholesky of the column-major lower triangle of L (n × n);
-// dinv[j] = 1 / L_jj. Plain loops: on the small tree blocks of the lowrank
-// and block Hessians Eigen's dynamic-size kernels cost more in call overhead
-// than in flops (cenic-math §8.6).
-inline bool SmallCholesky(double* L, int n, double* dinv) {
+// SmallCholesky's loops for an order n that is an int or, for the common
+// block sizes, a compile-time constant (std::integral_constant): the same
+// operations in the same order, so both give the same bits.
+template <class Order>
+inline bool SmallCholeskyLoops(double* L, Order n, double* dinv) {
   for (int j = 0; j < n; ++j) {
     double d = L[j * n + j];
     for (int k = 0; k < j; ++k) d -= L[k * n + j] * L[k * n + j];
@@ -37,6 +37,17 @@ inline bool SmallCholesky(double* L, int n, double* dinv) {
     }
   }
   return true;
+}
+
+// In-place Cholesky of the column-major lower triangle of L (n × n);
+// dinv[j] = 1 / L_jj. Plain loops: on the small tree blocks of the lowrank
+// and block Hessians Eigen's dynamic-size kernels cost more in call overhead
+// than in flops (cenic-math §8.6). A free body (6) and a ball joint (3) get
+// loops of fixed length (§8.9).
+inline bool SmallCholesky(double* L, int n, double* dinv) {
+  if (n == 6) return SmallCholeskyLoops(L, std::integral_constant<int, 6>(), dinv);
+  if (n == 3) return SmallCholeskyLoops(L, std::integral_constant<int, 3>(), dinv);
+  return SmallCholeskyLoops(L, n, dinv);
 }
 
 // x ← (L Lᵀ)⁻¹ x with the factor of SmallCholesky (n × n, column-major lower
@@ -124,12 +135,16 @@ inline void DenseCholeskySolve(const double* L, int n, const double* dinv, doubl
 
 // Cholesky of a dense SPD block of any order, in place on the column-major
 // lower triangle of L: DenseCholesky up to kMaxColumnCholeskyDofs, Eigen's
-// blocked LLT above (dinv is then left alone). False if not SPD.
+// blocked LLT above (dinv is then left alone). False if not SPD (or NaN).
 inline bool FactorLower(double* L, int n, double* dinv) {
   if (n <= kMaxColumnCholeskyDofs) return DenseCholesky(L, n, dinv);
   Eigen::Map<Eigen::MatrixXd> Lm(L, n, n);
   Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lm);
-  return llt.info() == Eigen::Success;
+  if (llt.info() != Eigen::Success) return false;
+  // Eigen only refuses pivots ≤ 0; a NaN in H reaches the diagonal of L.
+  for (int j = 0; j < n; ++j)
+    if (!std::isfinite(Lm(j, j))) return false;
+  return true;
 }
 
 // x ← (L Lᵀ)⁻¹ x with the factor of FactorLower (same n, L, dinv).
