@@ -16,9 +16,12 @@ namespace {
 
 // ------------------------------------------------------------------ dense --
 
-// H (column-major lower triangle, n × n) assembled in place and factorized
-// by FactorLower: the column Cholesky of §8.9 up to 128 dofs, Eigen's
-// blocked LLT above.
+// H (column-major lower triangle, n × n) assembled in place, dofs in reverse
+// order, and factorized by FactorLower: the column Cholesky of §8.9 up to 128
+// dofs, Eigen's blocked LLT above. MuJoCo numbers a parent dof before its
+// children, so the reversed order eliminates leaves first: on a tree (plus a
+// few couplings between branches) the factor keeps most of M's zeros, and
+// the column Cholesky skips them (§8.9).
 class DenseHessian final : public HessianFactor {
  public:
   bool Prepare(const IcfModel& model) override {
@@ -27,6 +30,7 @@ class DenseHessian final : public HessianFactor {
       H_.assign(static_cast<size_t>(n_) * n_, 0.0);
       L_.assign(H_.size(), 0.0);
       dinv_.assign(n_, 0.0);
+      y_.assign(n_, 0.0);
       ++pattern_id_;
       ++analyses_;
       return true;
@@ -38,8 +42,11 @@ class DenseHessian final : public HessianFactor {
     double* H = H_.data();
     for (int j = 0; j < n; ++j)  // the lower triangle only
       std::fill(H + static_cast<size_t>(j) * n + j, H + static_cast<size_t>(j + 1) * n, 0.0);
-    AccumulateHessian(model, data, &block_,
-                      [H, n](int i, int j, double x) { H[static_cast<size_t>(j) * n + i] += x; });
+    // Dof i at position n−1−i: term (i, j), i ≥ j, lands in the lower
+    // triangle at (n−1−j, n−1−i).
+    AccumulateHessian(model, data, &block_, [H, n](int i, int j, double x) {
+      H[static_cast<size_t>(n - 1 - i) * n + (n - 1 - j)] += x;
+    });
     for (int j = 0; j < n; ++j) {
       const size_t c = static_cast<size_t>(j) * n;
       std::copy(H + c + j, H + c + n, L_.data() + c + j);
@@ -47,18 +54,19 @@ class DenseHessian final : public HessianFactor {
     return FactorLower(L_.data(), n, dinv_.data());
   }
   void Solve(const double* b, double* x) override {
-    if (x != b) std::copy(b, b + n_, x);
-    SolveLower(L_.data(), n_, dinv_.data(), x);
+    std::reverse_copy(b, b + n_, y_.data());
+    SolveLower(L_.data(), n_, dinv_.data(), y_.data());
+    std::reverse_copy(y_.begin(), y_.end(), x);
   }
   Eigen::MatrixXd DenseH() const override {
     Eigen::Map<const Eigen::MatrixXd> H(H_.data(), n_, n_);
     Eigen::MatrixXd full = H.selfadjointView<Eigen::Lower>();
-    return full;
+    return full.reverse();  // back to dof order
   }
 
  private:
   int n_ = 0;
-  std::vector<double> H_, L_, dinv_;
+  std::vector<double> H_, L_, dinv_, y_;
 };
 
 }  // namespace

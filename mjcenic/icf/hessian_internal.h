@@ -80,23 +80,31 @@ inline constexpr int kMaxColumnCholeskyDofs = 128;
 // NaN). Left-looking (cenic-math §8.9): column j of the factor is column j of
 // H minus Σ_{k<j} L_jk L[j.., k], taken four columns k at a time so that each
 // pass reads and writes column j once and every inner loop runs over
-// contiguous memory (it vectorizes without reassociation). Small orders use
-// SmallCholesky, whose loops cost less for a handful of dofs.
+// contiguous memory (it vectorizes without reassociation). Columns k with
+// L_jk = 0 are skipped (exactly: they add nothing), so a tree-sparse H
+// ordered leaves first costs far less than n³/6. Small orders use
+// SmallCholesky, whose loops cost less for a handful of dofs. Orders above
+// kMaxColumnCholeskyDofs are refused (false): FactorLower takes them.
 inline bool DenseCholesky(double* L, int n, double* dinv) {
   if (n < kMinColumnCholeskyDofs) return SmallCholesky(L, n, dinv);
+  if (n > kMaxColumnCholeskyDofs) return false;  // FactorLower's job
+  int nz[kMaxColumnCholeskyDofs];  // the columns k < j with L_jk ≠ 0
   for (int j = 0; j < n; ++j) {
     double* __restrict cj = L + static_cast<size_t>(j) * n;
-    int k = 0;
-    for (; k + 3 < j; k += 4) {
-      const double* __restrict c0 = L + static_cast<size_t>(k) * n;
-      const double* __restrict c1 = c0 + n;
-      const double* __restrict c2 = c1 + n;
-      const double* __restrict c3 = c2 + n;
+    int m = 0;
+    for (int k = 0; k < j; ++k)
+      if (L[static_cast<size_t>(k) * n + j] != 0.0) nz[m++] = k;
+    int p = 0;
+    for (; p + 3 < m; p += 4) {
+      const double* __restrict c0 = L + static_cast<size_t>(nz[p]) * n;
+      const double* __restrict c1 = L + static_cast<size_t>(nz[p + 1]) * n;
+      const double* __restrict c2 = L + static_cast<size_t>(nz[p + 2]) * n;
+      const double* __restrict c3 = L + static_cast<size_t>(nz[p + 3]) * n;
       const double s0 = c0[j], s1 = c1[j], s2 = c2[j], s3 = c3[j];
       for (int i = j; i < n; ++i) cj[i] -= (s0 * c0[i] + s1 * c1[i]) + (s2 * c2[i] + s3 * c3[i]);
     }
-    for (; k < j; ++k) {
-      const double* __restrict ck = L + static_cast<size_t>(k) * n;
+    for (; p < m; ++p) {
+      const double* __restrict ck = L + static_cast<size_t>(nz[p]) * n;
       const double s = ck[j];
       for (int i = j; i < n; ++i) cj[i] -= s * ck[i];
     }

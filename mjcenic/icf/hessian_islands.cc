@@ -46,6 +46,11 @@ class IslandHessian final : public HessianFactor {
       island_[i] = isl;
       local_[i] = size_[isl]++;
     }
+    // Islands factorized by the column Cholesky hold their dofs in reverse
+    // order, leaves first (as the dense kind, cenic-math §8.9), so that it
+    // skips the zeros of their trees; smaller ones keep dof order.
+    for (int i = 0; i < nv; ++i)
+      if (size_[island_[i]] >= kMinColumnCholeskyDofs) local_[i] = size_[island_[i]] - 1 - local_[i];
     offset_.resize(ni + 1);
     start_.resize(ni + 1);
     offset_[0] = start_[0] = 0;
@@ -57,7 +62,8 @@ class IslandHessian final : public HessianFactor {
     order_.resize(nv);
     for (int i = 0; i < nv; ++i) order_[start_[island_[i]] + local_[i]] = i;
     // Column j of its island's block starts at col_[j]; every term (i, j)
-    // of H has i and j in the same island, so it lands at col_[j] + local_[i].
+    // of H has i and j in the same island, so it lands at col_[j] + local_[i]
+    // (col_[i] + local_[j] in a reversed island).
     col_.resize(nv);
     for (int j = 0; j < nv; ++j)
       col_[j] = offset_[island_[j]] + static_cast<size_t>(local_[j]) * size_[island_[j]];
@@ -85,7 +91,10 @@ class IslandHessian final : public HessianFactor {
       if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
     AccumulateHessian(
         model, data, &block_,
-        [this](int i, int j, double x) { H_[col_[j] + local_[i]] += x; },  // column-major
+        [this](int i, int j, double x) {  // column-major lower triangle
+          const int a = local_[i], b = local_[j];  // a < b in a reversed island
+          H_[a >= b ? col_[j] + a : col_[i] + b] += x;
+        },
         [&](int dof) { return !frozen(island_[dof]); });
     for (int k = 0; k < ni; ++k) {
       if (size_[k] == 0 || frozen(k)) continue;
