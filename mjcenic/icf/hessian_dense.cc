@@ -17,11 +17,11 @@ namespace {
 // ------------------------------------------------------------------ dense --
 
 // H (column-major lower triangle, n × n) assembled in place, dofs in reverse
-// order, and factorized by FactorLower: the column Cholesky of §8.9 up to 128
+// order, and factorized by FactorLower: the column Cholesky of §8.4 up to 128
 // dofs, Eigen's blocked LLT above. MuJoCo numbers a parent dof before its
 // children, so the reversed order eliminates leaves first: on a tree (plus a
 // few couplings between branches) the factor keeps most of M's zeros, and
-// the column Cholesky skips them (§8.9).
+// the column Cholesky skips them (§8.4).
 class DenseHessian final : public HessianFactor {
  public:
   bool Prepare(const IcfModel& model) override {

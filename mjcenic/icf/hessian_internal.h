@@ -43,7 +43,7 @@ inline bool SmallCholeskyLoops(double* L, Order n, double* dinv) {
 // dinv[j] = 1 / L_jj. Plain loops: on the small tree blocks of the lowrank
 // and block Hessians Eigen's dynamic-size kernels cost more in call overhead
 // than in flops (cenic-math §8.6). A free body (6) and a ball joint (3) get
-// loops of fixed length (§8.9).
+// loops of fixed length (§8.4).
 inline bool SmallCholesky(double* L, int n, double* dinv) {
   if (n == 6) return SmallCholeskyLoops(L, std::integral_constant<int, 6>(), dinv);
   if (n == 3) return SmallCholeskyLoops(L, std::integral_constant<int, 3>(), dinv);
@@ -68,16 +68,16 @@ inline void SmallCholeskySolve(const double* L, int n, const double* dinv, doubl
 }
 
 // Below this order SmallCholesky's dot-product loops are the fastest; from it
-// on DenseCholesky's column updates (cenic-math §8.9).
+// on DenseCholesky's column updates (cenic-math §8.4).
 inline constexpr int kMinColumnCholeskyDofs = 12;
 // Up to this order DenseCholesky beats Eigen's blocked LLT; above it
-// FactorLower hands the matrix to Eigen (§8.9).
+// FactorLower hands the matrix to Eigen (§8.4).
 inline constexpr int kMaxColumnCholeskyDofs = 128;
 
 // In-place Cholesky of the column-major lower triangle of L (n × n), the
 // upper triangle untouched; dinv[j] = 1 / L_jj. Returns false, with L
 // partly overwritten, if a pivot is not positive (H not numerically SPD, or
-// NaN). Left-looking (cenic-math §8.9): column j of the factor is column j of
+// NaN). Left-looking (cenic-math §8.4): column j of the factor is column j of
 // H minus Σ_{k<j} L_jk L[j.., k], taken four columns k at a time so that each
 // pass reads and writes column j once and every inner loop runs over
 // contiguous memory (it vectorizes without reassociation). Columns k with

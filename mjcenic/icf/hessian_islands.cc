@@ -47,7 +47,7 @@ class IslandHessian final : public HessianFactor {
       local_[i] = size_[isl]++;
     }
     // Islands factorized by the column Cholesky hold their dofs in reverse
-    // order, leaves first (as the dense kind, cenic-math §8.9), so that it
+    // order, leaves first (as the dense kind, cenic-math §8.4), so that it
     // skips the zeros of their trees; smaller ones keep dof order.
     for (int i = 0; i < nv; ++i)
       if (size_[island_[i]] >= kMinColumnCholeskyDofs) local_[i] = size_[island_[i]] - 1 - local_[i];
@@ -99,7 +99,7 @@ class IslandHessian final : public HessianFactor {
     for (int k = 0; k < ni; ++k) {
       if (size_[k] == 0 || frozen(k)) continue;
       std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
-      // In place, lower triangle: the column Cholesky of §8.9 (plain loops
+      // In place, lower triangle: the column Cholesky of §8.4 (plain loops
       // for a finger or a free body), Eigen's blocked LLT above 128 dofs.
       if (!FactorLower(L_.data() + offset_[k], size_[k], dinv_.data() + start_[k])) return false;
     }

@@ -155,7 +155,7 @@ class LowRankHessian final : public HessianFactor {
     for (int c = 0; c < nc; ++c) {
       const int n = clique_start_[c + 1] - clique_start_[c];
       if (n == 0) continue;
-      // The column Cholesky of §8.9, Eigen's blocked LLT above 128 dofs.
+      // The column Cholesky of §8.4, Eigen's blocked LLT above 128 dofs.
       if (!FactorLower(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c])) return false;
     }
     // Y = B⁻¹ V, segment by segment; segments grouped by clique.
@@ -192,7 +192,7 @@ class LowRankHessian final : public HessianFactor {
         }
       }
     }
-    // Eigen's LLT for C: the column Cholesky of §8.9 would be faster for
+    // Eigen's LLT for C: the column Cholesky of §8.4 would be faster for
     // r ≥ 12 but rounds differently, and the tendon scene's Newton counts
     // move by one (for a gain of about 1 % of its step).
     if (r_ > 0) {

@@ -1,4 +1,4 @@
-// The dense Cholesky of the Hessian blocks (cenic-math.md §8.9): FactorLower /
+// The dense Cholesky of the Hessian blocks (cenic-math.md §8.4): FactorLower /
 // SolveLower (the left-looking column Cholesky up to 128 dofs, Eigen's blocked
 // LLT above) against Eigen's LLT on random SPD matrices, on both sides of
 // every size switch (SmallCholesky below 12, the fixed-size 3 and 6, the
