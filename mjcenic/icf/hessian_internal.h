@@ -279,6 +279,10 @@ void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>*
   AccumulateHessian(m, d, scratch, std::forward<Sink>(sink), [](int) { return true; });
 }
 
+// True when M's rows (M_rowadr, M_rownnz, M_colind) have the kinematic-tree
+// layout: row i is the row of its parent dof followed by i (cenic-math §8.8).
+bool MassMatrixHasTreeLayout(const IcfModel& m);
+
 // One factory per linear solver kind (hessian_<kind>.cc).
 std::unique_ptr<HessianFactor> MakeDenseHessian();
 std::unique_ptr<HessianFactor> MakePcgHessian(double tolerance, int max_iterations);
