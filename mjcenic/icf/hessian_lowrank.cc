@@ -78,6 +78,7 @@ class LowRankHessian final : public HessianFactor {
     Grow(&Y_, values);
     Grow(&C_, cols * cols);
     Grow(&t_, cols);
+    Grow(&cdinv_, cols);
     return changed;
   }
 
@@ -192,14 +193,9 @@ class LowRankHessian final : public HessianFactor {
         }
       }
     }
-    // Eigen's LLT for C: the column Cholesky of §8.4 would be faster for
-    // r ≥ 12 but rounds differently, and the tendon scene's Newton counts
-    // move by one (for a gain of about 1 % of its step).
-    if (r_ > 0) {
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(C);
-      if (llt.info() != Eigen::Success) return false;
-    }
-    return true;
+    // C = I + VᵀB⁻¹V by the column Cholesky of §8.4 (C's zeros, between
+    // coupling columns that share no tree, are skipped).
+    return r_ == 0 || FactorLower(C_.data(), r_, cdinv_.data());
   }
 
   void Solve(const double* b, double* x) override {
@@ -216,10 +212,7 @@ class LowRankHessian final : public HessianFactor {
         }
         t_[k] = s;
       }
-      Eigen::Map<const Eigen::MatrixXd> C(C_.data(), r_, r_);
-      Eigen::Map<Eigen::VectorXd> t(t_.data(), r_);
-      C.triangularView<Eigen::Lower>().solveInPlace(t);
-      C.triangularView<Eigen::Lower>().adjoint().solveInPlace(t);
+      SolveLower(C_.data(), r_, cdinv_.data(), t_.data());
       for (int k = 0; k < r_; ++k)  // z −= B⁻¹V t
         for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
           const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
@@ -269,7 +262,7 @@ class LowRankHessian final : public HessianFactor {
   std::vector<int> clique_start_, clique_of_dof_, clique_count_, seg_adr_, seg_clique_;
   std::vector<size_t> boff_, seg_off_;
   std::vector<std::uint64_t> by_clique_;  // (column << 32) | segment, grouped by clique
-  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_;
+  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_, cdinv_;
 };
 
 }  // namespace
