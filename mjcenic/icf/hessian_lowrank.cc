@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -41,6 +43,8 @@ class LowRankHessian final : public HessianFactor {
       }
       H_.assign(boff_[nc], 0.0);
       L_.assign(boff_[nc], 0.0);
+      // No factor yet: NaN never matches an assembled block that factorized.
+      Hf_.assign(boff_[nc], std::numeric_limits<double>::quiet_NaN());
       z_.assign(nv, 0.0);
       dinv_.assign(nv, 0.0);
       clique_count_.assign(nc + 1, 0);
@@ -151,13 +155,19 @@ class LowRankHessian final : public HessianFactor {
       }
     };
     ForEachPool(m, const_cast<IcfData&>(d), add_pool);
-    // B = LLᵀ per clique block (in place, lower triangle).
-    std::copy(H_.begin(), H_.end(), L_.begin());
+    // B = LLᵀ per clique block (in place, lower triangle): the column
+    // Cholesky of §8.4, Eigen's blocked LLT above 128 dofs. A block whose
+    // bits equal those it had at its last successful factorization keeps
+    // that factor (a tree no contact of its own touches: A_c only, the same
+    // through a whole step's Newton iterations).
     for (int c = 0; c < nc; ++c) {
       const int n = clique_start_[c + 1] - clique_start_[c];
       if (n == 0) continue;
-      // The column Cholesky of §8.4, Eigen's blocked LLT above 128 dofs.
-      if (!FactorLower(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c])) return false;
+      const size_t o = boff_[c], len = boff_[c + 1] - o;
+      if (std::memcmp(H_.data() + o, Hf_.data() + o, len * sizeof(double)) == 0) continue;
+      std::copy(H_.begin() + o, H_.begin() + o + len, L_.begin() + o);
+      if (!FactorLower(L_.data() + o, n, dinv_.data() + clique_start_[c])) return false;
+      std::copy(H_.begin() + o, H_.begin() + o + len, Hf_.begin() + o);
     }
     // Y = B⁻¹ V, segment by segment; segments grouped by clique.
     std::fill(clique_count_.begin(), clique_count_.end(), 0);
@@ -263,6 +273,7 @@ class LowRankHessian final : public HessianFactor {
   std::vector<size_t> boff_, seg_off_;
   std::vector<std::uint64_t> by_clique_;  // (column << 32) | segment, grouped by clique
   std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_, cdinv_;
+  std::vector<double> Hf_;  // each block as it was at its last successful factorization
 };
 
 }  // namespace
