@@ -9,7 +9,9 @@
 namespace mjcenic::icf {
 
 
-bool ConstraintsFollowTree(const IcfModel& m) {
+namespace detail {
+
+bool MassMatrixHasTreeLayout(const IcfModel& m) {
   const int nv = m.nv;
   if (static_cast<int>(m.M_rowadr.size()) != nv || static_cast<int>(m.M_rownnz.size()) != nv)
     return false;
@@ -25,6 +27,13 @@ bool ConstraintsFollowTree(const IcfModel& m) {
                     m.M_colind.begin() + m.M_rowadr[p] + nnz - 1, m.M_colind.begin() + adr))
       return false;
   }
+  return true;
+}
+
+}  // namespace detail
+
+bool ConstraintsFollowTree(const IcfModel& m) {
+  if (!detail::MassMatrixHasTreeLayout(m)) return false;
   // Every constraint's dofs (ascending) are ancestors of its last dof.
   bool ok = true;
   auto check = [&](const auto& pool) {

@@ -94,7 +94,7 @@ class BlockHessian final : public HessianFactor {
       if (n == 0) continue;
       double* Lkk = L_.data() + Block(c, c);
       double* dinv = dinv_.data() + clique_start_[c];
-      if (!SmallCholesky(Lkk, n, dinv)) return false;  // L_kk in place
+      if (!DenseCholesky(Lkk, n, dinv)) return false;  // L_kk in place
       const int a0 = adj_adr_[k], a1 = adj_adr_[k + 1];
       for (int a = a0; a < a1; ++a) {  // L_jk = A_jk L_kk⁻ᵀ, row by row
         const int cj = adj_[a], nj = Size(cj);

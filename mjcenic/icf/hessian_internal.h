@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -17,11 +18,11 @@
 
 namespace mjcenic::icf::detail {
 
-// In-place Cholesky of the column-major lower triangle of L (n × n);
-// dinv[j] = 1 / L_jj. Plain loops: on the small tree blocks of the lowrank
-// and block Hessians Eigen's dynamic-size kernels cost more in call overhead
-// than in flops (cenic-math §8.6).
-inline bool SmallCholesky(double* L, int n, double* dinv) {
+// SmallCholesky's loops for an order n that is an int or, for the common
+// block sizes, a compile-time constant (std::integral_constant): the same
+// operations in the same order, so both give the same bits.
+template <class Order>
+inline bool SmallCholeskyLoops(double* L, Order n, double* dinv) {
   for (int j = 0; j < n; ++j) {
     double d = L[j * n + j];
     for (int k = 0; k < j; ++k) d -= L[k * n + j] * L[k * n + j];
@@ -36,6 +37,17 @@ inline bool SmallCholesky(double* L, int n, double* dinv) {
     }
   }
   return true;
+}
+
+// In-place Cholesky of the column-major lower triangle of L (n × n);
+// dinv[j] = 1 / L_jj. Plain loops: on the small tree blocks of the lowrank
+// and block Hessians Eigen's dynamic-size kernels cost more in call overhead
+// than in flops (cenic-math §8.6). A free body (6) and a ball joint (3) get
+// loops of fixed length (§8.4).
+inline bool SmallCholesky(double* L, int n, double* dinv) {
+  if (n == 6) return SmallCholeskyLoops(L, std::integral_constant<int, 6>(), dinv);
+  if (n == 3) return SmallCholeskyLoops(L, std::integral_constant<int, 3>(), dinv);
+  return SmallCholeskyLoops(L, n, dinv);
 }
 
 // x ← (L Lᵀ)⁻¹ x with the factor of SmallCholesky (n × n, column-major lower
@@ -53,6 +65,103 @@ inline void SmallCholeskySolve(const double* L, int n, const double* dinv, doubl
     for (int i = j + 1; i < n; ++i) s -= col[i] * x[i];
     x[j] = s * dinv[j];
   }
+}
+
+// Below this order SmallCholesky's dot-product loops are the fastest; from it
+// on DenseCholesky's column updates (cenic-math §8.4).
+inline constexpr int kMinColumnCholeskyDofs = 12;
+// Up to this order DenseCholesky beats Eigen's blocked LLT; above it
+// FactorLower hands the matrix to Eigen (§8.4).
+inline constexpr int kMaxColumnCholeskyDofs = 128;
+
+// In-place Cholesky of the column-major lower triangle of L (n × n), the
+// upper triangle untouched; dinv[j] = 1 / L_jj. Returns false, with L
+// partly overwritten, if a pivot is not positive (H not numerically SPD, or
+// NaN). Left-looking (cenic-math §8.4): column j of the factor is column j of
+// H minus Σ_{k<j} L_jk L[j.., k], taken four columns k at a time so that each
+// pass reads and writes column j once and every inner loop runs over
+// contiguous memory (it vectorizes without reassociation). Columns k with
+// L_jk = 0 are skipped (exactly: they add nothing), so a tree-sparse H
+// ordered leaves first costs far less than n³/6. Small orders use
+// SmallCholesky, whose loops cost less for a handful of dofs. Orders above
+// kMaxColumnCholeskyDofs are refused (false): FactorLower takes them.
+inline bool DenseCholesky(double* L, int n, double* dinv) {
+  if (n < kMinColumnCholeskyDofs) return SmallCholesky(L, n, dinv);
+  if (n > kMaxColumnCholeskyDofs) return false;  // FactorLower's job
+  int nz[kMaxColumnCholeskyDofs];  // the columns k < j with L_jk ≠ 0
+  for (int j = 0; j < n; ++j) {
+    double* __restrict cj = L + static_cast<size_t>(j) * n;
+    int m = 0;
+    for (int k = 0; k < j; ++k)
+      if (L[static_cast<size_t>(k) * n + j] != 0.0) nz[m++] = k;
+    int p = 0;
+    for (; p + 3 < m; p += 4) {
+      const double* __restrict c0 = L + static_cast<size_t>(nz[p]) * n;
+      const double* __restrict c1 = L + static_cast<size_t>(nz[p + 1]) * n;
+      const double* __restrict c2 = L + static_cast<size_t>(nz[p + 2]) * n;
+      const double* __restrict c3 = L + static_cast<size_t>(nz[p + 3]) * n;
+      const double s0 = c0[j], s1 = c1[j], s2 = c2[j], s3 = c3[j];
+      for (int i = j; i < n; ++i) cj[i] -= (s0 * c0[i] + s1 * c1[i]) + (s2 * c2[i] + s3 * c3[i]);
+    }
+    for (; p < m; ++p) {
+      const double* __restrict ck = L + static_cast<size_t>(nz[p]) * n;
+      const double s = ck[j];
+      for (int i = j; i < n; ++i) cj[i] -= s * ck[i];
+    }
+    const double d = cj[j];
+    if (!(d > 0)) return false;
+    const double r = std::sqrt(d), inv = 1.0 / r;
+    cj[j] = r;
+    dinv[j] = inv;
+    for (int i = j + 1; i < n; ++i) cj[i] *= inv;
+  }
+  return true;
+}
+
+// x ← (L Lᵀ)⁻¹ x with the factor of DenseCholesky. The backward pass keeps
+// two partial sums (contiguous dot products of columns of L with x).
+inline void DenseCholeskySolve(const double* L, int n, const double* dinv, double* x) {
+  if (n < kMinColumnCholeskyDofs) return SmallCholeskySolve(L, n, dinv, x);
+  for (int j = 0; j < n; ++j) {
+    const double xj = x[j] * dinv[j];
+    x[j] = xj;
+    const double* __restrict col = L + static_cast<size_t>(j) * n;
+    for (int i = j + 1; i < n; ++i) x[i] -= col[i] * xj;
+  }
+  for (int j = n - 1; j >= 0; --j) {
+    const double* col = L + static_cast<size_t>(j) * n;
+    double s0 = 0, s1 = 0;
+    int i = j + 1;
+    for (; i + 1 < n; i += 2) {
+      s0 += col[i] * x[i];
+      s1 += col[i + 1] * x[i + 1];
+    }
+    if (i < n) s0 += col[i] * x[i];
+    x[j] = (x[j] - (s0 + s1)) * dinv[j];
+  }
+}
+
+// Cholesky of a dense SPD block of any order, in place on the column-major
+// lower triangle of L: DenseCholesky up to kMaxColumnCholeskyDofs, Eigen's
+// blocked LLT above (dinv is then left alone). False if not SPD (or NaN).
+inline bool FactorLower(double* L, int n, double* dinv) {
+  if (n <= kMaxColumnCholeskyDofs) return DenseCholesky(L, n, dinv);
+  Eigen::Map<Eigen::MatrixXd> Lm(L, n, n);
+  Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lm);
+  if (llt.info() != Eigen::Success) return false;
+  // Eigen only refuses pivots ≤ 0; a NaN in H reaches the diagonal of L.
+  for (int j = 0; j < n; ++j)
+    if (!std::isfinite(Lm(j, j))) return false;
+  return true;
+}
+
+// x ← (L Lᵀ)⁻¹ x with the factor of FactorLower (same n, L, dinv).
+inline void SolveLower(const double* L, int n, const double* dinv, double* x) {
+  if (n <= kMaxColumnCholeskyDofs) return DenseCholeskySolve(L, n, dinv, x);
+  Eigen::Map<const Eigen::MatrixXd> Lm(L, n, n);
+  Eigen::Map<Eigen::VectorXd> X(x, n);
+  Lm.triangularView<Eigen::Lower>().solveInPlace(X);
+  Lm.triangularView<Eigen::Lower>().adjoint().solveInPlace(X);
 }
 
 // The distinct pairs of cliques (trees) that some constraint couples, sorted,
@@ -169,6 +278,10 @@ void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>*
                        Sink&& sink) {
   AccumulateHessian(m, d, scratch, std::forward<Sink>(sink), [](int) { return true; });
 }
+
+// True when M's rows (M_rowadr, M_rownnz, M_colind) have the kinematic-tree
+// layout: row i is the row of its parent dof followed by i (cenic-math §8.8).
+bool MassMatrixHasTreeLayout(const IcfModel& m);
 
 // One factory per linear solver kind (hessian_<kind>.cc).
 std::unique_ptr<HessianFactor> MakeDenseHessian();

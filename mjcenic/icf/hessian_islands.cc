@@ -46,6 +46,11 @@ class IslandHessian final : public HessianFactor {
       island_[i] = isl;
       local_[i] = size_[isl]++;
     }
+    // Islands factorized by the column Cholesky hold their dofs in reverse
+    // order, leaves first (as the dense kind, cenic-math §8.4), so that it
+    // skips the zeros of their trees; smaller ones keep dof order.
+    for (int i = 0; i < nv; ++i)
+      if (size_[island_[i]] >= kMinColumnCholeskyDofs) local_[i] = size_[island_[i]] - 1 - local_[i];
     offset_.resize(ni + 1);
     start_.resize(ni + 1);
     offset_[0] = start_[0] = 0;
@@ -57,7 +62,8 @@ class IslandHessian final : public HessianFactor {
     order_.resize(nv);
     for (int i = 0; i < nv; ++i) order_[start_[island_[i]] + local_[i]] = i;
     // Column j of its island's block starts at col_[j]; every term (i, j)
-    // of H has i and j in the same island, so it lands at col_[j] + local_[i].
+    // of H has i and j in the same island, so it lands at col_[j] + local_[i]
+    // (col_[i] + local_[j] in a reversed island).
     col_.resize(nv);
     for (int j = 0; j < nv; ++j)
       col_[j] = offset_[island_[j]] + static_cast<size_t>(local_[j]) * size_[island_[j]];
@@ -85,22 +91,17 @@ class IslandHessian final : public HessianFactor {
       if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
     AccumulateHessian(
         model, data, &block_,
-        [this](int i, int j, double x) { H_[col_[j] + local_[i]] += x; },  // column-major
+        [this](int i, int j, double x) {  // column-major lower triangle
+          const int a = local_[i], b = local_[j];  // a < b in a reversed island
+          H_[a >= b ? col_[j] + a : col_[i] + b] += x;
+        },
         [&](int dof) { return !frozen(island_[dof]); });
     for (int k = 0; k < ni; ++k) {
       if (size_[k] == 0 || frozen(k)) continue;
       std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
-      // In place, lower triangle. Small islands (a finger, a free body):
-      // plain loops, as for the tree blocks of the lowrank and block kinds
-      // (§8.6); Eigen's blocked LLT for large ones.
-      if (size_[k] <= kMaxSmallIslandDofs) {
-        if (!SmallCholesky(L_.data() + offset_[k], size_[k], dinv_.data() + start_[k]))
-          return false;
-        continue;
-      }
-      Eigen::Map<Eigen::MatrixXd> Lk(L_.data() + offset_[k], size_[k], size_[k]);
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lk);
-      if (llt.info() != Eigen::Success) return false;
+      // In place, lower triangle: the column Cholesky of §8.4 (plain loops
+      // for a finger or a free body), Eigen's blocked LLT above 128 dofs.
+      if (!FactorLower(L_.data() + offset_[k], size_[k], dinv_.data() + start_[k])) return false;
     }
     return true;
   }
@@ -115,15 +116,7 @@ class IslandHessian final : public HessianFactor {
         std::fill(x_.begin() + start_[k], x_.begin() + start_[k] + n, 0.0);
         continue;
       }
-      if (n <= kMaxSmallIslandDofs) {
-        SmallCholeskySolve(L_.data() + offset_[k], n, dinv_.data() + start_[k],
-                           x_.data() + start_[k]);
-        continue;
-      }
-      Eigen::Map<const Eigen::MatrixXd> Lk(L_.data() + offset_[k], n, n);
-      Eigen::Map<Eigen::VectorXd> xk(x_.data() + start_[k], n);
-      Lk.triangularView<Eigen::Lower>().solveInPlace(xk);
-      Lk.triangularView<Eigen::Lower>().adjoint().solveInPlace(xk);
+      SolveLower(L_.data() + offset_[k], n, dinv_.data() + start_[k], x_.data() + start_[k]);
     }
     for (int p = 0; p < nv; ++p) x[order_[p]] = x_[p];
   }
@@ -143,8 +136,6 @@ class IslandHessian final : public HessianFactor {
   // Islands larger than this are factorized by block elimination when the
   // trees qualify for it (≤ kMaxBlockTrees trees of ≤ kMaxBlockTreeDofs).
   static constexpr int kMaxDenseIslandDofs = 48;
-  // Islands up to this size are factorized by SmallCholesky (plain loops).
-  static constexpr int kMaxSmallIslandDofs = 24;
 
  private:
   static bool UseBlock(const IcfModel& m) {

@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -41,6 +43,8 @@ class LowRankHessian final : public HessianFactor {
       }
       H_.assign(boff_[nc], 0.0);
       L_.assign(boff_[nc], 0.0);
+      // No factor yet: NaN never matches an assembled block that factorized.
+      Hf_.assign(boff_[nc], std::numeric_limits<double>::quiet_NaN());
       z_.assign(nv, 0.0);
       dinv_.assign(nv, 0.0);
       clique_count_.assign(nc + 1, 0);
@@ -78,6 +82,7 @@ class LowRankHessian final : public HessianFactor {
     Grow(&Y_, values);
     Grow(&C_, cols * cols);
     Grow(&t_, cols);
+    Grow(&cdinv_, cols);
     return changed;
   }
 
@@ -150,18 +155,19 @@ class LowRankHessian final : public HessianFactor {
       }
     };
     ForEachPool(m, const_cast<IcfData&>(d), add_pool);
-    // B = LLᵀ per clique block (in place, lower triangle).
-    std::copy(H_.begin(), H_.end(), L_.begin());
+    // B = LLᵀ per clique block (in place, lower triangle): the column
+    // Cholesky of §8.4, Eigen's blocked LLT above 128 dofs. A block whose
+    // bits equal those it had at its last successful factorization keeps
+    // that factor (a tree no contact of its own touches: A_c only, the same
+    // through a whole step's Newton iterations).
     for (int c = 0; c < nc; ++c) {
       const int n = clique_start_[c + 1] - clique_start_[c];
       if (n == 0) continue;
-      if (n <= kSmallBlock) {
-        if (!SmallCholesky(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c])) return false;
-        continue;
-      }
-      Eigen::Map<Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(Lc);
-      if (llt.info() != Eigen::Success) return false;
+      const size_t o = boff_[c], len = boff_[c + 1] - o;
+      if (std::memcmp(H_.data() + o, Hf_.data() + o, len * sizeof(double)) == 0) continue;
+      std::copy(H_.begin() + o, H_.begin() + o + len, L_.begin() + o);
+      if (!FactorLower(L_.data() + o, n, dinv_.data() + clique_start_[c])) return false;
+      std::copy(H_.begin() + o, H_.begin() + o + len, Hf_.begin() + o);
     }
     // Y = B⁻¹ V, segment by segment; segments grouped by clique.
     std::fill(clique_count_.begin(), clique_count_.end(), 0);
@@ -197,11 +203,9 @@ class LowRankHessian final : public HessianFactor {
         }
       }
     }
-    if (r_ > 0) {
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(C);
-      if (llt.info() != Eigen::Success) return false;
-    }
-    return true;
+    // C = I + VᵀB⁻¹V by the column Cholesky of §8.4 (C's zeros, between
+    // coupling columns that share no tree, are skipped).
+    return r_ == 0 || FactorLower(C_.data(), r_, cdinv_.data());
   }
 
   void Solve(const double* b, double* x) override {
@@ -218,10 +222,7 @@ class LowRankHessian final : public HessianFactor {
         }
         t_[k] = s;
       }
-      Eigen::Map<const Eigen::MatrixXd> C(C_.data(), r_, r_);
-      Eigen::Map<Eigen::VectorXd> t(t_.data(), r_);
-      C.triangularView<Eigen::Lower>().solveInPlace(t);
-      C.triangularView<Eigen::Lower>().adjoint().solveInPlace(t);
+      SolveLower(C_.data(), r_, cdinv_.data(), t_.data());
       for (int k = 0; k < r_; ++k)  // z −= B⁻¹V t
         for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
           const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
@@ -260,41 +261,19 @@ class LowRankHessian final : public HessianFactor {
   static void Grow(std::vector<T>* v, size_t n) {
     if (v->size() < n) v->resize(n);
   }
-  // Tree blocks up to this size are factorized and solved with plain loops
-  // (Eigen's dynamic-size kernels cost more in call overhead than in flops
-  // on 6×6 blocks).
-  static constexpr int kSmallBlock = 32;
-
   // y ← B_c⁻¹ y on clique c's factored block.
   void BlockSolve(int c, double* y) const {
     const int n = clique_start_[c + 1] - clique_start_[c];
     if (n == 0) return;
-    if (n <= kSmallBlock) {
-      const double* L = L_.data() + boff_[c];
-      const double* dinv = dinv_.data() + clique_start_[c];
-      for (int j = 0; j < n; ++j) {  // L z = y, column by column
-        const double z = y[j] * dinv[j];
-        y[j] = z;
-        for (int i = j + 1; i < n; ++i) y[i] -= L[j * n + i] * z;
-      }
-      for (int i = n - 1; i >= 0; --i) {  // Lᵀ x = z, row i of Lᵀ is column i of L
-        double x = y[i];
-        for (int k = i + 1; k < n; ++k) x -= L[i * n + k] * y[k];
-        y[i] = x * dinv[i];
-      }
-      return;
-    }
-    Eigen::Map<const Eigen::MatrixXd> Lc(L_.data() + boff_[c], n, n);
-    Eigen::Map<Eigen::VectorXd> yc(y, n);
-    Lc.triangularView<Eigen::Lower>().solveInPlace(yc);
-    Lc.triangularView<Eigen::Lower>().adjoint().solveInPlace(yc);
+    SolveLower(L_.data() + boff_[c], n, dinv_.data() + clique_start_[c], y);
   }
 
   int n_ = -1, r_ = 0;
   std::vector<int> clique_start_, clique_of_dof_, clique_count_, seg_adr_, seg_clique_;
   std::vector<size_t> boff_, seg_off_;
   std::vector<std::uint64_t> by_clique_;  // (column << 32) | segment, grouped by clique
-  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_;
+  std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_, cdinv_;
+  std::vector<double> Hf_;  // each block as it was at its last successful factorization
 };
 
 }  // namespace

@@ -27,11 +27,13 @@ class TreeHessian final : public HessianFactor {
  public:
   bool Prepare(const IcfModel& m) override {
     if (m.M_rowadr == rowadr_ && m.M_rownnz == rownnz_ && m.M_colind == colind_) return false;
+    tree_layout_ = MassMatrixHasTreeLayout(m);
     rowadr_ = m.M_rowadr;
     rownnz_ = m.M_rownnz;
     colind_ = m.M_colind;
     H_.resize(colind_.size());
     L_.resize(colind_.size());
+    pos_.resize(rowadr_.size());  // a constraint has at most nv dofs
     ++pattern_id_;
     ++analyses_;
     return true;
@@ -43,25 +45,35 @@ class TreeHessian final : public HessianFactor {
     for (int i = 0; i < n; ++i)
       H_[rowadr_[i] + rownnz_[i] - 1] += m.h * m.D[i] + m.h * m.h * m.K[i];
     // Σ JᵢᵀGᵢJᵢ (constraints with Gᵢ = 0 skipped), in AccumulateConstraintHessians'
-    // order. A constraint's dofs lie on one chain, so row dofs[a] of the
-    // pattern holds dofs[0..a] (its ancestors and itself) in ascending order:
-    // one cursor walks it while b goes up, no per-term search from the row start.
-    bool in_pattern = true;
+    // order. With M's tree layout the row of a dof is the row of its parent
+    // followed by itself, so along one root-to-leaf chain every row is a
+    // prefix of the next and dof d sits at position rownnz(d) − 1 of the row
+    // of each dof below it: term (dofs[a], dofs[b]), b ≤ a, is entry
+    // rownnz(dofs[b]) − 1 of row dofs[a], no search. One check per dof that
+    // it does lie on the chain of the constraint's last dof.
+    bool in_pattern = tree_layout_;
     auto add_block = [&](const auto& dofs, const double* B) {
       const int nd = static_cast<int>(dofs.size());
-      for (int a = 0; a < nd; ++a) {
-        int p = rowadr_[dofs[a]];
-        const int end = p + rownnz_[dofs[a]];
-        const double* Ba = B + a * nd;
-        for (int b = 0; b <= a; ++b) {
-          const int j = dofs[b];
-          while (p < end && colind_[p] < j) ++p;
-          if (p == end || colind_[p] != j) {
-            in_pattern = false;
-            break;
-          }
-          H_[p] += Ba[b];
+      if (!in_pattern || nd == 0) return;
+      if (nd > static_cast<int>(pos_.size())) {  // dofs are distinct: not reached
+        in_pattern = false;
+        return;
+      }
+      const int* last_row = colind_.data() + rowadr_[dofs[nd - 1]];
+      const int last_nnz = rownnz_[dofs[nd - 1]];
+      int* pos = pos_.data();
+      for (int b = 0; b < nd; ++b) {
+        const int q = rownnz_[dofs[b]] - 1;
+        if (q >= last_nnz || last_row[q] != dofs[b]) {
+          in_pattern = false;
+          return;
         }
+        pos[b] = q;
+      }
+      for (int a = 0; a < nd; ++a) {
+        double* Ha = H_.data() + rowadr_[dofs[a]];
+        const double* Ba = B + a * nd;
+        for (int b = 0; b <= a; ++b) Ha[pos[b]] += Ba[b];
       }
     };
     ForEachConstraintHessian(m, data, &block_, add_block, [](int) { return true; });
@@ -118,6 +130,8 @@ class TreeHessian final : public HessianFactor {
 
  private:
   std::vector<int> rowadr_, rownnz_, colind_;
+  bool tree_layout_ = false;  // MassMatrixHasTreeLayout at the last Prepare
+  std::vector<int> pos_;       // scratch: each dof's position in the rows of a constraint
   std::vector<double> H_, L_;  // H in M's layout; its factor (L off the diagonal, D on it)
 };
 

@@ -129,12 +129,19 @@ class RowStore {
           for (int q = 0; q < kRows; ++q) s += G[r * kRows + q] * Jc[q * n + k0 + k];
           GJ[r * 64 + k] = s;
         }
-      for (int i = k0; i < n; ++i)
-        for (int k = 0; k < kn && k0 + k <= i; ++k) {
+      for (int i = k0; i < n; ++i) {
+        // Column i of J in registers and one trip count k ≤ i − k0: the same
+        // sums in the same order, without reloading J through B's alias.
+        double a[kRows];
+        for (int r = 0; r < kRows; ++r) a[r] = Jc[r * n + i];
+        const int kend = (i - k0 + 1 < kn) ? i - k0 + 1 : kn;
+        double* Bi = B + i * n + k0;
+        for (int k = 0; k < kend; ++k) {
           double s = 0;
-          for (int r = 0; r < kRows; ++r) s += Jc[r * n + i] * GJ[r * 64 + k];
-          B[i * n + k0 + k] = s;
+          for (int r = 0; r < kRows; ++r) s += a[r] * GJ[r * 64 + k];
+          Bi[k] = s;
         }
+      }
     }
   }
 
