@@ -42,6 +42,7 @@ void IcfModel::ComputeIslands() {
   // clique settle it (one-dof rows: limits, actuators, friction loss).
   // Skipping those leaves the partition, and so the numbering below, as is.
   auto join = [&](const auto& pool) {
+    if (pool.rows.all_single()) return;
     for (int k = 0; k < pool.size(); ++k) {
       const std::span<const int> dofs = pool.rows.dofs(k);
       if (dofs.size() < 2 || clique_of_dof[dofs.front()] == clique_of_dof[dofs.back()])
