@@ -98,6 +98,20 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     }
   }
 
+  // The dofs moving each body (its weld group's chain to the root, ascending):
+  // the model's tree, which no run-time edit changes (cenic-math §8.9).
+  chain_adr_.assign(m->nbody + 1, 0);
+  chain_dofs_.clear();
+  for (int b = 0; b < m->nbody; ++b) {
+    chain_adr_[b] = static_cast<int>(chain_dofs_.size());
+    const int weld = m->body_weldid[b];
+    if (weld == 0 || m->body_dofnum[weld] == 0) continue;
+    for (int j = m->body_dofadr[weld] + m->body_dofnum[weld] - 1; j >= 0; j = m->dof_parentid[j])
+      chain_dofs_.push_back(j);
+    std::reverse(chain_dofs_.begin() + chain_adr_[b], chain_dofs_.end());
+  }
+  chain_adr_[m->nbody] = static_cast<int>(chain_dofs_.size());
+
   // Body masses for the friction regularization (cenic-math §4.6).
   inv_mass_.assign(m->nbody, 0);
   for (int b = 1; b < m->nbody; ++b) {
@@ -513,15 +527,21 @@ void MujocoAdapter::PointJacobian(const mjModel* m, const mjData* d, int body, c
   if (weld == 0 || m->body_dofnum[weld] == 0) return;
   const double* com = d->subtree_com + 3 * m->body_rootid[body];
   const double off[3] = {p[0] - com[0], p[1] - com[1], p[2] - com[2]};
-  for (int j = m->body_dofadr[weld] + m->body_dofnum[weld] - 1; j >= 0; j = m->dof_parentid[j])
-    dofs->push_back(j);
-  std::reverse(dofs->begin(), dofs->end());
-  for (int j : *dofs) {
-    const double* cd = d->cdof + 6 * j;
-    cols->push_back(cd[3] + cd[1] * off[2] - cd[2] * off[1]);
-    cols->push_back(cd[4] + cd[2] * off[0] - cd[0] * off[2]);
-    cols->push_back(cd[5] + cd[0] * off[1] - cd[1] * off[0]);
-    if (rot) rot->insert(rot->end(), cd, cd + 3);
+  const int* chain = chain_dofs_.data() + chain_adr_[body];
+  const int n = chain_adr_[body + 1] - chain_adr_[body];
+  dofs->assign(chain, chain + n);
+  cols->resize(3 * n);
+  double* col = cols->data();
+  for (int k = 0; k < n; ++k, col += 3) {
+    const double* cd = d->cdof + 6 * chain[k];
+    col[0] = cd[3] + cd[1] * off[2] - cd[2] * off[1];
+    col[1] = cd[4] + cd[2] * off[0] - cd[0] * off[2];
+    col[2] = cd[5] + cd[0] * off[1] - cd[1] * off[0];
+  }
+  if (rot) {
+    rot->resize(3 * n);
+    for (int k = 0; k < n; ++k) std::copy(d->cdof + 6 * chain[k], d->cdof + 6 * chain[k] + 3,
+                                          rot->data() + 3 * k);
   }
 }
 
