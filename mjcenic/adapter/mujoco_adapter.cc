@@ -267,6 +267,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   records->rows.clear();
   records->contacts.clear();
   limit_rows_ = gain_rows_ = 0;
+  size_t limit_records = 0;
   AddTendonSprings(m, d, model);
   if (feedback) {
     // A linearized user controller stands in for actuators and qfrc_applied.
@@ -281,6 +282,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   model->gains.Truncate(gain_rows_);  // the previous build's rows past this one's
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
     if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model, &records->rows);
+    limit_records = records->rows.size();
     AddEfcRows(m, d, model, &records->rows);
     if (phase_timers_) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -292,7 +294,9 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     }
   }
   model->limits.Truncate(limit_rows_);
-  if (!std::is_sorted(records->rows.begin(), records->rows.end()))  // limits alone: sorted
+  // Joint then tendon limits, by id: sorted; rows of mj_makeConstraint may not be.
+  if (records->rows.size() > limit_records &&
+      !std::is_sorted(records->rows.begin(), records->rows.end()))
     std::sort(records->rows.begin(), records->rows.end());
   model->Finalize(h);
 }
