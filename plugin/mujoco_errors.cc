@@ -1,6 +1,7 @@
 #include "mujoco_errors.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include <absl/strings/cord.h>
 #include <absl/strings/str_cat.h>
@@ -35,15 +36,52 @@ void OnLog(const mjLogMessage* msg) {
   if (next) next(msg);
 }
 
+// The mjtNum arrays of mjSTATE_INTEGRATION (every element but eq_active), in
+// the backup's order: fn(array, count); the arrays are null when d is.
+template <class Fn>
+void ForEachStateArray(const mjModel* m, mjData* d, Fn&& fn) {
+  auto at = [d](mjtNum* mjData::*array) { return d ? d->*array : nullptr; };
+  fn(d ? &d->time : nullptr, 1);
+  fn(at(&mjData::qpos), m->nq);
+  fn(at(&mjData::qvel), m->nv);
+  fn(at(&mjData::act), m->na);
+  fn(at(&mjData::history), m->nhistory);
+  fn(at(&mjData::qacc_warmstart), m->nv);
+  fn(at(&mjData::ctrl), m->nu);
+  fn(at(&mjData::qfrc_applied), m->nv);
+  fn(at(&mjData::xfrc_applied), 6 * m->nbody);
+  fn(at(&mjData::mocap_pos), 3 * m->nmocap);
+  fn(at(&mjData::mocap_quat), 4 * m->nmocap);
+  fn(at(&mjData::userdata), m->nuserdata);
+  fn(at(&mjData::plugin_state), m->npluginstate);
+}
+
 }  // namespace
 
 bool IsMujocoFatalError(const absl::Status& s) { return s.GetPayload(kPayload).has_value(); }
 
 FatalErrorGuard::FatalErrorGuard(const mjModel* m)
-    : state_(mj_stateSize(m, mjSTATE_INTEGRATION)) {}
+    : state_(mj_stateSize(m, mjSTATE_INTEGRATION)), eq_active_(sizeof(mjtBool) * m->neq) {
+  // The backup copies d's arrays directly (mj_getState walks its element
+  // table per call: ~1k instructions a step on a small model); if this
+  // MuJoCo's integration state has elements the list does not know, it falls
+  // back to mj_getState.
+  long n = m->neq;
+  ForEachStateArray(m, nullptr, [&](const mjtNum*, long k) { n += k; });
+  direct_ = n == static_cast<long>(state_.size());
+}
 
 void FatalErrorGuard::Enter(const mjModel* m, mjData* d) {
-  mj_getState(m, d, state_.data(), mjSTATE_INTEGRATION);
+  if (direct_) {
+    mjtNum* out = state_.data();
+    ForEachStateArray(m, d, [&](const mjtNum* x, long k) {
+      if (k > 0) std::memcpy(out, x, sizeof(mjtNum) * k);
+      out += k;
+    });
+    if (m->neq > 0) std::memcpy(eq_active_.data(), d->eq_active, sizeof(mjtBool) * m->neq);
+  } else {
+    mj_getState(m, d, state_.data(), mjSTATE_INTEGRATION);
+  }
   pstack_ = d->pstack;
   pbase_ = d->pbase;
   const mjfLogHandler previous = _mjPRIVATE_setTlsLogHandler(&OnLog);
@@ -61,7 +99,16 @@ void FatalErrorGuard::Reinstall() {
 }
 
 absl::Status FatalErrorGuard::Recover(const mjModel* m, mjData* d, const MujocoError& e) {
-  mj_setState(m, d, state_.data(), mjSTATE_INTEGRATION);
+  if (direct_) {
+    const mjtNum* in = state_.data();
+    ForEachStateArray(m, d, [&](mjtNum* x, long k) {
+      if (k > 0) std::memcpy(x, in, sizeof(mjtNum) * k);
+      in += k;
+    });
+    if (m->neq > 0) std::memcpy(d->eq_active, eq_active_.data(), sizeof(mjtBool) * m->neq);
+  } else {
+    mj_setState(m, d, state_.data(), mjSTATE_INTEGRATION);
+  }
   d->pstack = pstack_;
   d->pbase = pbase_;
   // The stages were left half-computed: recompute them at the restored state

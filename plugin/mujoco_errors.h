@@ -63,6 +63,8 @@ class FatalErrorGuard {
   absl::Status Recover(const mjModel* m, mjData* d, const MujocoError& e);
 
   std::vector<mjtNum> state_;
+  std::vector<unsigned char> eq_active_;  // d->eq_active's bytes (mjtBool)
+  bool direct_ = false;  // state_ holds ForEachStateArray's arrays (else mj_getState's)
   size_t pstack_ = 0, pbase_ = 0;
   void* previous_ = nullptr;  // the thread's previous log handler
 };

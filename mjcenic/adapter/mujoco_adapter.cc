@@ -98,6 +98,20 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     }
   }
 
+  // The dofs moving each body (its weld group's chain to the root, ascending):
+  // the model's tree, which no run-time edit changes (cenic-math §8.9).
+  chain_adr_.assign(m->nbody + 1, 0);
+  chain_dofs_.clear();
+  for (int b = 0; b < m->nbody; ++b) {
+    chain_adr_[b] = static_cast<int>(chain_dofs_.size());
+    const int weld = m->body_weldid[b];
+    if (weld == 0 || m->body_dofnum[weld] == 0) continue;
+    for (int j = m->body_dofadr[weld] + m->body_dofnum[weld] - 1; j >= 0; j = m->dof_parentid[j])
+      chain_dofs_.push_back(j);
+    std::reverse(chain_dofs_.begin() + chain_adr_[b], chain_dofs_.end());
+  }
+  chain_adr_[m->nbody] = static_cast<int>(chain_dofs_.size());
+
   // Body masses for the friction regularization (cenic-math §4.6).
   inv_mass_.assign(m->nbody, 0);
   for (int b = 1; b < m->nbody; ++b) {
@@ -223,10 +237,10 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     model->M_rownnz.assign(m->M_rownnz, m->M_rownnz + nv);
     model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
   } else {
+    // The limit and gain pools are rebuilt in place: rows a new build makes
+    // again are refilled (PutSingle), the rest cut (cenic-math §8.9).
     model->contacts.Clear();
-    model->limits.Clear();
     model->couplings.Clear();
-    model->gains.Clear();
     model->dry_friction.Clear();
     model->contact_torques.Clear();
   }
@@ -252,21 +266,23 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   info->max_penetration = 0;
   records->rows.clear();
   records->contacts.clear();
+  limit_rows_ = gain_rows_ = 0;
+  size_t limit_records = 0;
   AddTendonSprings(m, d, model);
   if (feedback) {
     // A linearized user controller stands in for actuators and qfrc_applied.
     const double inf = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < m->nv; ++i) {
-      const int dof[1] = {i};
-      const int c = model->gains.Add(dof, feedback->tau[i] + feedback->kv[i] * d->qvel[i],
-                                     feedback->kq[i], feedback->kv[i], -inf, inf);
-      model->gains.rows.J(c)[0] = 1.0;
-    }
+    for (int i = 0; i < nv; ++i)
+      model->gains.PutSingle(gain_rows_++, i, 1.0,
+                             feedback->tau[i] + feedback->kv[i] * d->qvel[i], feedback->kq[i],
+                             feedback->kv[i], -inf, inf);
   } else if (!Disabled(m, mjDSBL_ACTUATION)) {
     AddActuators(m, d, model);
   }
+  model->gains.Truncate(gain_rows_);  // the previous build's rows past this one's
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
     if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model, &records->rows);
+    limit_records = records->rows.size();
     AddEfcRows(m, d, model, &records->rows);
     if (phase_timers_) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -277,7 +293,10 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
       AddContacts(m, d, params, model, &records->contacts, info);
     }
   }
-  if (!std::is_sorted(records->rows.begin(), records->rows.end()))  // limits alone: sorted
+  model->limits.Truncate(limit_rows_);
+  // Joint then tendon limits, by id: sorted; rows of mj_makeConstraint may not be.
+  if (records->rows.size() > limit_records &&
+      !std::is_sorted(records->rows.begin(), records->rows.end()))
     std::sort(records->rows.begin(), records->rows.end());
   model->Finalize(h);
 }
@@ -301,7 +320,7 @@ void MujocoAdapter::AddTendonSprings(const mjModel* m, const mjData* d, icf::Icf
       model->f[m->ten_J_colind[adr + q]] -= d->ten_J[adr + q] * f_lin;
     dofs_.assign(m->ten_J_colind + adr, m->ten_J_colind + adr + nnz);
     const double inf = std::numeric_limits<double>::infinity();
-    const int c = model->gains.Add(dofs_, -k * x, x != 0 ? k : 0.0, b, -inf, inf);
+    const int c = model->gains.Put(gain_rows_++, dofs_, -k * x, x != 0 ? k : 0.0, b, -inf, inf);
     std::copy(d->ten_J + adr, d->ten_J + adr + nnz, model->gains.rows.J(c));
   }
 }
@@ -340,9 +359,8 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
     const double c = (g[0] + g1 * L0) * input + b0 + b1 * L0;
     const double kq = -(g1 * input + b1), kv = -(g2 * input + b2);
     if (nnz == 1) {  // a joint actuator: nothing to sort
-      const int i = model->gains.Add({d->moment_colind + adr, 1}, c, kq, kv, act_lo_[a],
-                                     act_hi_[a]);
-      model->gains.rows.J(i)[0] = d->actuator_moment[adr];
+      model->gains.PutSingle(gain_rows_++, d->moment_colind[adr], d->actuator_moment[adr], c, kq,
+                             kv, act_lo_[a], act_hi_[a]);
       continue;
     }
     // Sorted dofs of the moment row.
@@ -353,7 +371,7 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
     });
     dofs_.resize(nnz);
     for (int k = 0; k < nnz; ++k) dofs_[k] = d->moment_colind[adr + perm_[k]];
-    const int i = model->gains.Add(dofs_, c, kq, kv, act_lo_[a], act_hi_[a]);
+    const int i = model->gains.Put(gain_rows_++, dofs_, c, kq, kv, act_lo_[a], act_hi_[a]);
     double* J = model->gains.rows.J(i);
     for (int k = 0; k < nnz; ++k) J[k] = d->actuator_moment[adr + perm_[k]];
   }
@@ -367,13 +385,12 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
     const int dof = m->jnt_dofadr[j];
     const double q = d->qpos[m->jnt_qposadr[j]], margin = m->jnt_margin[j];
     const double w = 1.0 / model->M_diag[dof];
-    const int dofs[1] = {dof};
     const double tau_r = RecoveryTime(m, m->jnt_solref + 2 * j);
-    int c = model->limits.Add(dofs, q - m->jnt_range[2 * j] - margin, w, tau_r);
-    model->limits.rows.J(c)[0] = 1.0;
+    int c = model->limits.PutSingle(limit_rows_++, dof, 1.0, q - m->jnt_range[2 * j] - margin,
+                                    w, tau_r);
     records->push_back({mjCNSTR_LIMIT_JOINT, j, 0, c});
-    c = model->limits.Add(dofs, m->jnt_range[2 * j + 1] - q - margin, w, tau_r);
-    model->limits.rows.J(c)[0] = -1.0;
+    c = model->limits.PutSingle(limit_rows_++, dof, -1.0, m->jnt_range[2 * j + 1] - q - margin,
+                                w, tau_r);
     records->push_back({mjCNSTR_LIMIT_JOINT, j, 1, c});
   }
   // Tendon limits from ten_length and the tendon Jacobian.
@@ -387,7 +404,8 @@ void MujocoAdapter::AddLimits(const mjModel* m, const mjData* d, icf::IcfModel* 
     for (int side = 0; side < 2; ++side) {
       const double g0 = side == 0 ? L - m->tendon_range[2 * t] - margin
                                   : m->tendon_range[2 * t + 1] - L - margin;
-      const int c = model->limits.Add(dofs_, g0, w, RecoveryTime(m, m->tendon_solref_lim + 2 * t));
+      const int c = model->limits.Put(limit_rows_++, dofs_, g0, w,
+                                      RecoveryTime(m, m->tendon_solref_lim + 2 * t));
       records->push_back({mjCNSTR_LIMIT_TENDON, t, side, c});
       double* J = model->limits.rows.J(c);
       for (int k = 0; k < nnz; ++k) J[k] = (side == 0 ? 1 : -1) * d->ten_J[adr + k];
@@ -487,7 +505,7 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
                                RecoveryTime(m, m->eq_solref + 2 * d->efc_id[row]));
       J = model->couplings.rows.J(c);
     } else if (ball_limit) {
-      c = model->limits.Add(dofs_, d->efc_pos[row] - d->efc_margin[row],
+      c = model->limits.Put(limit_rows_++, dofs_, d->efc_pos[row] - d->efc_margin[row],
                             std::max(d->efc_diagA[row], 1e-12),
                             RecoveryTime(m, m->jnt_solref + 2 * d->efc_id[row]));
       J = model->limits.rows.J(c);
@@ -513,15 +531,21 @@ void MujocoAdapter::PointJacobian(const mjModel* m, const mjData* d, int body, c
   if (weld == 0 || m->body_dofnum[weld] == 0) return;
   const double* com = d->subtree_com + 3 * m->body_rootid[body];
   const double off[3] = {p[0] - com[0], p[1] - com[1], p[2] - com[2]};
-  for (int j = m->body_dofadr[weld] + m->body_dofnum[weld] - 1; j >= 0; j = m->dof_parentid[j])
-    dofs->push_back(j);
-  std::reverse(dofs->begin(), dofs->end());
-  for (int j : *dofs) {
-    const double* cd = d->cdof + 6 * j;
-    cols->push_back(cd[3] + cd[1] * off[2] - cd[2] * off[1]);
-    cols->push_back(cd[4] + cd[2] * off[0] - cd[0] * off[2]);
-    cols->push_back(cd[5] + cd[0] * off[1] - cd[1] * off[0]);
-    if (rot) rot->insert(rot->end(), cd, cd + 3);
+  const int* chain = chain_dofs_.data() + chain_adr_[body];
+  const int n = chain_adr_[body + 1] - chain_adr_[body];
+  dofs->assign(chain, chain + n);
+  cols->resize(3 * n);
+  double* col = cols->data();
+  for (int k = 0; k < n; ++k, col += 3) {
+    const double* cd = d->cdof + 6 * chain[k];
+    col[0] = cd[3] + cd[1] * off[2] - cd[2] * off[1];
+    col[1] = cd[4] + cd[2] * off[0] - cd[0] * off[2];
+    col[2] = cd[5] + cd[0] * off[1] - cd[1] * off[0];
+  }
+  if (rot) {
+    rot->resize(3 * n);
+    for (int k = 0; k < n; ++k) std::copy(d->cdof + 6 * chain[k], d->cdof + 6 * chain[k] + 3,
+                                          rot->data() + 3 * k);
   }
 }
 

@@ -137,6 +137,8 @@ class MujocoAdapter {
   std::vector<int> limited_joints_;               // hinge/slide joints with limits
   std::vector<char> implicit_actuator_;           // actuator handled as gain row
   std::vector<double> act_lo_, act_hi_;           // merged force limits
+  // Dofs moving body b (ascending): chain_dofs_[chain_adr_[b] .. chain_adr_[b + 1]).
+  std::vector<int> chain_adr_, chain_dofs_;
   std::vector<double> inv_mass_;                  // 1/m of each body's weld group (0: anchored)
   std::vector<double> geom_mu_static_;            // per-geom μ_s override (< 0: none)
   // Memo of the solref/solimp → (k, d) mapping: one entry per distinct input
@@ -151,6 +153,9 @@ class MujocoAdapter {
   std::vector<int> dofs_a_, dofs_b_, dofs_;
   std::vector<double> cols_a_, cols_b_, rot_a_, rot_b_, row_;
   std::vector<int> perm_;
+  // Rows of the limit and gain pools made so far by the current Build: the
+  // pools still hold the previous build's rows past them (PutSingle, cenic-math §8.9).
+  int limit_rows_ = 0, gain_rows_ = 0;
 };
 
 }  // namespace mjcenic::adapter

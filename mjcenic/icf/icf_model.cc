@@ -37,10 +37,16 @@ void IcfModel::ComputeIslands() {
     while (island_parent_[c] != c) c = island_parent_[c] = island_parent_[island_parent_[c]];
     return c;
   };
+  // A constraint inside one clique joins nothing: its dofs are sorted and a
+  // clique is a contiguous dof range, so first and last dof in the same
+  // clique settle it (one-dof rows: limits, actuators, friction loss).
+  // Skipping those leaves the partition, and so the numbering below, as is.
   auto join = [&](const auto& pool) {
+    if (pool.rows.all_single()) return;
     for (int k = 0; k < pool.size(); ++k) {
       const std::span<const int> dofs = pool.rows.dofs(k);
-      if (dofs.empty()) continue;
+      if (dofs.size() < 2 || clique_of_dof[dofs.front()] == clique_of_dof[dofs.back()])
+        continue;
       const int root = find(clique_of_dof[dofs[0]]);
       for (int dof : dofs.subspan(1)) {
         const int other = find(clique_of_dof[dof]);
@@ -48,12 +54,14 @@ void IcfModel::ComputeIslands() {
       }
     }
   };
-  join(contacts);
-  join(limits);
-  join(couplings);
-  join(gains);
-  join(dry_friction);
-  join(contact_torques);
+  if (ncl > 1) {  // one clique: one island
+    join(contacts);
+    join(limits);
+    join(couplings);
+    join(gains);
+    join(dry_friction);
+    join(contact_torques);
+  }
   // Number the roots 0, 1, ... in clique order.
   island_of_clique.assign(std::max(ncl, 0), -1);
   num_islands = 0;

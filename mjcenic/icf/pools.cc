@@ -159,9 +159,15 @@ int NearRigidPool<kUnilateral>::Add(std::span<const int> dofs, double g0_, doubl
 
 template <bool kUnilateral>
 void NearRigidPool<kUnilateral>::SetTimeStep(double h, const IcfParameters& p) {
+  // NearRigid (P18) with its row-independent factors computed once: the same
+  // operations in the same order, so R is NearRigid's to the bit.
+  const double pi = std::numbers::pi;
+  const double hbar = std::max(h, p.h_min_near_rigid);
+  const double tau_d = p.beta * hbar / pi;
+  const double num = p.beta * p.beta * hbar * hbar;
+  const double den = 4 * pi * pi * h * (h + tau_d);
   for (int c = 0; c < size(); ++c) {
-    double tau_d;
-    NearRigid(h, w[c], p, &R[c], &tau_d);
+    R[c] = num * w[c] / den;
     // §5 / §7.1: v̂ = −g0/(h + τ_d); a limit recovers slowly only when violated.
     vhat[c] = (kUnilateral && g0[c] >= 0) ? -g0[c] / (h + tau_d)
                                           : NearRigidBias(g0[c], h, tau_d, tau_r[c], p);

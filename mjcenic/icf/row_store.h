@@ -48,7 +48,57 @@ class RowStore {
     return c;
   }
 
+  // Appends a constraint of one row on one dof (kRows == 1) with Jacobian
+  // entry `value`: what Add({dof}) then J(c)[0] = value store, inline (five
+  // push_backs; joint limits and actuators: docs/cenic-math.md §8.9).
+  int AddSingle(int dof, double value) {
+    static_assert(kRows == 1);
+    const int c = static_cast<int>(adr_.size());
+    adr_.push_back(static_cast<int>(dofs_.size()));
+    num_.push_back(1);
+    jadr_.push_back(static_cast<int>(J_.size()));
+    dofs_.push_back(dof);
+    J_.push_back(value);
+    return c;
+  }
+
+  // A rebuild may keep the rows of the previous build that it would make
+  // again (docs/cenic-math.md §8.9): true if constraint c exists and is one
+  // row on `dof`; SetSingleJ then refills its Jacobian entry.
+  bool IsSingleOn(int c, int dof) const {
+    return c < size() && num_[c] == 1 && dofs_[adr_[c]] == dof;
+  }
+  void SetSingleJ(int c, double value) { J_[jadr_[c]] = value; }
+  // Likewise for any row: true if constraint c exists and is over `dofs`;
+  // ZeroJ then clears its Jacobian block as Add leaves it.
+  bool IsOn(int c, std::span<const int> dofs) const {
+    if (c >= size() || num_[c] != static_cast<int>(dofs.size())) return false;
+    const int* own = dofs_.data() + adr_[c];
+    for (size_t k = 0; k < dofs.size(); ++k)
+      if (own[k] != dofs[k]) return false;
+    return true;
+  }
+  void ZeroJ(int c) {
+    double* Jc = J(c);
+    for (int k = 0; k < kRows * num_[c]; ++k) Jc[k] = 0.0;
+  }
+  // Drops the constraints from n on: the store is then what n Adds made.
+  void Truncate(int n) {
+    if (n >= size()) return;
+    dofs_.resize(adr_[n]);
+    J_.resize(jadr_[n]);
+    adr_.resize(n);
+    num_.resize(n);
+    jadr_.resize(n);
+    if (!single_) {
+      single_ = kRows == 1;
+      for (int c = 0; c < n && single_; ++c) single_ = num_[c] == 1;
+    }
+  }
+
   int size() const { return static_cast<int>(adr_.size()); }
+  // Every constraint so far is one row on one dof.
+  bool all_single() const { return kRows == 1 && single_; }
   int ndof(int c) const { return num_[c]; }
   std::span<const int> dofs(int c) const {
     return {dofs_.data() + adr_[c], static_cast<size_t>(num_[c])};

@@ -29,6 +29,27 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 // Seconds() of two such reads is 0 without reading the clock.
 Clock::time_point PhaseNow(bool on) { return on ? Clock::now() : Clock::time_point{}; }
 
+// True if every x[i] is finite: x·0 is ±0 for a finite x and NaN for ±inf
+// and NaN, and a NaN survives the sum. Two lanes at a time (SSE2 on x86-64,
+// the baseline): ~2 instructions per value against the test-and-branch
+// loop's ~8 (docs/cenic-math.md §8.9).
+bool AllFinite(const double* x, long n) {
+  typedef double Pair __attribute__((vector_size(16)));
+  Pair a = {0.0, 0.0}, b = {0.0, 0.0};
+  long i = 0;
+  for (; i + 4 <= n; i += 4) {
+    Pair u, v;
+    std::memcpy(&u, x + i, sizeof(u));
+    std::memcpy(&v, x + i + 2, sizeof(v));
+    a += u * 0.0;
+    b += v * 0.0;
+  }
+  a += b;
+  double s = a[0] + a[1];
+  for (; i < n; ++i) s += x[i] * 0.0;
+  return s == 0.0;
+}
+
 int FirstNonFinite(const double* x, long n) {
   for (long i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) return static_cast<int>(i);
@@ -151,7 +172,10 @@ absl::Status Stepper::CheckInputs(const mjData* d) const {
       {"xfrc_applied", d->xfrc_applied, 6 * m_->nbody},
       {"mocap_pos", d->mocap_pos, 3 * m_->nmocap},
       {"mocap_quat", d->mocap_quat, 4 * m_->nmocap}};
+  bool finite = true;
+  for (const Field& f : fields) finite = finite && AllFinite(f.x, f.n);
   for (const Field& f : fields) {
+    if (finite) break;
     const int i = FirstNonFinite(f.x, f.n);
     if (i >= 0)
       return absl::InvalidArgumentError(absl::StrCat("mjcenic: ", f.name, "[", i, "] is ",

@@ -40,3 +40,102 @@ TEST(Pools, ConstraintsAreStoredContiguouslyInAdditionOrder) {
   m.gains.Clear();
   EXPECT_EQ(m.gains.size(), 0);
 }
+
+namespace {
+
+// One row of a rebuild: its dofs (one dof: the PutSingle path) and numbers.
+struct TestRow {
+  std::vector<int> dofs;
+  double J0, a, b;
+};
+
+// Rebuilds `pool` in place from `rows` the way MujocoAdapter::Build does
+// (row cursor, Put/PutSingle, Truncate at the end).
+template <class Pool, class PutSingle, class Put>
+void Rebuild(Pool* pool, const std::vector<TestRow>& rows, PutSingle put_single, Put put) {
+  int c = 0;
+  for (const TestRow& r : rows) {
+    const int i = r.dofs.size() == 1 ? put_single(pool, c, r) : put(pool, c, r);
+    EXPECT_EQ(i, c);
+    double* J = pool->rows.J(i);
+    for (size_t k = 0; k < r.dofs.size(); ++k) J[k] = r.J0 + k;
+    ++c;
+  }
+  pool->Truncate(c);
+}
+
+template <class Pool>
+void ExpectSameRows(const Pool& x, const Pool& y) {
+  ASSERT_EQ(x.size(), y.size());
+  const std::vector<double> v = {0.5, -1.5, 2.25, 3.0, -0.75, 1.125};
+  for (int c = 0; c < x.size(); ++c) {
+    const auto dx = x.rows.dofs(c), dy = y.rows.dofs(c);
+    ASSERT_EQ(std::vector<int>(dx.begin(), dx.end()), std::vector<int>(dy.begin(), dy.end()));
+    for (int k = 0; k < x.rows.ndof(c); ++k) EXPECT_EQ(x.rows.J(c)[k], y.rows.J(c)[k]);
+    double ox, oy;
+    x.rows.Multiply(c, v.data(), &ox);
+    y.rows.Multiply(c, v.data(), &oy);
+    EXPECT_EQ(ox, oy) << c;
+  }
+}
+
+}  // namespace
+
+TEST(Pools, RebuildInPlaceEqualsAFreshBuild) {
+  // A pool rebuilt in place (rows kept where the dofs match, cut where they
+  // do not, cut past the end) holds exactly what Adds of the new rows make.
+  using mjcenic::icf::GainPool;
+  using mjcenic::icf::LimitPool;
+  const std::vector<TestRow> first = {{{0}, 1, 2, 3}, {{1}, -1, 4, 5}, {{2, 3}, 2, 6, 7},
+                                      {{4}, 1, 8, 9}, {{5}, -1, 1, 2}, {{1, 2, 5}, 3, 1, 1}};
+  const std::vector<std::vector<TestRow>> second = {
+      {{{0}, 1, 9, 8}, {{1}, -1, 7, 6}, {{2, 3}, 5, 5, 4}},                   // kept, cut at end
+      {{{0}, 1, 9, 8}, {{3}, -1, 7, 6}, {{2, 3}, 5, 5, 4}, {{4}, 1, 2, 2}},   // dof changes: cut
+      {{{0}, 1, 9, 8}, {{1}, -1, 7, 6}, {{2, 4}, 5, 5, 4}},                   // multi-dof changes
+      {{{0}, 1, 9, 8}, {{1}, -1, 7, 6}, {{2, 3}, 5, 5, 4}, {{4}, 1, 8, 9}, {{5}, -1, 1, 2},
+       {{1, 2, 5}, 3, 1, 1}, {{0}, 2, 2, 2}},                                 // grows
+      {}};
+  auto limit_single = [](LimitPool* p, int c, const TestRow& r) {
+    return p->PutSingle(c, r.dofs[0], r.J0, r.a, r.b, r.a + r.b);
+  };
+  auto limit_put = [](LimitPool* p, int c, const TestRow& r) {
+    return p->Put(c, r.dofs, r.a, r.b, r.a + r.b);
+  };
+  auto gain_single = [](GainPool* p, int c, const TestRow& r) {
+    return p->PutSingle(c, r.dofs[0], r.J0, r.a, r.b, -r.b, -r.a, r.a);
+  };
+  auto gain_put = [](GainPool* p, int c, const TestRow& r) {
+    return p->Put(c, r.dofs, r.a, r.b, -r.b, -r.a, r.a);
+  };
+  for (const auto& rows : second) {
+    LimitPool lim, lim_fresh;
+    GainPool gain, gain_fresh;
+    Rebuild(&lim, first, limit_single, limit_put);
+    Rebuild(&gain, first, gain_single, gain_put);
+    lim.R.assign(lim.size(), 42.0);  // what a solve left: overwritten by the rebuild
+    lim.vhat.assign(lim.size(), 42.0);
+    gain.vc0.assign(gain.size(), 42.0);
+    gain.kappa.assign(gain.size(), 42.0);
+    gain.h_over_kappa.assign(gain.size(), 42.0);
+    Rebuild(&lim, rows, limit_single, limit_put);
+    Rebuild(&gain, rows, gain_single, gain_put);
+    for (const TestRow& r : rows) {
+      const int c = lim_fresh.Add(r.dofs, r.a, r.b, r.a + r.b);
+      const int i = gain_fresh.Add(r.dofs, r.a, r.b, -r.b, -r.a, r.a);
+      for (size_t k = 0; k < r.dofs.size(); ++k) {
+        lim_fresh.rows.J(c)[k] = r.J0 + k;
+        gain_fresh.rows.J(i)[k] = r.J0 + k;
+      }
+    }
+    ExpectSameRows(lim, lim_fresh);
+    ExpectSameRows(gain, gain_fresh);
+    EXPECT_EQ(lim.g0, lim_fresh.g0);
+    EXPECT_EQ(lim.w, lim_fresh.w);
+    EXPECT_EQ(lim.tau_r, lim_fresh.tau_r);
+    EXPECT_EQ(lim.R, lim_fresh.R);
+    EXPECT_EQ(lim.vhat, lim_fresh.vhat);
+    for (auto f : {&GainPool::c, &GainPool::kq, &GainPool::kv, &GainPool::vc0, &GainPool::lo,
+                   &GainPool::hi, &GainPool::kappa, &GainPool::c_eff, &GainPool::h_over_kappa})
+      EXPECT_EQ(gain.*f, gain_fresh.*f);
+  }
+}

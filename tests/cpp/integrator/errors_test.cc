@@ -1,5 +1,8 @@
 // Loud, clear failures: step-size underflow, invalid options, version pin.
+#include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
@@ -34,6 +37,62 @@ TEST(Errors, StepSizeUnderflowNamesTimeAndCoordinate) {
   // Nothing was accepted: the state is exactly the start state.
   EXPECT_EQ(d->time, 0.0);
   EXPECT_EQ(d->qpos[2], z0);
+}
+
+// Every entry of every input array is checked (CheckInputs' two-lane sum
+// then its per-entry search): a NaN or ±inf anywhere is named with its
+// index; the largest finite values, subnormals and −0 pass.
+TEST(Errors, EveryNonFiniteInputEntryIsNamed) {
+  const std::string xml = R"(
+<mujoco>
+  <worldbody>
+    <body mocap="true" pos="0 0 1"><geom size="0.1" contype="0" conaffinity="0"/></body>
+    <body><freejoint/><geom size="0.1"/></body>
+    <body pos="1 0 0"><joint name="h" type="hinge"/><geom size="0.1"/></body>
+  </worldbody>
+  <actuator>
+    <motor joint="h"/>
+    <position joint="h" kp="10" timeconst="0.1"/>
+  </actuator>
+</mujoco>)";
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(xml, &err);
+  ASSERT_NE(m, nullptr) << err;
+  ASSERT_GT(m->na, 0);
+  ASSERT_GT(m->nmocap, 0);
+  auto s = Stepper::Create(m.get(), StepperOptions{}).value();
+  mjData* d = mj_makeData(m.get());
+  struct Field { const char* name; double* x; long n; };
+  const Field fields[] = {
+      {"qpos", d->qpos, m->nq},         {"qvel", d->qvel, m->nv},
+      {"act", d->act, m->na},           {"ctrl", d->ctrl, m->nu},
+      {"qfrc_applied", d->qfrc_applied, m->nv},
+      {"xfrc_applied", d->xfrc_applied, 6 * m->nbody},
+      {"mocap_pos", d->mocap_pos, 3 * m->nmocap},
+      {"mocap_quat", d->mocap_quat, 4 * m->nmocap}};
+  const double inf = std::numeric_limits<double>::infinity();
+  const double bad[] = {std::nan(""), inf, -inf};
+  const double fine[] = {std::numeric_limits<double>::max(), -std::numeric_limits<double>::max(),
+                         std::numeric_limits<double>::denorm_min(), -0.0};
+  // AdvanceTo(d, d->time) only checks the inputs.
+  for (const Field& f : fields) {
+    for (long i = 0; i < f.n; ++i) {
+      const double keep = f.x[i];
+      for (double v : bad) {
+        f.x[i] = v;
+        const absl::Status st = s->AdvanceTo(d, d->time);
+        EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << f.name << "[" << i << "]";
+        const std::string want = std::string(f.name) + "[" + std::to_string(i) + "] is ";
+        EXPECT_NE(std::string(st.message()).find(want), std::string::npos) << st.message();
+      }
+      for (double v : fine) {
+        f.x[i] = v;
+        EXPECT_TRUE(s->AdvanceTo(d, d->time).ok()) << f.name << "[" << i << "] = " << v;
+      }
+      f.x[i] = keep;
+    }
+  }
+  mj_deleteData(d);
 }
 
 TEST(Errors, InvalidOptionsAreRejectedWithTheirName) {

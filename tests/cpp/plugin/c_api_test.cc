@@ -195,10 +195,16 @@ std::string StepUntilFatal(const mjModel* m, mjData* d) {
   for (int i = 0; i < 2000 && s; ++i) {
     const double t = d->time;
     const std::vector<double> q(d->qpos, d->qpos + m->nq);
+    // The whole integration state, as MuJoCo itself reads it.
+    std::vector<mjtNum> state(mj_stateSize(m, mjSTATE_INTEGRATION));
+    mj_getState(m, d, state.data(), mjSTATE_INTEGRATION);
     if (mjcenic_stepper_step(s, d, err, sizeof(err))) {
       message = err;
       EXPECT_EQ(d->time, t);
       for (int j = 0; j < m->nq; ++j) EXPECT_EQ(d->qpos[j], q[j]);
+      std::vector<mjtNum> after(state.size());
+      mj_getState(m, d, after.data(), mjSTATE_INTEGRATION);
+      for (size_t j = 0; j < state.size(); ++j) EXPECT_EQ(after[j], state[j]) << "element " << j;
       EXPECT_EQ(d->pstack, 0u);
       break;
     }
