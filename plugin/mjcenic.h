@@ -34,6 +34,7 @@ typedef struct {
   long contacts;                          /* active contacts summed over problem builds */
   double time_contacts, time_evaluate, time_factorize, time_line_search,
       time_writeback;                     /* wall time by phase [s] (README, Statistics) */
+  long island_solves, island_newton_iterations; /* per-island Newton count (README, Statistics) */
 } mjcenicStats;
 
 /* Options: defaults, overlaid by m's mjcenic plugin <config> if m is given

@@ -10,7 +10,8 @@ advanced by --settle seconds of mj_step so piles are already in contact), then
 run K steps each, interleaved in one process (mj_step chunk, mjcenic chunk,
 ...; each chunk is one call, mj_step(m, d, nstep=K) and Stepper.step(d, K), so
 neither pays Python per step) --reps times from that same state; the µs per step of each is the
-minimum over the repetitions. Also: mjcenic's Newton iterations per solve,
+minimum over the repetitions. Also: mjcenic's Newton iterations per solve
+(the slowest island's count) and per island that iterated,
 contacts per step, and its time split by phase from the stats of a second
 stepper with phase_timers on, run after the timed ones (MuJoCo stages = time_geometry, contact mapping, ICF assembly, the solve's
 evaluate / factorize / line search, writeback, other).
@@ -110,6 +111,9 @@ def bench(path, reps, settle, chunk_seconds):
             "mjstep_us": 1e6 * min(t_mj), "mjcenic_us": 1e6 * min(t_c),
             "ratio": min(t_c) / min(t_mj),
             "newton_per_solve": st["newton_iterations"] / solves,
+            # per island that iterated (each island stops on its own; the
+            # column above counts the slowest one), as MuJoCo's solver_niter
+            "newton_per_island": st["island_newton_iterations"] / max(st["island_solves"], 1),
             "contacts_per_step": st["contacts"] / steps,
             "mjstep_contacts": int(dm.ncon),
             "phases": phases}
@@ -163,16 +167,19 @@ def readme_section(records, meta, baseline):
              "Phases: share of mjcenic's step time in MuJoCo's stages (geometry), contact mapping, "
              "the rest of the ICF assembly, and the Newton solve's evaluate / factorize / line search "
              "(non-overlapping).", "",
+             "Newton it./solve counts the slowest island of each solve; it./island, per island that "
+             "took any (each island stops at its own convergence; MuJoCo's solver_niter counts the same way).", "",
              "| model | mj_step µs | mjcenic µs | ratio (baseline) | Newton it./solve (baseline) "
-             "| contacts | geometry | contacts map | assembly | evaluate | factorize | line search |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| it./island | contacts | geometry | contacts map | assembly | evaluate | factorize | line search |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in records:
         ph = r["phases"]
         b = baseline.get(r["model"])
         rb = f" ({b['ratio']:.2f})" if b else ""
         nb = f" ({b['newton_per_solve']:.2f})" if b else ""
+        per_island = f"{r['newton_per_island']:.2f}" if "newton_per_island" in r else "–"
         lines.append(f"| {r['model']} | {r['mjstep_us']:.0f} | {r['mjcenic_us']:.0f} | "
-                     f"{r['ratio']:.2f}{rb} | {r['newton_per_solve']:.2f}{nb} | "
+                     f"{r['ratio']:.2f}{rb} | {r['newton_per_solve']:.2f}{nb} | {per_island} | "
                      f"{r['contacts_per_step']:.0f} | " +
                      " | ".join(f"{ph[p]:.2f}" for p in PHASES[:-1]) + " |")
     if baseline:

@@ -622,8 +622,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
                              const double* guess_direction) {
   const int nv = m.nv;
   SolveStats st;
+  bool split = false;  // several islands, each converging on its own
   auto finish = [&](SolveStatus s) {
     st.status = s;
+    if (!split) st.island_updates = st.iterations, st.islands_iterated = st.iterations > 0;
     st.cost = data_.cost;
     if (stats) *stats = st;
     return s;
@@ -649,6 +651,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   // is frozen: no more evaluation, assembly, factorization or line search.
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
+  split = per_island;
   const char* frozen = nullptr;
   TagIslands(m);  // the model is constant during the solve
   if (per_island) {
@@ -708,7 +711,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     // whole system, or island by island. Criterion 2 assumes Newton's rate, so
     // it (and θ) only use steps of exact-Hessian iterations (§8.1).
     bool converged = Dg < tol || (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
-    if (per_island) converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
+    if (per_island) {
+      converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
+      if (k == 0) st.islands_iterated = st.island_updates;  // not converged at the guess
+    }
     if (converged) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);

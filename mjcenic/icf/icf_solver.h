@@ -81,6 +81,12 @@ struct SolveStats {
   // Σ over Newton iterations of the islands updated in it (several islands:
   // each stops at its own convergence, so this is below iterations × islands).
   int island_updates = 0;
+  // Islands that took at least one Newton iteration (one system: 1 if
+  // iterations > 0). island_updates / islands_iterated: Newton iterations
+  // per island that needed any, as MuJoCo's solver_niter counts them per
+  // island; `iterations` is the slowest island's count. With one system,
+  // island_updates = iterations.
+  int islands_iterated = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
   // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian

@@ -145,7 +145,9 @@ struct StepperOptions {
   X(time_evaluate, double, "wall time in cost/gradient evaluation, part of time_solve [s] (with phase_timers)")  \
   X(time_factorize, double, "wall time in Hessian assembly, factorization and Newton directions, part of time_solve [s] (with phase_timers)") \
   X(time_line_search, double, "wall time in line searches, part of time_solve [s] (with phase_timers)")          \
-  X(time_writeback, double, "wall time writing efc_force/contact forces to mjData, part of time_geometry [s] (with phase_timers)")
+  X(time_writeback, double, "wall time writing efc_force/contact forces to mjData, part of time_geometry [s] (with phase_timers)") \
+  X(island_solves, long, "islands (independent groups of trees) that took at least one Newton iteration, summed over the convex solves") \
+  X(island_newton_iterations, long, "Newton iterations summed over each solve's islands, each stopping at its own convergence (÷ island_solves: iterations per island, as MuJoCo's solver_niter counts them; newton_iterations counts the slowest island)")
 
 struct StepperStats {
 #define MJCENIC_STATS_MEMBER(name, type, doc) type name = 0;

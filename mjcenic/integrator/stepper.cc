@@ -303,6 +303,8 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   stats_.time_solve += Seconds(t0, PhaseNow(timed));
   ++stats_.solves;
   stats_.newton_iterations += st.iterations;
+  stats_.island_solves += st.islands_iterated;
+  stats_.island_newton_iterations += st.island_updates;
   last_iterations_ = st.iterations;
   stats_.factorizations += st.factorizations;
   stats_.ls_iterations += st.ls_iterations;
