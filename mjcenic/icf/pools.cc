@@ -146,14 +146,16 @@ double NearRigidBias(double g0, double h, double tau_d, double tau_r, const IcfP
 
 template <bool kUnilateral>
 void NearRigidPool<kUnilateral>::Clear() {
-  rows.Clear(); g0.clear(); w.clear(); tau_r.clear(); R.clear(); vhat.clear();
+  rows.Clear();
+  Resize(0);
 }
 
 template <bool kUnilateral>
 int NearRigidPool<kUnilateral>::Add(std::span<const int> dofs, double g0_, double w_,
                                     double tau_r_) {
   const int c = rows.Add(dofs);
-  g0.push_back(g0_); w.push_back(w_); tau_r.push_back(tau_r_); R.push_back(0); vhat.push_back(0);
+  Resize(c + 1);
+  SetRow(c, g0_, w_, tau_r_);
   return c;
 }
 
@@ -181,16 +183,14 @@ template struct NearRigidPool<false>;
 
 void GainPool::Clear() {
   rows.Clear();
-  c.clear(); kq.clear(); kv.clear(); vc0.clear(); lo.clear(); hi.clear();
-  kappa.clear(); c_eff.clear(); h_over_kappa.clear();
+  Resize(0);
 }
 
 int GainPool::Add(std::span<const int> dofs, double c_, double kq_, double kv_, double lo_,
                   double hi_) {
   const int i = rows.Add(dofs);
-  c.push_back(c_); kq.push_back(kq_); kv.push_back(kv_); vc0.push_back(0);
-  lo.push_back(lo_); hi.push_back(hi_); kappa.push_back(0); c_eff.push_back(c_);
-  h_over_kappa.push_back(0);
+  Resize(i + 1);
+  SetRow(i, c_, kq_, kv_, lo_, hi_);
   return i;
 }
 

@@ -95,8 +95,10 @@ struct NearRigidPool {
   int Add(std::span<const int> dofs, double g0, double w, double tau_r = 0);
   // Add of a one-dof row with J = [J1], inline (RowStore::AddSingle).
   int AddSingle(int dof, double J1, double g0_, double w_, double tau_r_) {
-    g0.push_back(g0_); w.push_back(w_); tau_r.push_back(tau_r_); R.push_back(0); vhat.push_back(0);
-    return rows.AddSingle(dof, J1);
+    const int c = rows.AddSingle(dof, J1);
+    Resize(c + 1);
+    SetRow(c, g0_, w_, tau_r_);
+    return c;
   }
   // Row c of a rebuild whose rows 0..c−1 are made (docs/cenic-math.md §8.9):
   // the previous build's row c is kept if it is one row on `dof` and every
@@ -108,7 +110,7 @@ struct NearRigidPool {
       return AddSingle(dof, J1, g0_, w_, tau_r_);
     }
     rows.SetSingleJ(c, J1);
-    g0[c] = g0_; w[c] = w_; tau_r[c] = tau_r_; R[c] = 0; vhat[c] = 0;
+    SetRow(c, g0_, w_, tau_r_);
     return c;
   }
   // As PutSingle for a row over `dofs` (its Jacobian block zeroed, as Add's).
@@ -118,14 +120,22 @@ struct NearRigidPool {
       return Add(dofs, g0_, w_, tau_r_);
     }
     rows.ZeroJ(c);
-    g0[c] = g0_; w[c] = w_; tau_r[c] = tau_r_; R[c] = 0; vhat[c] = 0;
+    SetRow(c, g0_, w_, tau_r_);
     return c;
   }
   // Drops the constraints from n on.
   void Truncate(int n) {
     if (n >= size()) return;
     rows.Truncate(n);
+    Resize(n);
+  }
+  // Every per-row array sized to n rows (the one list of them), and row c's
+  // numbers as a new row has them (R and v̂ follow in SetTimeStep).
+  void Resize(int n) {
     for (auto* x : {&g0, &w, &tau_r, &R, &vhat}) x->resize(n);
+  }
+  void SetRow(int c, double g0_, double w_, double tau_r_) {
+    g0[c] = g0_; w[c] = w_; tau_r[c] = tau_r_; R[c] = 0; vhat[c] = 0;
   }
   int size() const { return rows.size(); }
   void SetTimeStep(double h, const IcfParameters& p);
@@ -161,10 +171,10 @@ struct GainPool {
   int Add(std::span<const int> dofs, double c, double kq, double kv, double lo, double hi);
   // Add of a one-dof row with J = [J1], inline (RowStore::AddSingle).
   int AddSingle(int dof, double J1, double c_, double kq_, double kv_, double lo_, double hi_) {
-    c.push_back(c_); kq.push_back(kq_); kv.push_back(kv_); vc0.push_back(0);
-    lo.push_back(lo_); hi.push_back(hi_); kappa.push_back(0); c_eff.push_back(c_);
-    h_over_kappa.push_back(0);
-    return rows.AddSingle(dof, J1);
+    const int i = rows.AddSingle(dof, J1);
+    Resize(i + 1);
+    SetRow(i, c_, kq_, kv_, lo_, hi_);
+    return i;
   }
   // As NearRigidPool::PutSingle (docs/cenic-math.md §8.9).
   int PutSingle(int i, int dof, double J1, double c_, double kq_, double kv_, double lo_,
@@ -174,9 +184,7 @@ struct GainPool {
       return AddSingle(dof, J1, c_, kq_, kv_, lo_, hi_);
     }
     rows.SetSingleJ(i, J1);
-    c[i] = c_; kq[i] = kq_; kv[i] = kv_; vc0[i] = 0;
-    lo[i] = lo_; hi[i] = hi_; kappa[i] = 0; c_eff[i] = c_;
-    h_over_kappa[i] = 0;
+    SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
   }
   // As NearRigidPool::Put.
@@ -187,16 +195,23 @@ struct GainPool {
       return Add(dofs, c_, kq_, kv_, lo_, hi_);
     }
     rows.ZeroJ(i);
-    c[i] = c_; kq[i] = kq_; kv[i] = kv_; vc0[i] = 0;
-    lo[i] = lo_; hi[i] = hi_; kappa[i] = 0; c_eff[i] = c_;
-    h_over_kappa[i] = 0;
+    SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
   }
   // Drops the constraints from n on.
   void Truncate(int n) {
     if (n >= size()) return;
     rows.Truncate(n);
+    Resize(n);
+  }
+  // As NearRigidPool's: every per-row array, and row i as a new row has it.
+  void Resize(int n) {
     for (auto* x : {&c, &kq, &kv, &vc0, &lo, &hi, &kappa, &c_eff, &h_over_kappa}) x->resize(n);
+  }
+  void SetRow(int i, double c_, double kq_, double kv_, double lo_, double hi_) {
+    c[i] = c_; kq[i] = kq_; kv[i] = kv_; vc0[i] = 0;
+    lo[i] = lo_; hi[i] = hi_; kappa[i] = 0; c_eff[i] = c_;
+    h_over_kappa[i] = 0;
   }
   int size() const { return rows.size(); }
   void Lag(const double* v0);
