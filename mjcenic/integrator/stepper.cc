@@ -284,19 +284,17 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   icf::SolverOptions o = options_.solver;
   o.tolerance = tolerance;
   o.phase_timers = timed;
-  // Primal-dual friction when the tolerance is tight (cenic-math §8.1:
-  // fixed mode's 1e-8); loose error-controlled tolerances keep the plain
-  // Newton path. After a hard solve (≥ 3 iterations) the duals start at 0
-  // (a majorized first iteration); a near-steady scene, solved in 1–2 exact
-  // steps, starts at z = t̂ (exact Newton).
-  // Likewise the PCG directions' forcing (cenic-math §8.4): loose while the
-  // gradient falls slowly; not under error control, whose few iterations
-  // would carry the looser directions into the solution.
+  // Primal-dual friction (cenic-math §8.1), in fixed mode and under error
+  // control: only H changes, so the solution is the same to the tolerance.
+  // After a hard solve (≥ 3 iterations) the duals start at 0 (a majorized
+  // first iteration); a near-steady scene, solved in 1–2 exact steps, starts
+  // at z = t̂ (exact Newton).
+  // The PCG directions' forcing (cenic-math §8.4) is loose while the
+  // gradient falls slowly, with a tight tolerance only: under error control
+  // the few iterations would carry the looser directions into the solution.
   if (tolerance <= kTightTolerance) o.pcg_forcing_max = kTightPcgForcing;
-  if (tolerance <= kTightTolerance) {
-    o.friction_dual = true;
-    o.friction_dual_exact_start = last_iterations_ < 3;
-  }
+  o.friction_dual = true;
+  o.friction_dual_exact_start = last_iterations_ < 3;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction);
   last_solved_ = &model;
