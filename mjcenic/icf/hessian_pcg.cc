@@ -70,25 +70,51 @@ class PcgHessian final : public HessianFactor {
     std::fill(Hd_.begin(), Hd_.begin() + offset_[ncl], 0.0);
     std::fill(Ho_.begin(), Ho_.begin() + block_offset_[row_start_[ncl]], 0.0);
     const std::vector<int>& clique = model.clique_of_dof;
-    int last_ci = -1, last_cj = -1;
-    size_t last_block = 0;
-    AccumulateHessian(model, data, &block_, [&](int i, int j, double x) {
-      const int ci = clique[i], cj = clique[j];  // i ≥ j, so ci ≥ cj
-      if (ci == cj) {
-        const int s = clique_start_[ci], n = clique_start_[ci + 1] - s;
-        Hd_[offset_[ci] + static_cast<size_t>(j - s) * n + (i - s)] += x;
-        return;
-      }
-      if (ci != last_ci || cj != last_cj) {
-        const int* first = col_.data() + row_start_[ci];
-        const int* last = col_.data() + row_start_[ci + 1];
-        const int k = static_cast<int>(std::lower_bound(first, last, cj) - col_.data());
-        last_ci = ci, last_cj = cj, last_block = block_offset_[k];
-      }
-      const int nj = clique_start_[cj + 1] - clique_start_[cj];
-      Ho_[last_block + static_cast<size_t>(i - clique_start_[ci]) * nj +
-          (j - clique_start_[cj])] += x;
-    });
+    // A (block diagonal over the cliques) entry by entry.
+    for (int i = 0; i < model.nv; ++i) {
+      const int ci = clique[i], s = clique_start_[ci], n = clique_start_[ci + 1] - s;
+      double* B = Hd_.data() + offset_[ci] + static_cast<size_t>(i - s);
+      const int adr = model.M_rowadr[i], nnz = model.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) B[static_cast<size_t>(model.M_colind[adr + k] - s) * n] += model.M[adr + k];
+      B[static_cast<size_t>(i - s) * n] += model.h * model.D[i] + model.h * model.h * model.K[i];
+    }
+    // Each J_iᵀG_iJ_i block by runs of dofs in one clique (the dofs ascend,
+    // so the runs' cliques do): a run with itself into its clique block, a
+    // pair of runs into their coupling block, located once per pair. The
+    // same terms added in the same order as entry by entry.
+    ForEachConstraintHessian(
+        model, data, &block_,
+        [&](const auto& dofs, const double* Bc) {
+          const int nd = static_cast<int>(dofs.size());
+          runs_.clear();
+          for (int a = 0; a < nd; ++a)
+            if (a == 0 || clique[dofs[a]] != clique[dofs[a - 1]]) runs_.push_back(a);
+          runs_.push_back(nd);
+          const int nr = static_cast<int>(runs_.size()) - 1;
+          for (int ra = 0; ra < nr; ++ra) {
+            const int ci = clique[dofs[runs_[ra]]], si = clique_start_[ci];
+            const int ni = clique_start_[ci + 1] - si;
+            for (int rb = 0; rb <= ra; ++rb) {
+              if (ra == rb) {
+                double* D = Hd_.data() + offset_[ci];
+                for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+                  for (int b = runs_[ra]; b <= a; ++b)
+                    D[static_cast<size_t>(dofs[b] - si) * ni + (dofs[a] - si)] += Bc[a * nd + b];
+                continue;
+              }
+              const int cj = clique[dofs[runs_[rb]]], sj = clique_start_[cj];
+              const int nj = clique_start_[cj + 1] - sj;
+              const int* first = col_.data() + row_start_[ci];
+              const int* last = col_.data() + row_start_[ci + 1];
+              double* O = Ho_.data() +
+                          block_offset_[std::lower_bound(first, last, cj) - col_.data()];
+              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+                for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+                  O[static_cast<size_t>(dofs[a] - si) * nj + (dofs[b] - sj)] += Bc[a * nd + b];
+            }
+          }
+        },
+        [](int) { return true; });
     // Each clique block: full symmetric copy in Hd_, inverse in L_ (Cholesky,
     // then L⁻ᵀ L⁻¹), so the sweeps use plain small matrix–vector products.
     bool ok = true;
@@ -381,6 +407,7 @@ class PcgHessian final : public HessianFactor {
   std::vector<double> Hd_, L_;                 // clique blocks of H and their inverses
   std::vector<std::uint64_t> pairs_;           // coupled clique pairs (a << 32 | b), a > b
   std::vector<int> cliques_, row_start_, col_;
+  std::vector<int> runs_;  // AssembleAndFactor: starts of a constraint's clique runs
   std::vector<size_t> block_offset_;
   std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
   std::vector<double> r_, z_, p_, q_, x_, acc_, t_;
