@@ -190,6 +190,7 @@ void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island) {
   for (int c = 0; c < cp.size(); ++c) {
     const int isl = cd.island[c];
     if (per_island && isl_.frozen[isl]) continue;
+    if (cp.mu[c] * cp.n0[c] == 0.0) continue;  // frictionless: z is never used
     const double* vb = cd.vc_base.data() + 3 * c;
     const double* u = cd.u.data() + 3 * c;
     const double e = cp.eps[c];
