@@ -78,14 +78,55 @@ class PcgHessian final : public HessianFactor {
       for (int k = 0; k < nnz; ++k) B[static_cast<size_t>(model.M_colind[adr + k] - s) * n] += model.M[adr + k];
       B[static_cast<size_t>(i - s) * n] += model.h * model.D[i] + model.h * model.h * model.K[i];
     }
-    // Each J_iᵀG_iJ_i block by runs of dofs in one clique (the dofs ascend,
-    // so the runs' cliques do): a run with itself into its clique block, a
-    // pair of runs into their coupling block, located once per pair. The
-    // same terms added in the same order as entry by entry.
+    Dispatch([&](auto NN) { ScatterConstraints<decltype(NN)::value>(model, data); });
+    // Each clique block: full symmetric copy in Hd_, inverse in L_ (Cholesky,
+    // then L⁻ᵀ L⁻¹), so the sweeps use plain small matrix–vector products.
+    bool ok = true;
+    Dispatch([&](auto N) { ok = InvertBlocks<decltype(N)::value>(); });
+    if (!ok) return false;
+    model_ = &model;
+    data_ = &data;
+    assembled_ = true;
+    binds_ = 0;
+    return true;
+  }
+
+  // Adds each J_iᵀG_iJ_i block to Hd_/Ho_ by runs of dofs in one clique (the
+  // dofs ascend, so the runs' cliques do): a run with itself into its clique
+  // block, a pair of runs into their coupling block, located once per pair.
+  // Every entry receives the same terms in the same order as entry by entry.
+  // With N-dof cliques, a constraint on one or two whole cliques (a particle
+  // contact) takes fixed-size loops.
+  template <int N>
+  void ScatterConstraints(const IcfModel& model, const IcfData& data) {
+    const std::vector<int>& clique = model.clique_of_dof;
+    auto whole = [&](int first) {  // dofs[first..first+N) ascending: one whole clique?
+      return first == clique_start_[clique[first]];
+    };
     ForEachConstraintHessian(
         model, data, &block_,
         [&](const auto& dofs, const double* Bc) {
           const int nd = static_cast<int>(dofs.size());
+          if constexpr (N > 0) {
+            if ((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
+                (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))) {
+              const int c0 = clique[dofs[0]];
+              double* D0 = Hd_.data() + offset_[c0];
+              for (int a = 0; a < N; ++a)
+                for (int b = 0; b <= a; ++b) D0[b * N + a] += Bc[a * nd + b];
+              if (nd == N) return;
+              const int c1 = clique[dofs[N]];
+              double* D1 = Hd_.data() + offset_[c1];
+              for (int a = 0; a < N; ++a)
+                for (int b = 0; b <= a; ++b) D1[b * N + a] += Bc[(N + a) * nd + N + b];
+              const int* first = col_.data() + row_start_[c1];
+              const int* last = col_.data() + row_start_[c1 + 1];
+              double* O = Ho_.data() + block_offset_[std::lower_bound(first, last, c0) - col_.data()];
+              for (int a = 0; a < N; ++a)
+                for (int b = 0; b < N; ++b) O[a * N + b] += Bc[(N + a) * nd + b];
+              return;
+            }
+          }
           runs_.clear();
           for (int a = 0; a < nd; ++a)
             if (a == 0 || clique[dofs[a]] != clique[dofs[a - 1]]) runs_.push_back(a);
@@ -115,16 +156,6 @@ class PcgHessian final : public HessianFactor {
           }
         },
         [](int) { return true; });
-    // Each clique block: full symmetric copy in Hd_, inverse in L_ (Cholesky,
-    // then L⁻ᵀ L⁻¹), so the sweeps use plain small matrix–vector products.
-    bool ok = true;
-    Dispatch([&](auto N) { ok = InvertBlocks<decltype(N)::value>(); });
-    if (!ok) return false;
-    model_ = &model;
-    data_ = &data;
-    assembled_ = true;
-    binds_ = 0;
-    return true;
   }
 
   void SetIterative(double tolerance, int max_iterations) override {
