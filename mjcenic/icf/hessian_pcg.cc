@@ -43,7 +43,7 @@ class PcgHessian final : public HessianFactor {
     }
     if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
     if (Hd_.size() < offset_[ncl]) Hd_.resize(offset_[ncl]);
-    for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_, &t_u_, &acc2_}) v->resize(nv);
+    for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_, &t_u_}) v->resize(nv);
     int widest = 0;
     for (int c = 0; c < ncl; ++c)
       widest = std::max(widest, model.clique_start[c + 1] - model.clique_start[c]);
@@ -251,6 +251,21 @@ class PcgHessian final : public HessianFactor {
     }
     block_offset_[pairs_.size()] = off;
     for (int c = 0; c < ncl; ++c) row_start_[c + 1] += row_start_[c];
+    // The same blocks by column clique (CSC: block index and row clique),
+    // rows ascending, for the backward sweep's gathers.
+    const size_t np = pairs_.size();
+    col_start_.assign(ncl + 1, 0);
+    for (size_t k = 0; k < np; ++k) ++col_start_[col_[k] + 1];
+    for (int c = 0; c < ncl; ++c) col_start_[c + 1] += col_start_[c];
+    col_block_.resize(np);
+    col_row_.resize(np);
+    fill_.assign(col_start_.begin(), col_start_.end() - 1);
+    for (int a = 0; a < ncl; ++a)
+      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        const int pos = fill_[col_[k]]++;
+        col_block_[pos] = k;
+        col_row_[pos] = a;
+      }
     if (Ho_.size() < off) Ho_.resize(off);
   }
 
@@ -387,7 +402,7 @@ class PcgHessian final : public HessianFactor {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
     double *r = r_.data(), *z = z_.data(), *p = p_.data(), *q = q_.data(), *xs = x_.data();
-    double *t = acc_.data(), *u = t_u_.data(), *acc = acc2_.data(), *tmp = t_.data();
+    double *t = acc_.data(), *u = t_u_.data(), *tmp = t_.data();
     // y_c = M_c v_c for a clique block M (symmetric, n × n).
     auto block_mul = [&](const double* M, int c, const double* v, double* y) {
       const int s0 = clique_start_[c], n = size(c);
@@ -419,12 +434,20 @@ class PcgHessian final : public HessianFactor {
         }
       }
     };
-    // t = E⁻ᵀ v (backward block sweep) and u = v − B t.
+    // t = E⁻ᵀ v (backward block sweep: t_a = B_a⁻¹(v_a − Σ_{b>a} H_baᵀ t_b),
+    // gathered by column) and u = v − B t.
     auto backward = [&](const double* v) {
-      std::fill(acc, acc + nv, 0.0);
       for (int a = ncl - 1; a >= 0; --a) {
         const int s0 = clique_start_[a], n = size(a);
-        for (int i = 0; i < n; ++i) tmp[i] = v[s0 + i] - acc[s0 + i];
+        for (int i = 0; i < n; ++i) tmp[i] = v[s0 + i];
+        for (int k = col_start_[a]; k < col_start_[a + 1]; ++k) {
+          const int bq = col_row_[k], sb = clique_start_[bq], nb = size(bq);
+          const double* blk = Ho_.data() + block_offset_[col_block_[k]];  // nb × n
+          for (int j = 0; j < nb; ++j) {
+            const double tj = t[sb + j];
+            for (int i = 0; i < n; ++i) tmp[i] -= blk[j * n + i] * tj;
+          }
+        }
         const double* Bi = L_.data() + offset_[a];
         for (int i = 0; i < n; ++i) {
           double sum = 0;
@@ -433,14 +456,6 @@ class PcgHessian final : public HessianFactor {
         }
         block_mul(Hd_.data() + offset_[a], a, t, u);
         for (int i = 0; i < n; ++i) u[s0 + i] = v[s0 + i] - u[s0 + i];
-        for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
-          const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
-          const double* blk = Ho_.data() + block_offset_[k];
-          for (int i = 0; i < n; ++i) {
-            const double ti = t[s0 + i];
-            for (int j = 0; j < nb; ++j) acc[sb + j] += blk[i * nb + j] * ti;
-          }
-        }
       }
     };
     // ‖E r̂‖² with B r̂ = z given: (B r̂ + L r̂)_a = z_a + Σ_{b<a} H_ab r̂_b.
@@ -545,10 +560,11 @@ class PcgHessian final : public HessianFactor {
   std::vector<double> Hd_, L_;                 // clique blocks of H and their inverses
   std::vector<std::uint64_t> pairs_;           // coupled clique pairs (a << 32 | b), a > b
   std::vector<int> cliques_, row_start_, col_;
-  std::vector<int> runs_;  // AssembleAndFactor: starts of a constraint's clique runs
+  std::vector<int> runs_;
+  std::vector<int> col_start_, col_block_, col_row_, fill_;  // coupling blocks by column clique  // AssembleAndFactor: starts of a constraint's clique runs
   std::vector<size_t> block_offset_;
   std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
-  std::vector<double> r_, z_, p_, q_, x_, acc_, t_, t_u_, acc2_;
+  std::vector<double> r_, z_, p_, q_, x_, acc_, t_, t_u_;
   Eigen::MatrixXd identity_;  // scratch of the widest clique block (InvertBlocks)
 };
 
