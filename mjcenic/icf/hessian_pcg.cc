@@ -43,12 +43,14 @@ class PcgHessian final : public HessianFactor {
     }
     if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
     if (Hd_.size() < offset_[ncl]) Hd_.resize(offset_[ncl]);
+    if (Cf_.size() < offset_[ncl]) Cf_.resize(offset_[ncl]);
+    if (Ci_.size() < offset_[ncl]) Ci_.resize(offset_[ncl]);
     for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_, &t_u_}) v->resize(nv);
     int widest = 0;
     for (int c = 0; c < ncl; ++c)
       widest = std::max(widest, model.clique_start[c + 1] - model.clique_start[c]);
     if (identity_.rows() < widest) identity_ = Eigen::MatrixXd::Identity(widest, widest);
-    if (static_cast<int>(t_.size()) < widest) t_.resize(widest);
+    if (static_cast<int>(t_.size()) < widest * widest) t_.resize(widest * widest);
     uniform_ = ncl > 0 ? widest : 0;
     for (int c = 0; c < ncl; ++c)
       if (model.clique_start[c + 1] - model.clique_start[c] != widest) uniform_ = 0;
@@ -84,6 +86,7 @@ class PcgHessian final : public HessianFactor {
     bool ok = true;
     Dispatch([&](auto N) { ok = InvertBlocks<decltype(N)::value>(); });
     if (!ok) return false;
+    Dispatch([&](auto N) { ScaleCoupling<decltype(N)::value>(); });
     model_ = &model;
     data_ = &data;
     assembled_ = true;
@@ -267,6 +270,7 @@ class PcgHessian final : public HessianFactor {
         col_row_[pos] = a;
       }
     if (Ho_.size() < off) Ho_.resize(off);
+    if (Hs_.size() < off) Hs_.resize(off);
   }
 
   // z = P⁻¹ r, P = (B + L) B⁻¹ (B + Lᵀ): one forward and one backward block
@@ -286,6 +290,7 @@ class PcgHessian final : public HessianFactor {
       double* L = L_.data() + offset_[c];
       for (int j = 0; j < n; ++j)
         for (int i = j + 1; i < n; ++i) H[i * n + j] = H[j * n + i];
+      std::fill(T, T + n * n, 0.0);  // the upper triangle stays 0
       // Cholesky into T (column-major lower).
       for (int j = 0; j < n; ++j) {
         double d = H[j * n + j];
@@ -299,6 +304,7 @@ class PcgHessian final : public HessianFactor {
           T[j * n + i] = x / ljj;
         }
       }
+      std::copy(T, T + n * n, Cf_.data() + offset_[c]);  // C (column-major lower)
       // T ← L⁻¹ in place (lower), column by column from the right.
       for (int j = n - 1; j >= 0; --j) {
         T[j * n + j] = 1.0 / T[j * n + j];
@@ -308,6 +314,7 @@ class PcgHessian final : public HessianFactor {
           T[j * n + i] = -x * T[j * n + j];
         }
       }
+      std::copy(T, T + n * n, Ci_.data() + offset_[c]);  // C⁻¹ (column-major lower)
       // L_c = L⁻ᵀ L⁻¹: (a, b) = Σ_{k ≥ max(a,b)} L⁻¹(k, a) L⁻¹(k, b).
       for (int a = 0; a < n; ++a)
         for (int b = 0; b <= a; ++b) {
@@ -387,131 +394,155 @@ class PcgHessian final : public HessianFactor {
     }
   }
 
-  // PCG with the preconditioner P = E B⁻¹ Eᵀ, E = B + L, in split form
-  // (Eisenstat's trick, cenic-math §8.4): CG on K x̂ = E⁻¹ b, K = E⁻¹ H E⁻ᵀ,
-  // preconditioned by B, has the iterates x = E⁻ᵀ x̂ of PCG on H with P; since
-  // H = E + Eᵀ − B, K p̂ = t + E⁻¹(p̂ − B t) with t = E⁻ᵀ p̂: one backward and one
-  // forward block sweep per iteration instead of two sweeps and a product
-  // with H, and x accumulates α t directly. The residual of H x = b is
-  // r = E r̂ = B r̂ + L r̂; it is formed (one more pass over L) only once
-  // ‖r‖² estimated from r̂ᵀB r̂ (the ratio at the last check) is within 4× of
-  // the stopping threshold, then at every iteration until it stops.
+  // Hs_ = C_a⁻¹ H_ab C_b⁻ᵀ for every coupling block (a > b): the coupling of
+  // H̃ = S H Sᵀ, S = diag(C_c⁻¹), whose clique blocks are identities.
+  template <int N>
+  void ScaleCoupling() {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
+    double* W = t_.data();  // scratch ≥ widest² (Prepare)
+    for (int a = 0; a < ncl; ++a) {
+      const int na = size(a);
+      const double* Ca = Ci_.data() + offset_[a];  // (i, m) at Ca[m * na + i], m ≤ i
+      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        const int bq = col_[k], nb = size(bq);
+        const double* Cb = Ci_.data() + offset_[bq];
+        const double* H = Ho_.data() + block_offset_[k];  // na × nb
+        double* O = Hs_.data() + block_offset_[k];
+        // W = H C_b⁻ᵀ: W(i, j) = Σ_{l ≤ j} H(i, l) C_b⁻¹(j, l).
+        for (int i = 0; i < na; ++i)
+          for (int j = 0; j < nb; ++j) {
+            double sum = 0;
+            for (int l = 0; l <= j; ++l) sum += H[i * nb + l] * Cb[l * nb + j];
+            W[i * nb + j] = sum;
+          }
+        // O = C_a⁻¹ W: O(i, j) = Σ_{m ≤ i} C_a⁻¹(i, m) W(m, j).
+        for (int i = 0; i < na; ++i)
+          for (int j = 0; j < nb; ++j) {
+            double sum = 0;
+            for (int m = 0; m <= i; ++m) sum += Ca[m * na + i] * W[m * nb + j];
+            O[i * nb + j] = sum;
+          }
+      }
+    }
+  }
+
+  // PCG with the preconditioner P = E B⁻¹ Eᵀ, E = B + L (cenic-math §8.4),
+  // on the block-scaled system: with B_c = C_c C_cᵀ and S = diag(C_c⁻¹),
+  // H̃ = S H Sᵀ = Ẽ + Ẽᵀ − I with Ẽ = I + L̃, L̃_ab = C_a⁻¹ H_ab C_b⁻ᵀ, and
+  // P̃ = S P Sᵀ = Ẽ Ẽᵀ (PCG is invariant under the congruence: x = Sᵀ x̃).
+  // Split form (Eisenstat's trick): plain CG on K = Ẽ⁻¹ H̃ Ẽ⁻ᵀ, right side
+  // Ẽ⁻¹ S b; K p̂ = t + Ẽ⁻¹(p̂ − t) with t = Ẽ⁻ᵀ p̂: one backward and one forward
+  // sweep over L̃ per iteration and no clique-block products; x̃ accumulates
+  // α t. The residual of H x = b is r = S⁻¹ Ẽ r̂ = C (r̂ + L̃ r̂), formed (one
+  // more pass over L̃) only once ‖r‖² estimated from ‖r̂‖² (the ratio at the
+  // last check) is within 4× of the stopping threshold, then at every
+  // iteration until it stops. Same iterates as the textbook form.
   template <int N>
   void SolveSplitN(const double* b, double* x) {
     const int nv = model_->nv;
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
-    double *r = r_.data(), *z = z_.data(), *p = p_.data(), *q = q_.data(), *xs = x_.data();
-    double *t = acc_.data(), *u = t_u_.data(), *tmp = t_.data();
-    // y_c = M_c v_c for a clique block M (symmetric, n × n).
-    auto block_mul = [&](const double* M, int c, const double* v, double* y) {
-      const int s0 = clique_start_[c], n = size(c);
-      for (int a = 0; a < n; ++a) {
-        double sum = 0;
-        for (int k = 0; k < n; ++k) sum += M[a * n + k] * v[s0 + k];
-        y[s0 + a] = sum;
-      }
-    };
-    // out = E⁻¹ v (forward block sweep).
+    double *r = r_.data(), *p = p_.data(), *q = q_.data(), *xs = x_.data();
+    double *t = acc_.data(), *u = t_u_.data(), *tmp = z_.data();
+    // out = Ẽ⁻¹ v (forward sweep, unit diagonal).
     auto forward = [&](const double* v, double* out) {
       for (int a = 0; a < ncl; ++a) {
         const int s0 = clique_start_[a], n = size(a);
-        for (int i = 0; i < n; ++i) tmp[i] = v[s0 + i];
+        double* o = out + s0;
+        for (int i = 0; i < n; ++i) o[i] = v[s0 + i];
         for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
           const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
-          const double* blk = Ho_.data() + block_offset_[k];
+          const double* blk = Hs_.data() + block_offset_[k];
           for (int i = 0; i < n; ++i) {
             double sum = 0;
             for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * out[sb + j];
-            tmp[i] -= sum;
+            o[i] -= sum;
           }
-        }
-        const double* Bi = L_.data() + offset_[a];
-        for (int i = 0; i < n; ++i) {
-          double sum = 0;
-          for (int k = 0; k < n; ++k) sum += Bi[i * n + k] * tmp[k];
-          out[s0 + i] = sum;
         }
       }
     };
-    // t = E⁻ᵀ v (backward block sweep: t_a = B_a⁻¹(v_a − Σ_{b>a} H_baᵀ t_b),
-    // gathered by column) and u = v − B t.
+    // t = Ẽ⁻ᵀ v (backward sweep, gathered by column) and u = v − t.
     auto backward = [&](const double* v) {
       for (int a = ncl - 1; a >= 0; --a) {
         const int s0 = clique_start_[a], n = size(a);
-        for (int i = 0; i < n; ++i) tmp[i] = v[s0 + i];
+        double* ta = t + s0;
+        for (int i = 0; i < n; ++i) ta[i] = v[s0 + i];
         for (int k = col_start_[a]; k < col_start_[a + 1]; ++k) {
           const int bq = col_row_[k], sb = clique_start_[bq], nb = size(bq);
-          const double* blk = Ho_.data() + block_offset_[col_block_[k]];  // nb × n
+          const double* blk = Hs_.data() + block_offset_[col_block_[k]];  // nb × n
           for (int j = 0; j < nb; ++j) {
             const double tj = t[sb + j];
-            for (int i = 0; i < n; ++i) tmp[i] -= blk[j * n + i] * tj;
+            for (int i = 0; i < n; ++i) ta[i] -= blk[j * n + i] * tj;
           }
         }
-        const double* Bi = L_.data() + offset_[a];
-        for (int i = 0; i < n; ++i) {
-          double sum = 0;
-          for (int k = 0; k < n; ++k) sum += Bi[i * n + k] * tmp[k];
-          t[s0 + i] = sum;
-        }
-        block_mul(Hd_.data() + offset_[a], a, t, u);
-        for (int i = 0; i < n; ++i) u[s0 + i] = v[s0 + i] - u[s0 + i];
+        for (int i = 0; i < n; ++i) u[s0 + i] = v[s0 + i] - ta[i];
       }
     };
-    // ‖E r̂‖² with B r̂ = z given: (B r̂ + L r̂)_a = z_a + Σ_{b<a} H_ab r̂_b.
+    // ‖C (r̂ + L̃ r̂)‖².
     auto true_residual = [&]() {
       double rr = 0;
       for (int a = 0; a < ncl; ++a) {
         const int s0 = clique_start_[a], n = size(a);
-        for (int i = 0; i < n; ++i) tmp[i] = z[s0 + i];
+        for (int i = 0; i < n; ++i) tmp[i] = r[s0 + i];
         for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
           const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
-          const double* blk = Ho_.data() + block_offset_[k];
+          const double* blk = Hs_.data() + block_offset_[k];
           for (int i = 0; i < n; ++i) {
             double sum = 0;
             for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * r[sb + j];
             tmp[i] += sum;
           }
         }
-        for (int i = 0; i < n; ++i) rr += tmp[i] * tmp[i];
+        const double* C = Cf_.data() + offset_[a];  // (i, m) at C[m * n + i], m ≤ i
+        for (int i = 0; i < n; ++i) {
+          double sum = 0;
+          for (int m = 0; m <= i; ++m) sum += C[m * n + i] * tmp[m];
+          rr += sum * sum;
+        }
       }
       return rr;
     };
     double bb = 0;
-    for (int i = 0; i < nv; ++i) {
-      xs[i] = 0;
-      bb += b[i] * b[i];
+    for (int a = 0; a < ncl; ++a) {  // u = S b = C⁻¹ b per clique
+      const int s0 = clique_start_[a], n = size(a);
+      const double* Ci = Ci_.data() + offset_[a];
+      for (int i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int m = 0; m <= i; ++m) sum += Ci[m * n + i] * b[s0 + m];
+        u[s0 + i] = sum;
+        bb += b[s0 + i] * b[s0 + i];
+      }
     }
+    for (int i = 0; i < nv; ++i) xs[i] = 0;
     iterations_ = 0;
     const double stop = tolerance_ * tolerance_ * bb;
-    forward(b, r);  // r̂ = E⁻¹ b
+    forward(u, r);  // r̂ = Ẽ⁻¹ S b
     double rz = 0;
-    for (int c = 0; c < ncl; ++c) block_mul(Hd_.data() + offset_[c], c, r, z);
     for (int i = 0; i < nv; ++i) {
-      p[i] = z[i];
-      rz += r[i] * z[i];
+      p[i] = r[i];
+      rz += r[i] * r[i];
     }
-    double rr = bb;               // ‖r‖² where known
+    double rr = bb;  // ‖r‖² where known
     bool known = true, check_each = false;
-    double ratio = rz > 0 ? bb / rz : 1.0;  // ‖r‖² / r̂ᵀB r̂ at the last check
+    double ratio = rz > 0 ? bb / rz : 1.0;  // ‖r‖² / ‖r̂‖² at the last check
     while (!(known && rr <= stop) && iterations_ < max_iterations_) {
-      backward(p);                 // t = E⁻ᵀ p̂, u = p̂ − B t
-      forward(u, q);               // q = E⁻¹ u
+      backward(p);    // t = Ẽ⁻ᵀ p̂, u = p̂ − t
+      forward(u, q);  // q = Ẽ⁻¹ u
       double pq = 0;
       for (int i = 0; i < nv; ++i) {
-        q[i] += t[i];              // K p̂ = t + E⁻¹(p̂ − B t)
+        q[i] += t[i];  // K p̂ = t + Ẽ⁻¹(p̂ − t)
         pq += p[i] * q[i];
       }
       if (!(pq > 0)) break;  // not positive definite along p (or breakdown): keep x
       const double alpha = rz / pq;
+      double rz_new = 0;
       for (int i = 0; i < nv; ++i) {
         xs[i] += alpha * t[i];
         r[i] -= alpha * q[i];
+        rz_new += r[i] * r[i];
       }
       ++iterations_;
-      double rz_new = 0;
-      for (int c = 0; c < ncl; ++c) block_mul(Hd_.data() + offset_[c], c, r, z);
-      for (int i = 0; i < nv; ++i) rz_new += r[i] * z[i];
       known = check_each || ratio * rz_new <= 4 * stop;
       if (known) {
         rr = true_residual();
@@ -521,9 +552,17 @@ class PcgHessian final : public HessianFactor {
       }
       const double beta = rz_new / rz;
       rz = rz_new;
-      for (int i = 0; i < nv; ++i) p[i] = z[i] + beta * p[i];
+      for (int i = 0; i < nv; ++i) p[i] = r[i] + beta * p[i];
     }
-    std::copy(xs, xs + nv, x);
+    for (int a = 0; a < ncl; ++a) {  // x = Sᵀ x̃ = C⁻ᵀ x̃ per clique
+      const int s0 = clique_start_[a], n = size(a);
+      const double* Ci = Ci_.data() + offset_[a];
+      for (int i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int m = i; m < n; ++m) sum += Ci[i * n + m] * xs[s0 + m];
+        x[s0 + i] = sum;
+      }
+    }
   }
 
   // y = H p = A p + Σ Jᵀ G J p, matrix-free at the bound data.
@@ -564,6 +603,8 @@ class PcgHessian final : public HessianFactor {
   std::vector<int> col_start_, col_block_, col_row_, fill_;  // coupling blocks by column clique  // AssembleAndFactor: starts of a constraint's clique runs
   std::vector<size_t> block_offset_;
   std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
+  std::vector<double> Cf_, Ci_;  // Cholesky factor C_c of each clique block and C_c⁻¹ (column-major)
+  std::vector<double> Hs_;       // scaled coupling blocks C_a⁻¹ H_ab C_b⁻ᵀ, row-major
   std::vector<double> r_, z_, p_, q_, x_, acc_, t_, t_u_;
   Eigen::MatrixXd identity_;  // scratch of the widest clique block (InvertBlocks)
 };
