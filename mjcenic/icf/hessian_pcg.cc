@@ -43,12 +43,14 @@ class PcgHessian final : public HessianFactor {
     }
     if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
     if (Hd_.size() < offset_[ncl]) Hd_.resize(offset_[ncl]);
-    for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_}) v->resize(nv);
+    if (Cf_.size() < offset_[ncl]) Cf_.resize(offset_[ncl]);
+    if (Ci_.size() < offset_[ncl]) Ci_.resize(offset_[ncl]);
+    for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_, &t_u_}) v->resize(nv);
     int widest = 0;
     for (int c = 0; c < ncl; ++c)
       widest = std::max(widest, model.clique_start[c + 1] - model.clique_start[c]);
     if (identity_.rows() < widest) identity_ = Eigen::MatrixXd::Identity(widest, widest);
-    if (static_cast<int>(t_.size()) < widest) t_.resize(widest);
+    if (static_cast<int>(t_.size()) < widest * widest) t_.resize(widest * widest);
     uniform_ = ncl > 0 ? widest : 0;
     for (int c = 0; c < ncl; ++c)
       if (model.clique_start[c + 1] - model.clique_start[c] != widest) uniform_ = 0;
@@ -70,35 +72,93 @@ class PcgHessian final : public HessianFactor {
     std::fill(Hd_.begin(), Hd_.begin() + offset_[ncl], 0.0);
     std::fill(Ho_.begin(), Ho_.begin() + block_offset_[row_start_[ncl]], 0.0);
     const std::vector<int>& clique = model.clique_of_dof;
-    int last_ci = -1, last_cj = -1;
-    size_t last_block = 0;
-    AccumulateHessian(model, data, &block_, [&](int i, int j, double x) {
-      const int ci = clique[i], cj = clique[j];  // i ≥ j, so ci ≥ cj
-      if (ci == cj) {
-        const int s = clique_start_[ci], n = clique_start_[ci + 1] - s;
-        Hd_[offset_[ci] + static_cast<size_t>(j - s) * n + (i - s)] += x;
-        return;
-      }
-      if (ci != last_ci || cj != last_cj) {
-        const int* first = col_.data() + row_start_[ci];
-        const int* last = col_.data() + row_start_[ci + 1];
-        const int k = static_cast<int>(std::lower_bound(first, last, cj) - col_.data());
-        last_ci = ci, last_cj = cj, last_block = block_offset_[k];
-      }
-      const int nj = clique_start_[cj + 1] - clique_start_[cj];
-      Ho_[last_block + static_cast<size_t>(i - clique_start_[ci]) * nj +
-          (j - clique_start_[cj])] += x;
-    });
+    // A (block diagonal over the cliques) entry by entry.
+    for (int i = 0; i < model.nv; ++i) {
+      const int ci = clique[i], s = clique_start_[ci], n = clique_start_[ci + 1] - s;
+      double* B = Hd_.data() + offset_[ci] + static_cast<size_t>(i - s);
+      const int adr = model.M_rowadr[i], nnz = model.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) B[static_cast<size_t>(model.M_colind[adr + k] - s) * n] += model.M[adr + k];
+      B[static_cast<size_t>(i - s) * n] += model.h * model.D[i] + model.h * model.h * model.K[i];
+    }
+    Dispatch([&](auto NN) { ScatterConstraints<decltype(NN)::value>(model, data); });
     // Each clique block: full symmetric copy in Hd_, inverse in L_ (Cholesky,
     // then L⁻ᵀ L⁻¹), so the sweeps use plain small matrix–vector products.
     bool ok = true;
     Dispatch([&](auto N) { ok = InvertBlocks<decltype(N)::value>(); });
     if (!ok) return false;
+    Dispatch([&](auto N) { ScaleCoupling<decltype(N)::value>(); });
     model_ = &model;
     data_ = &data;
     assembled_ = true;
     binds_ = 0;
     return true;
+  }
+
+  // Adds each J_iᵀG_iJ_i block to Hd_/Ho_ by runs of dofs in one clique (the
+  // dofs ascend, so the runs' cliques do): a run with itself into its clique
+  // block, a pair of runs into their coupling block, located once per pair.
+  // Every entry receives the same terms in the same order as entry by entry.
+  // With N-dof cliques, a constraint on one or two whole cliques (a particle
+  // contact) takes fixed-size loops.
+  template <int N>
+  void ScatterConstraints(const IcfModel& model, const IcfData& data) {
+    const std::vector<int>& clique = model.clique_of_dof;
+    auto whole = [&](int first) {  // dofs[first..first+N) ascending: one whole clique?
+      return first == clique_start_[clique[first]];
+    };
+    ForEachConstraintHessian(
+        model, data, &block_,
+        [&](const auto& dofs, const double* Bc) {
+          const int nd = static_cast<int>(dofs.size());
+          if constexpr (N > 0) {
+            if ((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
+                (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))) {
+              const int c0 = clique[dofs[0]];
+              double* D0 = Hd_.data() + offset_[c0];
+              for (int a = 0; a < N; ++a)
+                for (int b = 0; b <= a; ++b) D0[b * N + a] += Bc[a * nd + b];
+              if (nd == N) return;
+              const int c1 = clique[dofs[N]];
+              double* D1 = Hd_.data() + offset_[c1];
+              for (int a = 0; a < N; ++a)
+                for (int b = 0; b <= a; ++b) D1[b * N + a] += Bc[(N + a) * nd + N + b];
+              const int* first = col_.data() + row_start_[c1];
+              const int* last = col_.data() + row_start_[c1 + 1];
+              double* O = Ho_.data() + block_offset_[std::lower_bound(first, last, c0) - col_.data()];
+              for (int a = 0; a < N; ++a)
+                for (int b = 0; b < N; ++b) O[a * N + b] += Bc[(N + a) * nd + b];
+              return;
+            }
+          }
+          runs_.clear();
+          for (int a = 0; a < nd; ++a)
+            if (a == 0 || clique[dofs[a]] != clique[dofs[a - 1]]) runs_.push_back(a);
+          runs_.push_back(nd);
+          const int nr = static_cast<int>(runs_.size()) - 1;
+          for (int ra = 0; ra < nr; ++ra) {
+            const int ci = clique[dofs[runs_[ra]]], si = clique_start_[ci];
+            const int ni = clique_start_[ci + 1] - si;
+            for (int rb = 0; rb <= ra; ++rb) {
+              if (ra == rb) {
+                double* D = Hd_.data() + offset_[ci];
+                for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+                  for (int b = runs_[ra]; b <= a; ++b)
+                    D[static_cast<size_t>(dofs[b] - si) * ni + (dofs[a] - si)] += Bc[a * nd + b];
+                continue;
+              }
+              const int cj = clique[dofs[runs_[rb]]], sj = clique_start_[cj];
+              const int nj = clique_start_[cj + 1] - sj;
+              const int* first = col_.data() + row_start_[ci];
+              const int* last = col_.data() + row_start_[ci + 1];
+              double* O = Ho_.data() +
+                          block_offset_[std::lower_bound(first, last, cj) - col_.data()];
+              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+                for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+                  O[static_cast<size_t>(dofs[a] - si) * nj + (dofs[b] - sj)] += Bc[a * nd + b];
+            }
+          }
+        },
+        [](int) { return true; });
   }
 
   void SetIterative(double tolerance, int max_iterations) override {
@@ -115,6 +175,10 @@ class PcgHessian final : public HessianFactor {
   }
 
   void Solve(const double* b, double* x) override {
+    if (assembled_) {
+      Dispatch([&](auto N) { SolveSplitN<decltype(N)::value>(b, x); });
+      return;
+    }
     const int nv = model_->nv;
     double bb = 0;
     for (int i = 0; i < nv; ++i) {
@@ -132,8 +196,7 @@ class PcgHessian final : public HessianFactor {
     }
     double rr = bb;
     while (rr > stop && iterations_ < max_iterations_) {
-      if (assembled_) MultiplyAssembled(p_.data(), q_.data());
-      else MultiplyH(p_.data(), q_.data());
+      MultiplyH(p_.data(), q_.data());
       double pq = 0;
       for (int i = 0; i < nv; ++i) pq += p_[i] * q_[i];
       if (!(pq > 0)) break;  // not positive definite along p (or breakdown): keep x
@@ -191,7 +254,23 @@ class PcgHessian final : public HessianFactor {
     }
     block_offset_[pairs_.size()] = off;
     for (int c = 0; c < ncl; ++c) row_start_[c + 1] += row_start_[c];
+    // The same blocks by column clique (CSC: block index and row clique),
+    // rows ascending, for the backward sweep's gathers.
+    const size_t np = pairs_.size();
+    col_start_.assign(ncl + 1, 0);
+    for (size_t k = 0; k < np; ++k) ++col_start_[col_[k] + 1];
+    for (int c = 0; c < ncl; ++c) col_start_[c + 1] += col_start_[c];
+    col_block_.resize(np);
+    col_row_.resize(np);
+    fill_.assign(col_start_.begin(), col_start_.end() - 1);
+    for (int a = 0; a < ncl; ++a)
+      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        const int pos = fill_[col_[k]]++;
+        col_block_[pos] = k;
+        col_row_[pos] = a;
+      }
     if (Ho_.size() < off) Ho_.resize(off);
+    if (Hs_.size() < off) Hs_.resize(off);
   }
 
   // z = P⁻¹ r, P = (B + L) B⁻¹ (B + Lᵀ): one forward and one backward block
@@ -211,6 +290,7 @@ class PcgHessian final : public HessianFactor {
       double* L = L_.data() + offset_[c];
       for (int j = 0; j < n; ++j)
         for (int i = j + 1; i < n; ++i) H[i * n + j] = H[j * n + i];
+      std::fill(T, T + n * n, 0.0);  // the upper triangle stays 0
       // Cholesky into T (column-major lower).
       for (int j = 0; j < n; ++j) {
         double d = H[j * n + j];
@@ -224,6 +304,7 @@ class PcgHessian final : public HessianFactor {
           T[j * n + i] = x / ljj;
         }
       }
+      std::copy(T, T + n * n, Cf_.data() + offset_[c]);  // C (column-major lower)
       // T ← L⁻¹ in place (lower), column by column from the right.
       for (int j = n - 1; j >= 0; --j) {
         T[j * n + j] = 1.0 / T[j * n + j];
@@ -233,6 +314,7 @@ class PcgHessian final : public HessianFactor {
           T[j * n + i] = -x * T[j * n + j];
         }
       }
+      std::copy(T, T + n * n, Ci_.data() + offset_[c]);  // C⁻¹ (column-major lower)
       // L_c = L⁻ᵀ L⁻¹: (a, b) = Σ_{k ≥ max(a,b)} L⁻¹(k, a) L⁻¹(k, b).
       for (int a = 0; a < n; ++a)
         for (int b = 0; b <= a; ++b) {
@@ -259,9 +341,6 @@ class PcgHessian final : public HessianFactor {
 
   void Precondition(const double* r, double* z) {
     Dispatch([&](auto N) { PreconditionN<decltype(N)::value>(r, z); });
-  }
-  void MultiplyAssembled(const double* p, double* y) {
-    Dispatch([&](auto N) { MultiplyAssembledN<decltype(N)::value>(p, y); });
   }
 
   template <int N>
@@ -315,34 +394,173 @@ class PcgHessian final : public HessianFactor {
     }
   }
 
-  // y = H p with the assembled blocks.
+  // Hs_ = C_a⁻¹ H_ab C_b⁻ᵀ for every coupling block (a > b): the coupling of
+  // H̃ = S H Sᵀ, S = diag(C_c⁻¹), whose clique blocks are identities.
   template <int N>
-  void MultiplyAssembledN(const double* p, double* y) const {
+  void ScaleCoupling() {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
-    for (int c = 0; c < ncl; ++c) {
-      const int s = clique_start_[c], n = size(c);
-      const double* B = Hd_.data() + offset_[c];  // full symmetric
-      for (int a = 0; a < n; ++a) {
-        double x = 0;
-        for (int b = 0; b < n; ++b) x += B[a * n + b] * p[s + b];
-        y[s + a] = x;
+    double* W = t_.data();  // scratch ≥ widest² (Prepare)
+    for (int a = 0; a < ncl; ++a) {
+      const int na = size(a);
+      const double* Ca = Ci_.data() + offset_[a];  // (i, m) at Ca[m * na + i], m ≤ i
+      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        const int bq = col_[k], nb = size(bq);
+        const double* Cb = Ci_.data() + offset_[bq];
+        const double* H = Ho_.data() + block_offset_[k];  // na × nb
+        double* O = Hs_.data() + block_offset_[k];
+        // W = H C_b⁻ᵀ: W(i, j) = Σ_{l ≤ j} H(i, l) C_b⁻¹(j, l).
+        for (int i = 0; i < na; ++i)
+          for (int j = 0; j < nb; ++j) {
+            double sum = 0;
+            for (int l = 0; l <= j; ++l) sum += H[i * nb + l] * Cb[l * nb + j];
+            W[i * nb + j] = sum;
+          }
+        // O = C_a⁻¹ W: O(i, j) = Σ_{m ≤ i} C_a⁻¹(i, m) W(m, j).
+        for (int i = 0; i < na; ++i)
+          for (int j = 0; j < nb; ++j) {
+            double sum = 0;
+            for (int m = 0; m <= i; ++m) sum += Ca[m * na + i] * W[m * nb + j];
+            O[i * nb + j] = sum;
+          }
       }
     }
-    for (int a = 0; a < ncl; ++a) {
-      const int s = clique_start_[a], n = size(a);
-      for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
-        const int b = col_[k], sb = clique_start_[b], nb = size(b);
-        const double* blk = Ho_.data() + block_offset_[k];
-        for (int i = 0; i < n; ++i) {
-          double x = 0;
-          const double pi = p[s + i];
-          for (int j = 0; j < nb; ++j) {
-            x += blk[i * nb + j] * p[sb + j];
-            y[sb + j] += blk[i * nb + j] * pi;
+  }
+
+  // PCG with the preconditioner P = E B⁻¹ Eᵀ, E = B + L (cenic-math §8.4),
+  // on the block-scaled system: with B_c = C_c C_cᵀ and S = diag(C_c⁻¹),
+  // H̃ = S H Sᵀ = Ẽ + Ẽᵀ − I with Ẽ = I + L̃, L̃_ab = C_a⁻¹ H_ab C_b⁻ᵀ, and
+  // P̃ = S P Sᵀ = Ẽ Ẽᵀ (PCG is invariant under the congruence: x = Sᵀ x̃).
+  // Split form (Eisenstat's trick): plain CG on K = Ẽ⁻¹ H̃ Ẽ⁻ᵀ, right side
+  // Ẽ⁻¹ S b; K p̂ = t + Ẽ⁻¹(p̂ − t) with t = Ẽ⁻ᵀ p̂: one backward and one forward
+  // sweep over L̃ per iteration and no clique-block products; x̃ accumulates
+  // α t. The residual of H x = b is r = S⁻¹ Ẽ r̂ = C (r̂ + L̃ r̂), formed (one
+  // more pass over L̃) only once ‖r‖² estimated from ‖r̂‖² (the ratio at the
+  // last check) is within 4× of the stopping threshold, then at every
+  // iteration until it stops. Same iterates as the textbook form.
+  template <int N>
+  void SolveSplitN(const double* b, double* x) {
+    const int nv = model_->nv;
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
+    double *r = r_.data(), *p = p_.data(), *q = q_.data(), *xs = x_.data();
+    double *t = acc_.data(), *u = t_u_.data(), *tmp = z_.data();
+    // out = Ẽ⁻¹ v (forward sweep, unit diagonal).
+    auto forward = [&](const double* v, double* out) {
+      for (int a = 0; a < ncl; ++a) {
+        const int s0 = clique_start_[a], n = size(a);
+        double* o = out + s0;
+        for (int i = 0; i < n; ++i) o[i] = v[s0 + i];
+        for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+          const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
+          const double* blk = Hs_.data() + block_offset_[k];
+          for (int i = 0; i < n; ++i) {
+            double sum = 0;
+            for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * out[sb + j];
+            o[i] -= sum;
           }
-          y[s + i] += x;
         }
+      }
+    };
+    // t = Ẽ⁻ᵀ v (backward sweep, gathered by column) and u = v − t.
+    auto backward = [&](const double* v) {
+      for (int a = ncl - 1; a >= 0; --a) {
+        const int s0 = clique_start_[a], n = size(a);
+        double* ta = t + s0;
+        for (int i = 0; i < n; ++i) ta[i] = v[s0 + i];
+        for (int k = col_start_[a]; k < col_start_[a + 1]; ++k) {
+          const int bq = col_row_[k], sb = clique_start_[bq], nb = size(bq);
+          const double* blk = Hs_.data() + block_offset_[col_block_[k]];  // nb × n
+          for (int j = 0; j < nb; ++j) {
+            const double tj = t[sb + j];
+            for (int i = 0; i < n; ++i) ta[i] -= blk[j * n + i] * tj;
+          }
+        }
+        for (int i = 0; i < n; ++i) u[s0 + i] = v[s0 + i] - ta[i];
+      }
+    };
+    // ‖C (r̂ + L̃ r̂)‖².
+    auto true_residual = [&]() {
+      double rr = 0;
+      for (int a = 0; a < ncl; ++a) {
+        const int s0 = clique_start_[a], n = size(a);
+        for (int i = 0; i < n; ++i) tmp[i] = r[s0 + i];
+        for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+          const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
+          const double* blk = Hs_.data() + block_offset_[k];
+          for (int i = 0; i < n; ++i) {
+            double sum = 0;
+            for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * r[sb + j];
+            tmp[i] += sum;
+          }
+        }
+        const double* C = Cf_.data() + offset_[a];  // (i, m) at C[m * n + i], m ≤ i
+        for (int i = 0; i < n; ++i) {
+          double sum = 0;
+          for (int m = 0; m <= i; ++m) sum += C[m * n + i] * tmp[m];
+          rr += sum * sum;
+        }
+      }
+      return rr;
+    };
+    double bb = 0;
+    for (int a = 0; a < ncl; ++a) {  // u = S b = C⁻¹ b per clique
+      const int s0 = clique_start_[a], n = size(a);
+      const double* Ci = Ci_.data() + offset_[a];
+      for (int i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int m = 0; m <= i; ++m) sum += Ci[m * n + i] * b[s0 + m];
+        u[s0 + i] = sum;
+        bb += b[s0 + i] * b[s0 + i];
+      }
+    }
+    for (int i = 0; i < nv; ++i) xs[i] = 0;
+    iterations_ = 0;
+    const double stop = tolerance_ * tolerance_ * bb;
+    forward(u, r);  // r̂ = Ẽ⁻¹ S b
+    double rz = 0;
+    for (int i = 0; i < nv; ++i) {
+      p[i] = r[i];
+      rz += r[i] * r[i];
+    }
+    double rr = bb;  // ‖r‖² where known
+    bool known = true, check_each = false;
+    double ratio = rz > 0 ? bb / rz : 1.0;  // ‖r‖² / ‖r̂‖² at the last check
+    while (!(known && rr <= stop) && iterations_ < max_iterations_) {
+      backward(p);    // t = Ẽ⁻ᵀ p̂, u = p̂ − t
+      forward(u, q);  // q = Ẽ⁻¹ u
+      double pq = 0;
+      for (int i = 0; i < nv; ++i) {
+        q[i] += t[i];  // K p̂ = t + Ẽ⁻¹(p̂ − t)
+        pq += p[i] * q[i];
+      }
+      if (!(pq > 0)) break;  // not positive definite along p (or breakdown): keep x
+      const double alpha = rz / pq;
+      double rz_new = 0;
+      for (int i = 0; i < nv; ++i) {
+        xs[i] += alpha * t[i];
+        r[i] -= alpha * q[i];
+        rz_new += r[i] * r[i];
+      }
+      ++iterations_;
+      known = check_each || ratio * rz_new <= 4 * stop;
+      if (known) {
+        rr = true_residual();
+        if (rz_new > 0) ratio = rr / rz_new;
+        check_each = rr > stop;
+        if (!check_each) break;
+      }
+      const double beta = rz_new / rz;
+      rz = rz_new;
+      for (int i = 0; i < nv; ++i) p[i] = r[i] + beta * p[i];
+    }
+    for (int a = 0; a < ncl; ++a) {  // x = Sᵀ x̃ = C⁻ᵀ x̃ per clique
+      const int s0 = clique_start_[a], n = size(a);
+      const double* Ci = Ci_.data() + offset_[a];
+      for (int i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int m = i; m < n; ++m) sum += Ci[i * n + m] * xs[s0 + m];
+        x[s0 + i] = sum;
       }
     }
   }
@@ -381,9 +599,13 @@ class PcgHessian final : public HessianFactor {
   std::vector<double> Hd_, L_;                 // clique blocks of H and their inverses
   std::vector<std::uint64_t> pairs_;           // coupled clique pairs (a << 32 | b), a > b
   std::vector<int> cliques_, row_start_, col_;
+  std::vector<int> runs_;
+  std::vector<int> col_start_, col_block_, col_row_, fill_;  // coupling blocks by column clique  // AssembleAndFactor: starts of a constraint's clique runs
   std::vector<size_t> block_offset_;
   std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
-  std::vector<double> r_, z_, p_, q_, x_, acc_, t_;
+  std::vector<double> Cf_, Ci_;  // Cholesky factor C_c of each clique block and C_c⁻¹ (column-major)
+  std::vector<double> Hs_;       // scaled coupling blocks C_a⁻¹ H_ab C_b⁻ᵀ, row-major
+  std::vector<double> r_, z_, p_, q_, x_, acc_, t_, t_u_;
   Eigen::MatrixXd identity_;  // scratch of the widest clique block (InvertBlocks)
 };
 

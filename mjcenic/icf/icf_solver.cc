@@ -13,6 +13,9 @@ namespace mjcenic::icf {
 
 namespace {
 constexpr double kEpsMachine = std::numeric_limits<double>::epsilon();
+// PCG forcing floor: a direction's relative residual need not be below this
+// fraction of tolerance / |D∇ℓ| (cenic-math §8.4, "No oversolving").
+constexpr double kOversolve = 0.1;
 
 double Dot(const std::vector<double>& a, const double* b, int n) {
   double s = 0;
@@ -187,6 +190,7 @@ void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island) {
   for (int c = 0; c < cp.size(); ++c) {
     const int isl = cd.island[c];
     if (per_island && isl_.frozen[isl]) continue;
+    if (cp.mu[c] * cp.n0[c] == 0.0) continue;  // frictionless: z is never used
     const double* vb = cd.vc_base.data() + 3 * c;
     const double* u = cd.u.data() + 3 * c;
     const double e = cp.eps[c];
@@ -744,6 +748,18 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     double forcing = o.pcg_forcing_max;
     if (k > 0 && Dg_prev > 0) forcing = 0.9 * (Dg / Dg_prev) * (Dg / Dg_prev);
     forcing = std::clamp(forcing, o.pcg_tolerance, std::max(o.pcg_tolerance, o.pcg_forcing_max));
+    if (o.pcg_forcing_max > o.pcg_tolerance) {
+      // No oversolving (§8.4): a direction whose residual is kOversolve
+      // times the distance of the island farthest from its tolerance
+      // already ends the iteration; a tighter solve buys nothing.
+      double far = Dg / tol;
+      if (per_island) {
+        far = 0;
+        for (int i = 0; i < ni; ++i)
+          if (!isl_.frozen[i]) far = std::max(far, std::sqrt(isl_.Dg2[i]) / isl_.tol[i]);
+      }
+      if (far > 0) forcing = std::clamp(kOversolve / far, forcing, o.pcg_forcing_max);
+    }
     H->SetIterative(forcing, o.pcg_max_iterations);
     Dg_prev = Dg;
     const double* w = NewtonDirection(m, H, per_island, nfrozen > 0, &st.linear_iterations);

@@ -100,6 +100,15 @@ void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, dou
   }
   // Lagged regularized friction (§4.6, P14).
   const double mun = mu[c] * n0[c], e = eps[c];
+  if (mun == 0.0) {  // frictionless (condim 1, or no normal force at v⁰): the
+                     // friction terms below are all zero
+    *cost = 0.0 - N;
+    gamma[0] = gn;
+    gamma[1] = gamma[2] = 0.0;
+    G[0] = -dgn;
+    for (int q = 1; q < 9; ++q) G[q] = 0.0;
+    return;
+  }
   const double vt1 = vc[1], vt2 = vc[2];
   const double soft = std::sqrt(vt1 * vt1 + vt2 * vt2 + e * e);  // |v_t|_ε + ε
   const double t1 = vt1 / soft, t2 = vt2 / soft;

@@ -170,6 +170,26 @@ class RowStore {
   void CongruenceTransform(int c, const double* G, double* B) const {
     const int n = num_[c];
     const double* Jc = J(c);
+    if (kRows > 1) {
+      // G = g e₀e₀ᵀ (a frictionless contact): B = g J₀ᵀJ₀, the products
+      // below without their zero terms (equal up to the sign of a zero).
+      bool rank_one = true;
+      for (int q = 1; q < kRows * kRows; ++q) rank_one = rank_one && G[q] == 0.0;
+      if (rank_one) {
+        double gJ[64];
+        for (int k0 = 0; k0 < n; k0 += 64) {
+          const int kn = (n - k0 < 64) ? n - k0 : 64;
+          for (int k = 0; k < kn; ++k) gJ[k] = G[0] * Jc[k0 + k];
+          for (int i = k0; i < n; ++i) {
+            const double a = Jc[i];
+            const int kend = (i - k0 + 1 < kn) ? i - k0 + 1 : kn;
+            double* Bi = B + i * n + k0;
+            for (int k = 0; k < kend; ++k) Bi[k] = a * gJ[k];
+          }
+        }
+        return;
+      }
+    }
     double GJ[kRows * 64];  // rows of G*J computed per column chunk
     for (int k0 = 0; k0 < n; k0 += 64) {
       const int kn = (n - k0 < 64) ? n - k0 : 64;

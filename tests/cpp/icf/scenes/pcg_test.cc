@@ -203,6 +203,70 @@ TEST(Pcg, GaussSeidelPreconditionerHalvesTheIterationsOfBlockJacobi) {
   }
 }
 
+// PCG with the symmetric block Gauss–Seidel preconditioner
+// P = (B + L) B⁻¹ (B + L)ᵀ in its textbook form (z = P⁻¹ r, one product with
+// H per iteration), written here densely with Eigen as the reference for the
+// split form PcgHessian runs (cenic-math §8.4): the iteration count to `tol`
+// and the solution in *x.
+int TextbookSgsIterations(const IcfModel& m, const Eigen::MatrixXd& H, const Eigen::VectorXd& b,
+                          double tol, Eigen::VectorXd* x) {
+  const int n = static_cast<int>(H.rows());
+  Eigen::MatrixXd E = Eigen::MatrixXd::Zero(n, n), B = Eigen::MatrixXd::Zero(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const int ci = m.clique_of_dof[i], cj = m.clique_of_dof[j];
+      if (ci >= cj) E(i, j) = H(i, j);
+      if (ci == cj) B(i, j) = H(i, j);
+    }
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(E);
+  auto precondition = [&](const Eigen::VectorXd& r) {
+    const Eigen::VectorXd y = lu.solve(r);  // E⁻¹ r
+    return Eigen::VectorXd(lu.transpose().solve(B * y));  // E⁻ᵀ B E⁻¹ r
+  };
+  *x = Eigen::VectorXd::Zero(n);
+  Eigen::VectorXd r = b, z = precondition(r), p = z;
+  double rz = r.dot(z);
+  int it = 0;
+  while (r.norm() > tol * b.norm() && it < 1000) {
+    const Eigen::VectorXd q = H * p;
+    const double a = rz / p.dot(q);
+    *x += a * p;
+    r -= a * q;
+    z = precondition(r);
+    const double rz_new = r.dot(z);
+    p = z + (rz_new / rz) * p;
+    rz = rz_new;
+    ++it;
+  }
+  return it;
+}
+
+TEST(Pcg, SplitFormTakesTheTextbookIterates) {
+  // The split form (CG on E⁻¹HE⁻ᵀ, §8.4) has the iterates of the textbook
+  // preconditioned CG in exact arithmetic: the same iteration count to each
+  // tolerance and the same direction up to round-off.
+  const IcfModel& m = PileProblem();
+  ASSERT_GT(m.nv, 0);
+  IcfSolver solver;
+  const Eigen::MatrixXd H = solver.Hessian(m, m.v0.data());
+  solver.Evaluate(m, m.v0.data());
+  const Eigen::VectorXd b = -Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
+  for (double tol : {1e-2, 1e-4, 1e-8}) {
+    auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+    pcg->Prepare(m);
+    ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
+    pcg->Bind(m, solver.data());
+    Eigen::VectorXd w(m.nv), w_ref(m.nv);
+    pcg->Solve(b.data(), w.data());
+    const int ref = TextbookSgsIterations(m, H, b, tol, &w_ref);
+    std::printf("  tolerance %.0e: split form %d iterations, textbook %d, |w - w_ref|/|w_ref| "
+                "%.2e\n", tol, pcg->last_iterations(), ref, RelDiff(w_ref, w));
+    EXPECT_EQ(pcg->last_iterations(), ref);
+    EXPECT_LE((H * w - b).norm(), tol * b.norm());
+    EXPECT_LT(RelDiff(w_ref, w), 1e-9);
+  }
+}
+
 TEST(Pcg, ForcingCutsConjugateGradientIterationsNotTheSolution) {
   const IcfModel& m = PileProblem();
   ASSERT_GT(m.nv, 0);
