@@ -363,7 +363,18 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
                              kv, act_lo_[a], act_hi_[a]);
       continue;
     }
-    // Sorted dofs of the moment row.
+    // Sorted dofs of the moment row: MuJoCo's own order when it is ascending
+    // (the usual case: no permutation, no sort; cenic-math §8.9).
+    const int* cols = d->moment_colind + adr;
+    bool ascending = true;
+    for (int k = 1; k < nnz && ascending; ++k) ascending = cols[k - 1] < cols[k];
+    if (ascending) {
+      const int i = model->gains.Put(gain_rows_++, std::span<const int>(cols, nnz), c, kq, kv,
+                                     act_lo_[a], act_hi_[a]);
+      std::copy(d->actuator_moment + adr, d->actuator_moment + adr + nnz,
+                model->gains.rows.J(i));
+      continue;
+    }
     perm_.resize(nnz);
     for (int k = 0; k < nnz; ++k) perm_[k] = k;
     std::sort(perm_.begin(), perm_.end(), [&](int x, int y) {
