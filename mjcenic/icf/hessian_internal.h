@@ -234,6 +234,17 @@ void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<d
       const int n = static_cast<int>(dofs.size());
       if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
       double* B = scratch->data();
+      if constexpr (R == 1) {
+        if (n == 1) {  // a joint limit or actuator: CongruenceTransform's two sums, inline
+          const double J = pool.rows.J(c)[0];
+          double gj = 0, b = 0;
+          gj += G[0] * J;
+          b += J * gj;
+          B[0] = b;
+          f(dofs, static_cast<const double*>(B));
+          continue;
+        }
+      }
       pool.rows.CongruenceTransform(c, G, B);
       f(dofs, static_cast<const double*>(B));
     }

@@ -55,6 +55,10 @@ class TreeHessian final : public HessianFactor {
     auto add_block = [&](const auto& dofs, const double* B) {
       const int nd = static_cast<int>(dofs.size());
       if (!in_pattern || nd == 0) return;
+      if (nd == 1) {  // one dof: its diagonal, always in the pattern (diagonal last)
+        H_[rowadr_[dofs[0]] + rownnz_[dofs[0]] - 1] += B[0];
+        return;
+      }
       if (nd > static_cast<int>(pos_.size())) {  // dofs are distinct: not reached
         in_pattern = false;
         return;
