@@ -9,6 +9,7 @@
 #include <string>
 
 #include "mjcenic/adapter/contact_parameters.h"
+#include "mjcenic/icf/hessian.h"
 
 namespace mjcenic::adapter {
 
@@ -236,6 +237,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     model->M_rowadr.assign(m->M_rowadr, m->M_rowadr + nv);
     model->M_rownnz.assign(m->M_rownnz, m->M_rownnz + nv);
     model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
+    icf::NoteMassPattern(model);  // the model's tree: once (cenic-math §8.9)
   } else {
     // The limit and gain pools are rebuilt in place: rows a new build makes
     // again are refilled (PutSingle), the rest cut (cenic-math §8.9).
