@@ -239,11 +239,10 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
     icf::NoteMassPattern(model);  // the model's tree: once (cenic-math §8.9)
   } else {
-    // The limit and gain pools are rebuilt in place: rows a new build makes
-    // again are refilled (PutSingle), the rest cut (cenic-math §8.9).
+    // The limit, gain, coupling and dry-friction pools are rebuilt in place:
+    // rows a new build makes again are refilled (Put, PutSingle), the rest
+    // cut (cenic-math §8.9).
     model->contacts.Clear();
-    model->couplings.Clear();
-    model->dry_friction.Clear();
     model->contact_torques.Clear();
   }
   model->params = params;
@@ -268,7 +267,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   info->max_penetration = 0;
   records->rows.clear();
   records->contacts.clear();
-  limit_rows_ = gain_rows_ = 0;
+  limit_rows_ = gain_rows_ = coupling_rows_ = friction_rows_ = 0;
   size_t limit_records = 0;
   AddTendonSprings(m, d, model);
   if (feedback) {
@@ -296,6 +295,8 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     }
   }
   model->limits.Truncate(limit_rows_);
+  model->couplings.Truncate(coupling_rows_);
+  model->dry_friction.Truncate(friction_rows_);
   // Joint then tendon limits, by id: sorted; rows of mj_makeConstraint may not be.
   if (records->rows.size() > limit_records &&
       !std::is_sorted(records->rows.begin(), records->rows.end()))
@@ -514,7 +515,8 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
     int c;
     double* J;
     if (type == mjCNSTR_EQUALITY) {
-      c = model->couplings.Add(dofs_, d->efc_pos[row], std::max(d->efc_diagA[row], 1e-12),
+      c = model->couplings.Put(coupling_rows_++, dofs_, d->efc_pos[row],
+                               std::max(d->efc_diagA[row], 1e-12),
                                RecoveryTime(m, m->eq_solref + 2 * d->efc_id[row]));
       J = model->couplings.rows.J(c);
     } else if (ball_limit) {
@@ -523,7 +525,7 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
                             RecoveryTime(m, m->jnt_solref + 2 * d->efc_id[row]));
       J = model->limits.rows.J(c);
     } else {
-      c = model->dry_friction.Add(dofs_, d->efc_frictionloss[row],
+      c = model->dry_friction.Put(friction_rows_++, dofs_, d->efc_frictionloss[row],
                                   contact_.frictionloss_stiction ? 0.0 : FrictionLossSpeed(m, d, row));
       J = model->dry_friction.rows.J(c);
     }
