@@ -438,7 +438,13 @@ bool Stepper::ProblemAtStart(mjData* d, double h) {
     return false;
   start_depths_valid_ = false;  // penetration check: new start contacts
   if (has_limits_ && PenetrationCheck()) LimitViolations(d, &start_limits_);  // and limits
-  model_start_state_.Capture(m_, d);
+  // Kept for the retries of a rejected attempt; without error control every
+  // step is one attempt, and a call after a failed one rebuilds the same
+  // problem (cenic-math §8.9).
+  if (options_.mode != Mode::kFixed && options_.error_control)
+    model_start_state_.Capture(m_, d);
+  else
+    model_start_state_.Invalidate();
   return true;
 }
 
