@@ -9,6 +9,7 @@
 #include <string>
 
 #include "mjcenic/adapter/contact_parameters.h"
+#include "mjcenic/icf/hessian.h"
 
 namespace mjcenic::adapter {
 
@@ -236,12 +237,12 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     model->M_rowadr.assign(m->M_rowadr, m->M_rowadr + nv);
     model->M_rownnz.assign(m->M_rownnz, m->M_rownnz + nv);
     model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
+    icf::NoteMassPattern(model);  // the model's tree: once (cenic-math §8.9)
   } else {
-    // The limit and gain pools are rebuilt in place: rows a new build makes
-    // again are refilled (PutSingle), the rest cut (cenic-math §8.9).
+    // The limit, gain, coupling and dry-friction pools are rebuilt in place:
+    // rows a new build makes again are refilled (Put, PutSingle), the rest
+    // cut (cenic-math §8.9).
     model->contacts.Clear();
-    model->couplings.Clear();
-    model->dry_friction.Clear();
     model->contact_torques.Clear();
   }
   model->params = params;
@@ -266,7 +267,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   info->max_penetration = 0;
   records->rows.clear();
   records->contacts.clear();
-  limit_rows_ = gain_rows_ = 0;
+  limit_rows_ = gain_rows_ = coupling_rows_ = friction_rows_ = 0;
   size_t limit_records = 0;
   AddTendonSprings(m, d, model);
   if (feedback) {
@@ -294,6 +295,8 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     }
   }
   model->limits.Truncate(limit_rows_);
+  model->couplings.Truncate(coupling_rows_);
+  model->dry_friction.Truncate(friction_rows_);
   // Joint then tendon limits, by id: sorted; rows of mj_makeConstraint may not be.
   if (records->rows.size() > limit_records &&
       !std::is_sorted(records->rows.begin(), records->rows.end()))
@@ -363,7 +366,18 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
                              kv, act_lo_[a], act_hi_[a]);
       continue;
     }
-    // Sorted dofs of the moment row.
+    // Sorted dofs of the moment row: MuJoCo's own order when it is ascending
+    // (the usual case: no permutation, no sort; cenic-math §8.9).
+    const int* cols = d->moment_colind + adr;
+    bool ascending = true;
+    for (int k = 1; k < nnz && ascending; ++k) ascending = cols[k - 1] < cols[k];
+    if (ascending) {
+      const int i = model->gains.Put(gain_rows_++, std::span<const int>(cols, nnz), c, kq, kv,
+                                     act_lo_[a], act_hi_[a]);
+      std::copy(d->actuator_moment + adr, d->actuator_moment + adr + nnz,
+                model->gains.rows.J(i));
+      continue;
+    }
     perm_.resize(nnz);
     for (int k = 0; k < nnz; ++k) perm_[k] = k;
     std::sort(perm_.begin(), perm_.end(), [&](int x, int y) {
@@ -501,7 +515,8 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
     int c;
     double* J;
     if (type == mjCNSTR_EQUALITY) {
-      c = model->couplings.Add(dofs_, d->efc_pos[row], std::max(d->efc_diagA[row], 1e-12),
+      c = model->couplings.Put(coupling_rows_++, dofs_, d->efc_pos[row],
+                               std::max(d->efc_diagA[row], 1e-12),
                                RecoveryTime(m, m->eq_solref + 2 * d->efc_id[row]));
       J = model->couplings.rows.J(c);
     } else if (ball_limit) {
@@ -510,7 +525,7 @@ void MujocoAdapter::AddEfcRows(const mjModel* m, const mjData* d, icf::IcfModel*
                             RecoveryTime(m, m->jnt_solref + 2 * d->efc_id[row]));
       J = model->limits.rows.J(c);
     } else {
-      c = model->dry_friction.Add(dofs_, d->efc_frictionloss[row],
+      c = model->dry_friction.Put(friction_rows_++, dofs_, d->efc_frictionloss[row],
                                   contact_.frictionloss_stiction ? 0.0 : FrictionLossSpeed(m, d, row));
       J = model->dry_friction.rows.J(c);
     }

@@ -153,9 +153,9 @@ class MujocoAdapter {
   std::vector<int> dofs_a_, dofs_b_, dofs_;
   std::vector<double> cols_a_, cols_b_, rot_a_, rot_b_, row_;
   std::vector<int> perm_;
-  // Rows of the limit and gain pools made so far by the current Build: the
+  // Rows of the limit, gain, coupling and dry-friction pools made so far by the current Build: the
   // pools still hold the previous build's rows past them (PutSingle, cenic-math §8.9).
-  int limit_rows_ = 0, gain_rows_ = 0;
+  int limit_rows_ = 0, gain_rows_ = 0, coupling_rows_ = 0, friction_rows_ = 0;
 };
 
 }  // namespace mjcenic::adapter

@@ -32,8 +32,11 @@ bool MassMatrixHasTreeLayout(const IcfModel& m) {
 
 }  // namespace detail
 
+void NoteMassPattern(IcfModel* m) { m->mass_tree_layout = detail::MassMatrixHasTreeLayout(*m); }
+
 bool ConstraintsFollowTree(const IcfModel& m) {
-  if (!detail::MassMatrixHasTreeLayout(m)) return false;
+  if (!(m.mass_tree_layout >= 0 ? m.mass_tree_layout == 1 : detail::MassMatrixHasTreeLayout(m)))
+    return false;
   // Every constraint's dofs (ascending) are ancestors of its last dof.
   bool ok = true;
   auto check = [&](const auto& pool) {

@@ -56,6 +56,10 @@ LinearSolverKind ChooseLinearSolver(const IcfModel& model, LinearSolverKind requ
 // parent dof plus i) and every constraint's dofs lie on one root-to-leaf chain
 // of dofs: then H = A + Σ JᵀGJ has M's sparsity and kTree applies.
 bool ConstraintsFollowTree(const IcfModel& model);
+// Records in model->mass_tree_layout whether M's pattern (M_rowadr, M_rownnz,
+// M_colind, set once per model by the adapter) has the tree layout, so that
+// ConstraintsFollowTree does not check it again per solve (cenic-math §8.9).
+void NoteMassPattern(IcfModel* model);
 // Rows (Σ R_i) of the constraints whose dofs span more than one tree; *wide
 // (optional): how many of those constraints span three trees or more.
 int CouplingRank(const IcfModel& model, int* wide = nullptr);

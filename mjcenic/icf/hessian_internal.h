@@ -234,6 +234,17 @@ void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<d
       const int n = static_cast<int>(dofs.size());
       if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
       double* B = scratch->data();
+      if constexpr (R == 1) {
+        if (n == 1) {  // a joint limit or actuator: CongruenceTransform's two sums, inline
+          const double J = pool.rows.J(c)[0];
+          double gj = 0, b = 0;
+          gj += G[0] * J;
+          b += J * gj;
+          B[0] = b;
+          f(dofs, static_cast<const double*>(B));
+          continue;
+        }
+      }
       pool.rows.CongruenceTransform(c, G, B);
       f(dofs, static_cast<const double*>(B));
     }
@@ -243,18 +254,50 @@ void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<d
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
 // constraint part Σ_i J_iᵀ G_i J_i of H (constraints with G_i = 0 skipped).
-// `keep(dof)` selects the constraints, by their first dof.
+// `keep(dof)` selects the constraints, by their first dof. Each term is
+// RowStore::CongruenceTransform's sum, in its order, computed when it is
+// passed on (no block stored and re-read; cenic-math §8.9); constraints over
+// more dofs than its column chunk go through the block.
 template <class Sink, class Keep>
 void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
                                   std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
-  ForEachConstraintHessian(
-      m, d, scratch,
-      [&](const auto& dofs, const double* B) {
-        const int n = static_cast<int>(dofs.size());
+  constexpr int kChunk = 64;  // CongruenceTransform's column chunk
+  auto add_pool = [&](const auto& pool, const auto& pd) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    for (int c = 0; c < pool.size(); ++c) {
+      const double* G = pd.G.data() + R * R * c;
+      if (AllZero(G, R * R)) continue;
+      const auto dofs = pool.rows.dofs(c);
+      if (dofs.empty() || !keep(dofs[0])) continue;
+      const int n = static_cast<int>(dofs.size());
+      if (n > kChunk) {
+        if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
+        double* B = scratch->data();
+        pool.rows.CongruenceTransform(c, G, B);
         for (int a = 0; a < n; ++a)
           for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
-      },
-      keep);
+        continue;
+      }
+      const double* J = pool.rows.J(c);
+      double GJ[R * kChunk];  // rows of G J
+      for (int r = 0; r < R; ++r)
+        for (int k = 0; k < n; ++k) {
+          double x = 0;
+          for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * n + k];
+          GJ[r * kChunk + k] = x;
+        }
+      for (int a = 0; a < n; ++a) {
+        double ja[R];
+        for (int r = 0; r < R; ++r) ja[r] = J[r * n + a];
+        for (int b = 0; b <= a; ++b) {
+          double x = 0;
+          for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kChunk + b];
+          sink(dofs[a], dofs[b], x);
+        }
+      }
+    }
+  };
+  ForEachPool(m, const_cast<IcfData&>(d), add_pool);
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of

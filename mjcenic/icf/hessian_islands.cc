@@ -34,6 +34,15 @@ class IslandHessian final : public HessianFactor {
       if (changed) ++pattern_id_, ++analyses_;
       return changed;
     }
+    // The same partition as the last Prepare (the usual case from one step
+    // to the next): every array below would come out the same.
+    if (!by_block_ && !island_.empty() && model.nv == static_cast<int>(island_.size()) &&
+        model.num_islands == seen_num_islands_ && model.island_of_clique == seen_island_of_clique_ &&
+        model.clique_of_dof == seen_clique_of_dof_)
+      return false;
+    seen_num_islands_ = model.num_islands;
+    seen_island_of_clique_ = model.island_of_clique;
+    seen_clique_of_dof_ = model.clique_of_dof;
     const bool left_block = by_block_;
     by_block_ = false;
     const int nv = model.nv;
@@ -153,6 +162,9 @@ class IslandHessian final : public HessianFactor {
   std::vector<size_t> offset_, col_;
   std::vector<double> H_, L_, x_, dinv_;
   const char* frozen_ = nullptr;  // per island, or null
+  // The partition the arrays above were made for (Prepare's early return).
+  int seen_num_islands_ = -1;
+  std::vector<int> seen_island_of_clique_, seen_clique_of_dof_;
 };
 
 }  // namespace

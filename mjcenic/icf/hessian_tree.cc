@@ -19,9 +19,20 @@ namespace {
 // H = Lᵀ D L, L unit lower triangular with the pattern of M.
 // ChooseLinearSolver only picks this kind when ConstraintsFollowTree().
 class TreeHessian final : public HessianFactor {
+  // Constraints over at most this many dofs (RowStore::CongruenceTransform's
+  // column chunk) have JᵀGJ added term by term (AssembleAndFactor).
+  static constexpr int kFusedDofs = 64;
+
   // row_i[0..n) −= s row_k[0..n): two different rows of the factor.
   static void Update(double* __restrict row_i, const double* __restrict row_k, double s, int n) {
-    for (int t = 0; t < n; ++t) row_i[t] -= s * row_k[t];
+    // Two entries per pass (one SSE2 pair, no vector prologue or epilogue:
+    // the rows of a robot's chain are a handful of entries; cenic-math §8.9).
+    int t = 0;
+    for (; t + 1 < n; t += 2) {
+      row_i[t] -= s * row_k[t];
+      row_i[t + 1] -= s * row_k[t + 1];
+    }
+    if (t < n) row_i[t] -= s * row_k[t];
   }
 
  public:
@@ -52,31 +63,75 @@ class TreeHessian final : public HessianFactor {
     // rownnz(dofs[b]) − 1 of row dofs[a], no search. One check per dof that
     // it does lie on the chain of the constraint's last dof.
     bool in_pattern = tree_layout_;
-    auto add_block = [&](const auto& dofs, const double* B) {
-      const int nd = static_cast<int>(dofs.size());
-      if (!in_pattern || nd == 0) return;
-      if (nd > static_cast<int>(pos_.size())) {  // dofs are distinct: not reached
-        in_pattern = false;
-        return;
-      }
-      const int* last_row = colind_.data() + rowadr_[dofs[nd - 1]];
-      const int last_nnz = rownnz_[dofs[nd - 1]];
-      int* pos = pos_.data();
-      for (int b = 0; b < nd; ++b) {
-        const int q = rownnz_[dofs[b]] - 1;
-        if (q >= last_nnz || last_row[q] != dofs[b]) {
+    // Per constraint: its dofs' positions in the rows (pattern check), then
+    // JᵀGJ added straight into H: CongruenceTransform's sums for each term,
+    // in its order, each added once to its entry (the same bits as forming
+    // the block first, without storing and re-reading it; cenic-math §8.9).
+    auto add_pool = [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      for (int c = 0; c < pool.size() && in_pattern; ++c) {
+        const double* G = pd.G.data() + R * R * c;
+        if (AllZero(G, R * R)) continue;
+        const auto dofs = pool.rows.dofs(c);
+        const int nd = static_cast<int>(dofs.size());
+        if (nd == 0) continue;
+        const double* J = pool.rows.J(c);
+        if (nd == 1) {  // one dof: its diagonal, always in the pattern (diagonal last)
+          double gj[R], b = 0;
+          for (int r = 0; r < R; ++r) {
+            gj[r] = 0;
+            for (int q = 0; q < R; ++q) gj[r] += G[r * R + q] * J[q];
+          }
+          for (int r = 0; r < R; ++r) b += J[r] * gj[r];
+          H_[rowadr_[dofs[0]] + rownnz_[dofs[0]] - 1] += b;
+          continue;
+        }
+        if (nd > static_cast<int>(pos_.size())) {  // dofs are distinct: not reached
           in_pattern = false;
           return;
         }
-        pos[b] = q;
-      }
-      for (int a = 0; a < nd; ++a) {
-        double* Ha = H_.data() + rowadr_[dofs[a]];
-        const double* Ba = B + a * nd;
-        for (int b = 0; b <= a; ++b) Ha[pos[b]] += Ba[b];
+        const int* last_row = colind_.data() + rowadr_[dofs[nd - 1]];
+        const int last_nnz = rownnz_[dofs[nd - 1]];
+        int* pos = pos_.data();
+        for (int b = 0; b < nd; ++b) {
+          const int q = rownnz_[dofs[b]] - 1;
+          if (q >= last_nnz || last_row[q] != dofs[b]) {
+            in_pattern = false;
+            return;
+          }
+          pos[b] = q;
+        }
+        if (nd > kFusedDofs) {  // CongruenceTransform's column chunks: the block, then H
+          if (static_cast<int>(block_.size()) < nd * nd) block_.resize(nd * nd);
+          double* B = block_.data();
+          pool.rows.CongruenceTransform(c, G, B);
+          for (int a = 0; a < nd; ++a) {
+            double* Ha = H_.data() + rowadr_[dofs[a]];
+            const double* Ba = B + a * nd;
+            for (int b = 0; b <= a; ++b) Ha[pos[b]] += Ba[b];
+          }
+          continue;
+        }
+        double GJ[R * kFusedDofs];  // rows of G J
+        for (int r = 0; r < R; ++r)
+          for (int k = 0; k < nd; ++k) {
+            double x = 0;
+            for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * nd + k];
+            GJ[r * kFusedDofs + k] = x;
+          }
+        for (int a = 0; a < nd; ++a) {
+          double ja[R];
+          for (int r = 0; r < R; ++r) ja[r] = J[r * nd + a];
+          double* Ha = H_.data() + rowadr_[dofs[a]];
+          for (int b = 0; b <= a; ++b) {
+            double x = 0;
+            for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kFusedDofs + b];
+            Ha[pos[b]] += x;
+          }
+        }
       }
     };
-    ForEachConstraintHessian(m, data, &block_, add_block, [](int) { return true; });
+    ForEachPool(m, const_cast<IcfData&>(data), add_pool);
     if (!in_pattern) return false;  // not reached: ChooseLinearSolver checked the chains
     std::copy(H_.begin(), H_.end(), L_.begin());
     double* L = L_.data();

@@ -14,6 +14,7 @@ void IcfModel::Reset(int n) {
   M_rownnz.resize(n);
   M_colind.clear();
   M.clear();
+  mass_tree_layout = -1;
   M_diag.assign(n, 0);
   D.assign(n, 0);
   K.assign(n, 0);

@@ -33,6 +33,10 @@ struct IcfModel {
   // M: symmetric, lower triangle in CSR (columns ascending, diagonal last).
   std::vector<int> M_rowadr, M_rownnz, M_colind;
   std::vector<double> M;
+  // Whether M's pattern has the kinematic-tree layout (cenic-math §8.8):
+  // -1 unknown (ConstraintsFollowTree checks the pattern), else 0/1 as
+  // NoteMassPattern found it when the pattern was set (Reset forgets it).
+  int mass_tree_layout = -1;
   std::vector<double> M_diag, D, K, v0, f;
   IcfParameters params;
 

@@ -333,6 +333,30 @@ void IcfSolver::ResizeIslandWork(int ni) {
   ls_.active.resize(ni);
 }
 
+bool IcfSolver::StepStaysQuadratic(const IcfModel& m) const {
+  // cenic-math §8.9. Each row's cost is a function of its scalar v_c, which
+  // is affine in α, with pieces that are intervals of v_c: the same piece at
+  // both ends of the step means the same piece on all of it. v_c(1) is
+  // formed as the line search and the next evaluation form it, v_c(0) + 1·u.
+  const LimitPool& lp = m.limits;
+  const double *lb = data_.limits.vc_base.data(), *lu = data_.limits.u.data();
+  for (int c = 0; c < lp.size(); ++c) {
+    // Active while v̂ − v_c > 0 (NearRigidPool::Eval).
+    const double x0 = lp.vhat[c] - lb[c], x1 = lp.vhat[c] - (lb[c] + 1.0 * lu[c]);
+    if ((x0 > 0) != (x1 > 0)) return false;
+  }
+  const GainPool& gp = m.gains;
+  const double *gb = data_.gains.vc_base.data(), *gu = data_.gains.u.data();
+  auto piece = [](double y, double lo, double hi) { return y < lo ? 0 : (y > hi ? 2 : 1); };
+  for (int i = 0; i < gp.size(); ++i) {
+    const double k = gp.kappa[i];
+    if (!(k > 0)) continue;  // explicit at v_c0: linear in v_c (GainPool::Eval)
+    const double y0 = gp.c_eff[i] - k * gb[i], y1 = gp.c_eff[i] - k * (gb[i] + 1.0 * gu[i]);
+    if (piece(y0, gp.lo[i], gp.hi[i]) != piece(y1, gp.lo[i], gp.hi[i])) return false;
+  }
+  return true;
+}
+
 namespace {
 // Minimizer on [0, α_max] of the Hermite cubic in t = α/α_max matching ℓ, ℓ'
 // at both ends (§8.3, the cubic initial guess).
@@ -643,6 +667,11 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   islands_on_ = o.island_line_search;
   const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
   HessianFactor* H = Factor(kind, o);
+  // Quadratic step (§8.9): only rows with piecewise-quadratic costs and an
+  // exact Newton direction.
+  const bool quadratic_rows = o.quadratic_shortcut && o.alpha_max == 1.0 && !o.hessian_reuse &&
+                              kind != LinearSolverKind::kPcg && m.contacts.size() == 0 &&
+                              m.contact_torques.size() == 0 && m.dry_friction.size() == 0;
   const bool pattern_changed = H->Prepare(m);
   // A new pattern invalidates the stored factorization even if this solve
   // ends before factorizing (converged at k = 0); so does one that skipped
@@ -772,7 +801,14 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     {
       PhaseTimer t(o.phase_timers ? &st.time_line_search : nullptr);
       PrepareLineSearch(m, w);
-      if (!LineSearch(m, o, &st.ls_iterations)) return finish(SolveStatus::kLineSearchFailed);
+      if (quadratic_rows && StepStaysQuadratic(m)) {
+        // ℓ_i is one quadratic along the exact Newton step: α_i = 1 where it
+        // descends, 0 where LineSearch would not move (ℓ_i'(0) ≥ 0).
+        for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
+        ++st.quadratic_steps;
+      } else if (!LineSearch(m, o, &st.ls_iterations)) {
+        return finish(SolveStatus::kLineSearchFailed);
+      }
     }
     step_prev2 = step_prev;
     step_prev = TakeStep(m, w, per_island, ni);

@@ -63,6 +63,14 @@ struct SolverOptions {
   // guess_direction). Fixed mode only; off by default (measured: fewer
   // Newton iterations, wall time mixed).
   bool pull_back_guess = false;
+  // Quadratic step (cenic-math §8.9): when the problem has only rows whose
+  // cost is piecewise quadratic (limits, couplings, gains: no contacts,
+  // contact torques or dry friction), the direction is an exact Newton step
+  // (direct linear solver, no Hessian reuse, α_max = 1) and every row keeps
+  // its piece of ℓ_c from α = 0 to α = 1, ℓ is one quadratic along the step
+  // and α = 1 is its minimizer: the line search is skipped. The next
+  // evaluation and the stopping test are unchanged.
+  bool quadratic_shortcut = true;
   // Measure SolveStats' phase times (two clock reads per phase and Newton
   // iteration); off: they stay 0.
   bool phase_timers = false;
@@ -87,6 +95,9 @@ struct SolveStats {
   // island; `iterations` is the slowest island's count. With one system,
   // island_updates = iterations.
   int islands_iterated = 0;
+  // Newton iterations whose step was taken without a line search because ℓ
+  // is quadratic along it (SolverOptions::quadratic_shortcut).
+  int quadratic_steps = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
   // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian
@@ -180,6 +191,10 @@ class IcfSolver {
   // False if some island's search did not converge.
   bool LineSearch(const IcfModel& model, const SolverOptions& o, int* evals);
   void ResizeIslandWork(int num_islands);
+  // Quadratic step (SolverOptions::quadratic_shortcut): true if every limit
+  // and gain row is in the same piece of its cost at v_c(0) and v_c(0) + u
+  // (the direction set by PrepareLineSearch; couplings have one piece).
+  bool StepStaysQuadratic(const IcfModel& model) const;
   // Newton's per-island bookkeeping (§8.2 per island): tolerances and state
   // at the start of a solve; |D ∇ℓ| (and per island into isl_.Dg2); the
   // per-island stopping test, freezing converged islands; the update

@@ -252,6 +252,23 @@ struct DryFrictionPool {
   double h = 0;
   void Clear();
   int Add(std::span<const int> dofs, double F, double eps = 0);
+  // As NearRigidPool::Put (docs/cenic-math.md §8.9): row c of a rebuild
+  // refilled in place when it is on the same dofs, else the pool cut at c
+  // and the row appended.
+  int Put(int c, std::span<const int> dofs, double F_, double eps_) {
+    if (!rows.IsOn(c, dofs)) {
+      Truncate(c);
+      return Add(dofs, F_, eps_);
+    }
+    rows.ZeroJ(c);
+    F[c] = F_; eps_row[c] = eps_; eps[c] = 0;
+    return c;
+  }
+  void Truncate(int n) {
+    if (n >= size()) return;
+    rows.Truncate(n);
+    for (auto* x : {&F, &eps_row, &eps}) x->resize(n);
+  }
   int size() const { return rows.size(); }
   void SetTimeStep(double h, const IcfParameters& p);
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {

@@ -190,8 +190,8 @@ absl::Status Stepper::CheckInputs(const mjData* d) const {
   return absl::OkStatus();
 }
 
-void Stepper::EnsureStages(mjData* d, double* penetration) {
-  if (stages_state_.Matches(m_, d)) return;
+void Stepper::EnsureStages(mjData* d, double* penetration, bool known_current) {
+  if (known_current || stages_state_.Matches(m_, d)) return;
   const bool timed = options_.phase_timers;
   const auto t0 = PhaseNow(timed);
   mujoco_->stages.PositionVelocity(d);
@@ -231,12 +231,13 @@ bool Stepper::ControllerAt(mjData* d, const double* q, const double* v) {
   return ok;
 }
 
-bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate) {
+bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate,
+                      bool stages_current) {
   // Penetration counts at the trajectory's states: a step's start state at
   // once, the second build's state (midpoint) only if its attempt is accepted.
   double* penetration =
       model == &model_mid_ ? &attempt_penetration_ : &stats_.max_penetration;
-  EnsureStages(d, penetration);
+  EnsureStages(d, penetration, stages_current);
   if (!ExplicitController(d)) return false;
   // Actuation at this state: already in d if the last PostStep computed it
   // here with the same ctrl (mj_step's one actuation pass per step).
@@ -419,17 +420,29 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
 }
 
 bool Stepper::ProblemAtStart(mjData* d, double h) {
+  // Whether d is still the state Advance's EnsureStages compared with the
+  // stages (cenic-math §8.9: one comparison per call, not two); used once.
+  const bool stages_current = stages_checked_;
+  stages_checked_ = false;
   // Built once per start state, reused after a rejection (only h changes).
   if (model_start_state_.Matches(m_, d)) {
     model_start_.SetTimeStep(h);
     last_problem_ = &model_start_;
     return true;
   }
-  if (ImplicitController() && !LinearizeController(d)) return false;
-  if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data())) return false;
+  if (ImplicitController() && !LinearizeController(d)) return false;  // (moves d's stages)
+  if (!BuildAt(d, h, &model_start_, scratch_.act_rate_start.data(),
+               stages_current && !ImplicitController()))
+    return false;
   start_depths_valid_ = false;  // penetration check: new start contacts
   if (has_limits_ && PenetrationCheck()) LimitViolations(d, &start_limits_);  // and limits
-  model_start_state_.Capture(m_, d);
+  // Kept for the retries of a rejected attempt; without error control every
+  // step is one attempt, and a call after a failed one rebuilds the same
+  // problem (cenic-math §8.9).
+  if (options_.mode != Mode::kFixed && options_.error_control)
+    model_start_state_.Capture(m_, d);
+  else
+    model_start_state_.Invalidate();
   return true;
 }
 
@@ -954,11 +967,21 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
     stats_.time_total += Seconds(start, Clock::now());
     return absl::OkStatus();
   }
+  const bool loaded_dense = dense_pending_;
   if (dense_pending_) LoadDenseEnd(d);
+  // d is the state EnsureStages compared above unless something ran since
+  // that may change it (a control callback, a zero-order-hold controller,
+  // the dense-output end just loaded): the first build may skip comparing
+  // it again (ProblemAtStart).
+  bool checked = !mujoco_->stages.HasControlCallback() && !mujoco_->controller.installed() &&
+                 !loaded_dense;
   absl::Status status;
   long steps = 0;
   do {
+    stages_checked_ = checked;
+    checked = false;
     status = InternalStep(d, t, overshoot);
+    stages_checked_ = false;
     if (status.ok() && ++steps == options_.max_steps_per_call && !single_step && d->time < t)
       status = absl::ResourceExhaustedError(absl::StrCat(
           "mjcenic: no progress guarantee: ", steps, " accepted steps (max_steps_per_call) ",

@@ -174,7 +174,10 @@ class Stepper {
   // Builds the problem `model` at the state in d for step h (stages run as
   // needed, explicit controller called, actuation at d's inputs); act_dot at
   // that state into act_rate. False if the controller failed.
-  bool BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate);
+  // stages_current: d is known to hold the state its stages were compared
+  // with (no comparison needed).
+  bool BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate,
+               bool stages_current = false);
   // Solves model from guess into v; false (status kept) on failure.
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance,
              const double* guess_direction = nullptr);
@@ -192,7 +195,9 @@ class Stepper {
 
   // Runs the position/velocity stages at d's state unless d still holds them;
   // the deepest contact found goes to *penetration (default: the statistic).
-  void EnsureStages(mjData* d, double* penetration = nullptr);
+  // known_current: the caller knows d still holds the state of the last
+  // comparison (no second comparison).
+  void EnsureStages(mjData* d, double* penetration = nullptr, bool known_current = false);
   void PostStep(mjData* d, double H, const double* v_start);
   void RecordStep(double h);
   // Penetration check (cenic-math §11.10): whether it is on, and the largest
@@ -253,6 +258,9 @@ class Stepper {
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when
   // the stages are recomputed or invalidated).
   bool actuation_fresh_ = false;
+  // Set by Advance for the first internal step when d is still the state its
+  // EnsureStages compared; consumed by ProblemAtStart.
+  bool stages_checked_ = false;
   int last_iterations_ = 0;              // Newton iterations of the last solve
   double h_ideal_ = 0;  // the step-size controller's proposal for the next step
   bool at_minimum_ = false;

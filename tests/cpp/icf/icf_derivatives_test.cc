@@ -963,6 +963,111 @@ TEST(IcfSolverFacts, QuadraticProblemTakesOneNewtonStep) {
   EXPECT_EQ(st0.iterations, 0);
 }
 
+// Solves from `guess` with the quadratic step on and off (§8.9); both must
+// converge, to the same v up to round-off, with the same Newton iterations.
+struct ShortcutRuns {
+  SolveStats on, off;
+  Eigen::VectorXd v_on, v_off;
+};
+ShortcutRuns SolveWithAndWithoutShortcut(const IcfModel& m, const Eigen::VectorXd& guess) {
+  ShortcutRuns r;
+  r.v_on.resize(m.nv);
+  r.v_off.resize(m.nv);
+  SolverOptions on, off;
+  off.quadratic_shortcut = false;
+  IcfSolver s1, s2;
+  EXPECT_EQ(s1.Solve(m, guess.data(), on, r.v_on.data(), &r.on), SolveStatus::kConverged);
+  EXPECT_EQ(s2.Solve(m, guess.data(), off, r.v_off.data(), &r.off), SolveStatus::kConverged);
+  EXPECT_EQ(r.on.iterations, r.off.iterations);
+  EXPECT_EQ(r.off.quadratic_steps, 0);
+  EXPECT_LE((r.v_on - r.v_off).norm(), 1e-13 * std::max(1.0, r.v_off.norm()));
+  return r;
+}
+
+TEST(IcfSolverFacts, QuadraticStepSkipsTheLineSearchWithTheSameResult) {
+  // Couplings, gains inside their effort limits and limits that stay open:
+  // every row keeps its piece of ℓ_c along the Newton step, so α = 1 is the
+  // exact line minimum and the line search is skipped (§8.9).
+  Random rng(23);
+  IcfModel m;
+  MakeBase(&m, {3, 4, 3}, rng);
+  for (int k = 0; k < 3; ++k)
+    FillJ(m.couplings.rows,
+          m.couplings.Add(rng.Subset(m.nv, rng.I(2, 5)), rng.U(-1e-3, 1e-3), rng.U(0.5, 2)), rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 4, 8}, 0.5, 400, 3, -1e6, 1e6), rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{2}, 1.0, -1e4, 1, -kInf, kInf), rng);  // explicit
+  FillJ(m.limits.rows, m.limits.Add(std::vector<int>{1}, 10.0, 1 / m.M_diag[1]), rng);  // far open
+  FillJ(m.limits.rows, m.limits.Add(std::vector<int>{5, 6}, 10.0, 0.8), rng);
+  m.Finalize(kH);
+  ASSERT_STREQ(m.Validate(), "");
+  const Eigen::VectorXd guess = rng.Vec(m.nv, 0.3);
+  const ShortcutRuns r = SolveWithAndWithoutShortcut(m, guess);
+  EXPECT_EQ(r.on.iterations, 1);
+  EXPECT_EQ(r.on.quadratic_steps, 1);
+  EXPECT_EQ(r.on.ls_iterations, 0);
+  // The full Newton step of the exact line search lands on the same bits.
+  EXPECT_EQ(r.v_on, r.v_off);
+  // And it is the minimizer: v = guess − H⁻¹∇ℓ(guess).
+  IcfSolver s;
+  const Eigen::VectorXd g = Grad(s, m, guess);
+  const Eigen::MatrixXd H = s.Hessian(m, guess.data());
+  const Eigen::VectorXd v_ref = guess - H.ldlt().solve(g);
+  EXPECT_LE((r.v_on - v_ref).norm(), 1e-10 * v_ref.norm());
+}
+
+TEST(IcfSolverFacts, QuadraticStepIsNotTakenWhenARowChangesPiece) {
+  // A limit closing or opening, or a gain reaching its effort limit, inside
+  // the step: ℓ changes curvature along it, the step is line-searched.
+  Random rng(24);
+  IcfModel m;
+  MakeBase(&m, {4, 3}, rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 2}, 0.5, 400, 3, -1e6, 1e6), rng);
+  m.limits.Add(std::vector<int>{1}, 0.0, 1 / m.M_diag[1]);
+  m.limits.rows.J(0)[0] = 1.0;  // v_1 ≥ v̂ ≈ 0 (gap 0 at q0)
+  m.Finalize(kH);
+  ASSERT_STREQ(m.Validate(), "");
+  // An impulse pushing dof 1 hard toward v_1 < 0: from a guess where the
+  // limit is open (v_1 = 1 > v̂ = 0) the first Newton step closes it.
+  Eigen::VectorXd guess = rng.Vec(m.nv, 0.1);
+  guess[1] = 1.0;
+  ASSERT_EQ(m.limits.vhat[0], 0.0);
+  std::vector<double> push(m.nv, 0.0);
+  push[1] = -100 * m.ADiag(1);
+  m.AddImpulse(push.data());
+  ShortcutRuns r = SolveWithAndWithoutShortcut(m, guess);
+  EXPECT_GE(r.on.iterations, 2);
+  EXPECT_LT(r.on.quadratic_steps, r.on.iterations);  // not the step that closed the limit
+  EXPECT_GT(r.off.ls_iterations + r.on.iterations, 0);
+  IcfSolver se;
+  se.Evaluate(m, r.v_on.data());
+  EXPECT_GT(se.data().limits.gamma[0], 0.0);  // the limit is active at the solution
+  // A gain saturating inside the step (effort limit below its force at the
+  // solution): not taken on that step either.
+  IcfModel g;
+  MakeBase(&g, {3}, rng);
+  FillJ(g.gains.rows, g.gains.Add(std::vector<int>{0, 1, 2}, 50.0, 400, 3, -0.01, 0.01), rng);
+  g.Finalize(kH);
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(g.nv);
+  IcfSolver s0;
+  s0.Evaluate(g, zero.data());
+  ASSERT_EQ(s0.data().gains.G[0], 0.0);  // clamped at v = 0 (c = 50 ≫ hi)
+  const double kappa = g.gains.kappa[0];
+  Eigen::VectorXd inside = zero;  // a guess where the gain is unclamped: y = c − κ J v ∈ [lo, hi]
+  const Eigen::MatrixXd J = DenseJ(g.gains.rows, 0, g.nv);
+  inside = J.transpose() * (g.gains.c_eff[0] / kappa / J.squaredNorm());
+  s0.Evaluate(g, inside.data());
+  ASSERT_GT(s0.data().gains.G[0], 0.0);
+  r = SolveWithAndWithoutShortcut(g, inside);
+  EXPECT_LT(r.on.quadratic_steps, r.on.iterations);
+  // Contacts (friction is not piecewise quadratic): never taken.
+  IcfModel c;
+  MakeMixed(&c, rng);
+  c.Finalize(kH);
+  r = SolveWithAndWithoutShortcut(c, Eigen::Map<const Eigen::VectorXd>(c.v0.data(), c.nv));
+  EXPECT_EQ(r.on.quadratic_steps, 0);
+  EXPECT_EQ(r.v_on, r.v_off);
+}
+
 TEST(IcfSolverFacts, CostDecreasesAlongNewtonIterationsOnContactProblem) {
   // A harder contact problem (several contacts sliding, large initial
   // velocity error) must take several Newton iterations, each one lowering ℓ.

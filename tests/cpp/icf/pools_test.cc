@@ -139,3 +139,52 @@ TEST(Pools, RebuildInPlaceEqualsAFreshBuild) {
       EXPECT_EQ(gain.*f, gain_fresh.*f);
   }
 }
+
+TEST(Pools, CouplingAndDryFrictionRebuildInPlaceEqualsAFreshBuild) {
+  // The equality and friction-loss rows of MuJoCo's efc rows are refilled the
+  // same way (Put for every row, one dof or several; cenic-math §8.9).
+  using mjcenic::icf::CouplingPool;
+  using mjcenic::icf::DryFrictionPool;
+  const std::vector<TestRow> first = {{{0, 1}, 1, 2, 3}, {{2}, -1, 4, 5}, {{1, 3}, 2, 6, 7},
+                                      {{4}, 1, 8, 9}};
+  const std::vector<std::vector<TestRow>> second = {
+      {{{0, 1}, 3, 9, 8}, {{2}, -2, 7, 6}},                                 // kept, cut at end
+      {{{0, 1}, 3, 9, 8}, {{3}, -2, 7, 6}, {{1, 3}, 5, 5, 4}},              // dof changes: cut
+      {{{0, 1}, 3, 9, 8}, {{2}, -2, 7, 6}, {{1, 3}, 5, 5, 4}, {{4}, 1, 2, 2}, {{0}, 2, 2, 2}},
+      {}};
+  auto coupling_put = [](CouplingPool* p, int c, const TestRow& r) {
+    return p->Put(c, r.dofs, r.a, r.b, r.a + r.b);
+  };
+  auto friction_put = [](DryFrictionPool* p, int c, const TestRow& r) {
+    return p->Put(c, r.dofs, r.a, r.b);
+  };
+  for (const auto& rows : second) {
+    CouplingPool eq, eq_fresh;
+    DryFrictionPool fr, fr_fresh;
+    Rebuild(&eq, first, coupling_put, coupling_put);
+    Rebuild(&fr, first, friction_put, friction_put);
+    eq.R.assign(eq.size(), 42.0);  // what a solve left: overwritten by the rebuild
+    eq.vhat.assign(eq.size(), 42.0);
+    fr.eps.assign(fr.size(), 42.0);
+    Rebuild(&eq, rows, coupling_put, coupling_put);
+    Rebuild(&fr, rows, friction_put, friction_put);
+    for (const TestRow& r : rows) {
+      const int c = eq_fresh.Add(r.dofs, r.a, r.b, r.a + r.b);
+      const int i = fr_fresh.Add(r.dofs, r.a, r.b);
+      for (size_t k = 0; k < r.dofs.size(); ++k) {
+        eq_fresh.rows.J(c)[k] = r.J0 + k;
+        fr_fresh.rows.J(i)[k] = r.J0 + k;
+      }
+    }
+    ExpectSameRows(eq, eq_fresh);
+    ExpectSameRows(fr, fr_fresh);
+    EXPECT_EQ(eq.g0, eq_fresh.g0);
+    EXPECT_EQ(eq.w, eq_fresh.w);
+    EXPECT_EQ(eq.tau_r, eq_fresh.tau_r);
+    EXPECT_EQ(eq.R, eq_fresh.R);
+    EXPECT_EQ(eq.vhat, eq_fresh.vhat);
+    EXPECT_EQ(fr.F, fr_fresh.F);
+    EXPECT_EQ(fr.eps_row, fr_fresh.eps_row);
+    EXPECT_EQ(fr.eps, fr_fresh.eps);
+  }
+}

@@ -143,6 +143,15 @@ TEST(TreeSolver, StandingRobotUsesTheTreeKind) {
   EXPECT_EQ(CrossBranch(m.couplings, xml), 0);
   EXPECT_TRUE(icf::ConstraintsFollowTree(m));
   EXPECT_EQ(icf::ChooseLinearSolver(m, LinearSolverKind::kAuto), LinearSolverKind::kTree);
+  // The adapter noted M's tree layout once (§8.9); the per-solve check, had it
+  // not, finds the same.
+  EXPECT_EQ(m.mass_tree_layout, 1);
+  IcfModel unnoted = m;
+  unnoted.mass_tree_layout = -1;
+  EXPECT_TRUE(icf::ConstraintsFollowTree(unnoted));
+  // A pattern noted as not a tree: the tree kind is refused.
+  unnoted.mass_tree_layout = 0;
+  EXPECT_FALSE(icf::ConstraintsFollowTree(unnoted));
   // M itself is sparse here: fewer stored entries than the dense triangle.
   EXPECT_LT(static_cast<int>(m.M_colind.size()), m.nv * (m.nv + 1) / 2);
 }
