@@ -22,8 +22,9 @@ namespace {
 // particles), where a sparse Cholesky fills in. AssembleAndFactor stores H
 // block-sparse over cliques: a dense block per clique (and its inverse) and
 // a dense block per pair of cliques coupled by a constraint, taken from the
-// same J_iᵀ G_i J_i blocks the direct kinds assemble; CG multiplies by it and
-// the preconditioner sweeps it. A Solve bound to a newer iterate than the
+// same J_iᵀ G_i J_i blocks the direct kinds assemble. CG runs in split form on
+// the block-scaled system (one backward and one forward sweep per iteration,
+// cenic-math §8.4). A Solve bound to a newer iterate than the
 // assembly (Hessian reuse) multiplies matrix-free by the current H instead.
 // Each iterate of CG started at 0 is a descent direction for the Newton step
 // (the preconditioner is SPD), so an early stop is safe.
@@ -66,6 +67,7 @@ class PcgHessian final : public HessianFactor {
   }
 
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
+    assembled_ = false;  // until the blocks below are complete (a failed inversion leaves them partial)
     // Clique blocks of H (column-major, lower triangle) and the coupling
     // blocks (row-major, row clique > column clique).
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
@@ -599,8 +601,8 @@ class PcgHessian final : public HessianFactor {
   std::vector<double> Hd_, L_;                 // clique blocks of H and their inverses
   std::vector<std::uint64_t> pairs_;           // coupled clique pairs (a << 32 | b), a > b
   std::vector<int> cliques_, row_start_, col_;
-  std::vector<int> runs_;
-  std::vector<int> col_start_, col_block_, col_row_, fill_;  // coupling blocks by column clique  // AssembleAndFactor: starts of a constraint's clique runs
+  std::vector<int> runs_;  // AssembleAndFactor: starts of a constraint's clique runs
+  std::vector<int> col_start_, col_block_, col_row_, fill_;  // coupling blocks by column clique
   std::vector<size_t> block_offset_;
   std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
   std::vector<double> Cf_, Ci_;  // Cholesky factor C_c of each clique block and C_c⁻¹ (column-major)

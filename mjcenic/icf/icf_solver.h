@@ -53,7 +53,9 @@ struct SolverOptions {
   // μn⁰/(|v_t|_ε+ε)·(I − sym(z t̂ᵀ)) with a dual z that follows its own
   // Newton update, instead of the Hessian's z = t̂. friction_dual_exact_start:
   // z = t̂ at the guess (the first iteration is exact Newton), else z = 0 (the
-  // majorizer). The stepper turns it on for tight tolerances (fixed mode).
+  // majorizer). The stepper turns it on for every solve (fixed mode and
+  // error control) and sets the exact start from the previous solve's
+  // iteration count; its own SolverOptions values are overridden.
   // Ignored with hessian_reuse.
   bool friction_dual = false;
   bool friction_dual_exact_start = false;

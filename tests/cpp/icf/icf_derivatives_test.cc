@@ -1037,7 +1037,7 @@ TEST(IcfSolverFacts, QuadraticStepIsNotTakenWhenARowChangesPiece) {
   ShortcutRuns r = SolveWithAndWithoutShortcut(m, guess);
   EXPECT_GE(r.on.iterations, 2);
   EXPECT_LT(r.on.quadratic_steps, r.on.iterations);  // not the step that closed the limit
-  EXPECT_GT(r.off.ls_iterations + r.on.iterations, 0);
+  EXPECT_GT(r.on.ls_iterations, 0);  // the line search ran on the step that closed the limit
   IcfSolver se;
   se.Evaluate(m, r.v_on.data());
   EXPECT_GT(se.data().limits.gamma[0], 0.0);  // the limit is active at the solution
