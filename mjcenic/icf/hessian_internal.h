@@ -219,37 +219,48 @@ inline bool UpdateCouplingPattern(bool same_structure, const std::vector<std::ui
   return true;
 }
 
-// Calls f(dofs, B) for every constraint with G_i ≠ 0, a dof, and keep(its
-// first dof): B (n × n, row-major, in *scratch) is J_iᵀ G_i J_i over its dofs.
+// Calls f(pool, c, G, dofs) for every constraint c of every pool with
+// G_c ≠ 0, at least one dof, and keep(its first dof); G is the pool's R × R
+// block of constraint c. The shared walk of the Hessian assemblies below.
 template <class F, class Keep>
-void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
-                              F&& f, Keep&& keep) {
-  auto add_pool = [&](const auto& pool, const auto& pd) {
+void ForEachActiveConstraint(const IcfModel& m, const IcfData& d, Keep&& keep, F&& f) {
+  auto visit = [&](const auto& pool, const auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     for (int c = 0; c < pool.size(); ++c) {
       const double* G = pd.G.data() + R * R * c;
       if (AllZero(G, R * R)) continue;
       const auto dofs = pool.rows.dofs(c);
       if (dofs.empty() || !keep(dofs[0])) continue;
-      const int n = static_cast<int>(dofs.size());
-      if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
-      double* B = scratch->data();
-      if constexpr (R == 1) {
-        if (n == 1) {  // a joint limit or actuator: CongruenceTransform's two sums, inline
-          const double J = pool.rows.J(c)[0];
-          double gj = 0, b = 0;
-          gj += G[0] * J;
-          b += J * gj;
-          B[0] = b;
-          f(dofs, static_cast<const double*>(B));
-          continue;
-        }
-      }
-      pool.rows.CongruenceTransform(c, G, B);
-      f(dofs, static_cast<const double*>(B));
+      f(pool, c, G, dofs);
     }
   };
-  ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+  ForEachPool(m, const_cast<IcfData&>(d), visit);
+}
+
+// Calls f(dofs, B) for every constraint with G_i ≠ 0, a dof, and keep(its
+// first dof): B (n × n, row-major, in *scratch) is J_iᵀ G_i J_i over its dofs.
+template <class F, class Keep>
+void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                              F&& f, Keep&& keep) {
+  ForEachActiveConstraint(m, d, keep, [&](const auto& pool, int c, const double* G, const auto& dofs) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    const int n = static_cast<int>(dofs.size());
+    if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
+    double* B = scratch->data();
+    if constexpr (R == 1) {
+      if (n == 1) {  // a joint limit or actuator: CongruenceTransform's two sums, inline
+        const double J = pool.rows.J(c)[0];
+        double gj = 0, b = 0;
+        gj += G[0] * J;
+        b += J * gj;
+        B[0] = b;
+        f(dofs, static_cast<const double*>(B));
+        return;
+      }
+    }
+    pool.rows.CongruenceTransform(c, G, B);
+    f(dofs, static_cast<const double*>(B));
+  });
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
@@ -262,42 +273,35 @@ template <class Sink, class Keep>
 void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
                                   std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
   constexpr int kChunk = 64;  // CongruenceTransform's column chunk
-  auto add_pool = [&](const auto& pool, const auto& pd) {
+  ForEachActiveConstraint(m, d, keep, [&](const auto& pool, int c, const double* G, const auto& dofs) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    for (int c = 0; c < pool.size(); ++c) {
-      const double* G = pd.G.data() + R * R * c;
-      if (AllZero(G, R * R)) continue;
-      const auto dofs = pool.rows.dofs(c);
-      if (dofs.empty() || !keep(dofs[0])) continue;
-      const int n = static_cast<int>(dofs.size());
-      if (n > kChunk) {
-        if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
-        double* B = scratch->data();
-        pool.rows.CongruenceTransform(c, G, B);
-        for (int a = 0; a < n; ++a)
-          for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
-        continue;
+    const int n = static_cast<int>(dofs.size());
+    if (n > kChunk) {
+      if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
+      double* B = scratch->data();
+      pool.rows.CongruenceTransform(c, G, B);
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
+      return;
+    }
+    const double* J = pool.rows.J(c);
+    double GJ[R * kChunk];  // rows of G J
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < n; ++k) {
+        double x = 0;
+        for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * n + k];
+        GJ[r * kChunk + k] = x;
       }
-      const double* J = pool.rows.J(c);
-      double GJ[R * kChunk];  // rows of G J
-      for (int r = 0; r < R; ++r)
-        for (int k = 0; k < n; ++k) {
-          double x = 0;
-          for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * n + k];
-          GJ[r * kChunk + k] = x;
-        }
-      for (int a = 0; a < n; ++a) {
-        double ja[R];
-        for (int r = 0; r < R; ++r) ja[r] = J[r * n + a];
-        for (int b = 0; b <= a; ++b) {
-          double x = 0;
-          for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kChunk + b];
-          sink(dofs[a], dofs[b], x);
-        }
+    for (int a = 0; a < n; ++a) {
+      double ja[R];
+      for (int r = 0; r < R; ++r) ja[r] = J[r * n + a];
+      for (int b = 0; b <= a; ++b) {
+        double x = 0;
+        for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kChunk + b];
+        sink(dofs[a], dofs[b], x);
       }
     }
-  };
-  ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+  });
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of

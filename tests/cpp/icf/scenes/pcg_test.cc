@@ -158,27 +158,39 @@ TEST(Pcg, SolvesReachTheSparseSolversVelocities) {
   EXPECT_EQ(sts.linear_iterations, 0);
 }
 
-// Block-Jacobi PCG (z = B⁻¹ r with B the 3×3 ball blocks of H), written
-// here with Eigen as the reference: its iteration count to `tol`.
-int BlockJacobiIterations(const Eigen::MatrixXd& H, const Eigen::VectorXd& b, double tol) {
-  const int n = static_cast<int>(H.rows());
-  Eigen::MatrixXd Binv = Eigen::MatrixXd::Zero(n, n);
-  for (int c = 0; c < n; c += 3) Binv.block(c, c, 3, 3) = H.block(c, c, 3, 3).inverse();
-  Eigen::VectorXd x = Eigen::VectorXd::Zero(n), r = b, z = Binv * r, p = z;
+// Preconditioned CG on H x = b from x = 0 with z = precondition(r), written
+// with Eigen as the reference the tests compare PcgHessian against: the
+// iteration count to the relative residual `tol`, and the solution in *x.
+template <class Precondition>
+int ReferencePcgIterations(const Eigen::MatrixXd& H, const Eigen::VectorXd& b, double tol,
+                           Precondition&& precondition, Eigen::VectorXd* x) {
+  *x = Eigen::VectorXd::Zero(H.rows());
+  Eigen::VectorXd r = b, z = precondition(r), p = z;
   double rz = r.dot(z);
   int it = 0;
   while (r.norm() > tol * b.norm() && it < 1000) {
     const Eigen::VectorXd q = H * p;
     const double a = rz / p.dot(q);
-    x += a * p;
+    *x += a * p;
     r -= a * q;
-    z = Binv * r;
+    z = precondition(r);
     const double rz_new = r.dot(z);
     p = z + (rz_new / rz) * p;
     rz = rz_new;
     ++it;
   }
   return it;
+}
+
+// Block-Jacobi PCG (z = B⁻¹ r with B the 3×3 ball blocks of H): its
+// iteration count to `tol`.
+int BlockJacobiIterations(const Eigen::MatrixXd& H, const Eigen::VectorXd& b, double tol) {
+  const int n = static_cast<int>(H.rows());
+  Eigen::MatrixXd Binv = Eigen::MatrixXd::Zero(n, n);
+  for (int c = 0; c < n; c += 3) Binv.block(c, c, 3, 3) = H.block(c, c, 3, 3).inverse();
+  Eigen::VectorXd x;
+  return ReferencePcgIterations(
+      H, b, tol, [&](const Eigen::VectorXd& r) { return Eigen::VectorXd(Binv * r); }, &x);
 }
 
 TEST(Pcg, GaussSeidelPreconditionerHalvesTheIterationsOfBlockJacobi) {
@@ -223,22 +235,7 @@ int TextbookSgsIterations(const IcfModel& m, const Eigen::MatrixXd& H, const Eig
     const Eigen::VectorXd y = lu.solve(r);  // E⁻¹ r
     return Eigen::VectorXd(lu.transpose().solve(B * y));  // E⁻ᵀ B E⁻¹ r
   };
-  *x = Eigen::VectorXd::Zero(n);
-  Eigen::VectorXd r = b, z = precondition(r), p = z;
-  double rz = r.dot(z);
-  int it = 0;
-  while (r.norm() > tol * b.norm() && it < 1000) {
-    const Eigen::VectorXd q = H * p;
-    const double a = rz / p.dot(q);
-    *x += a * p;
-    r -= a * q;
-    z = precondition(r);
-    const double rz_new = r.dot(z);
-    p = z + (rz_new / rz) * p;
-    rz = rz_new;
-    ++it;
-  }
-  return it;
+  return ReferencePcgIterations(H, b, tol, precondition, x);
 }
 
 TEST(Pcg, SplitFormTakesTheTextbookIterates) {
