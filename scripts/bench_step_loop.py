@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 import mujoco  # noqa: E402
 
 import mjcenic  # noqa: E402
+from mjcenic._cliutil import key_value  # noqa: E402
 from test_models import MODELS  # noqa: E402
 
 ACCURACY = 1e-3
@@ -68,10 +69,10 @@ def run_mjstep(m, d0, n, measure=False):
     return time.perf_counter() - start, {"max_penetration": pen}, d
 
 
-def run_mjcenic(m, d0, n, dense):
+def run_mjcenic(m, d0, n, dense, options):
     d = mujoco.MjData(m)
     mujoco.mj_copyData(d, m, d0)
-    sim = mjcenic.Stepper(m, accuracy=ACCURACY, dense_output=dense)
+    sim = mjcenic.Stepper(m, **dict({"accuracy": ACCURACY}, **options), dense_output=dense)
     start = time.perf_counter()
     for _ in range(n):
         sim.step(d)
@@ -81,7 +82,7 @@ def run_mjcenic(m, d0, n, dense):
                                      "max_penetration")}, d
 
 
-def bench(rel, duration, reps, log):
+def bench(rel, duration, reps, log, options):
     m = mjcenic.load_model(str(SHARED / rel))
     d0 = mujoco.MjData(m)
     if m.nkey:  # the first keyframe, as the sweep does
@@ -89,8 +90,8 @@ def bench(rel, duration, reps, log):
     mujoco.mj_forward(m, d0)
     n = max(1, round(duration / m.opt.timestep))
     runs = {"mj_step": lambda: run_mjstep(m, d0, n),
-            "dense": lambda: run_mjcenic(m, d0, n, True),
-            "capped": lambda: run_mjcenic(m, d0, n, False)}
+            "dense": lambda: run_mjcenic(m, d0, n, True, options),
+            "capped": lambda: run_mjcenic(m, d0, n, False, options)}
     wall = {k: math.inf for k in runs}
     info, final = {}, {}
     for rep in range(reps):
@@ -115,7 +116,7 @@ def bench(rel, duration, reps, log):
     return rec
 
 
-def plot(records, out_dir):
+def plot(records, out_dir, accuracy):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -131,7 +132,7 @@ def plot(records, out_dir):
     ax.set_yticks(y)
     ax.set_yticklabels(names, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel(f"wall time / mj_step's (step() once per opt.timestep, accuracy {ACCURACY:g})")
+    ax.set_xlabel(f"wall time / mj_step's (step() once per opt.timestep, accuracy {accuracy:g})")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(True, axis="x", which="both", alpha=0.3)
     fig.tight_layout()
@@ -145,7 +146,11 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--models", default="", help="comma-separated paths under ../shared/models")
     p.add_argument("--out-dir", default=str(ROOT / "docs" / "step_loop"))
+    p.add_argument("--option", action="append", type=key_value, metavar="KEY=VALUE", default=[],
+                   help="a stepper option for both mjcenic runs (repeatable; e.g. "
+                        "error_per_unit_step=0.3 to measure a variant; accuracy overrides 1e-3)")
     a = p.parse_args()
+    options = dict(a.option)
     if not a.duration > 0 or a.reps < 1:
         p.error("--duration must be > 0 and --reps >= 1")
     models = [s for s in a.models.split(",") if s] or MODELS
@@ -160,7 +165,7 @@ def main():
         print(s, flush=True)
         lines.append(s)
 
-    records = [bench(rel, a.duration, a.reps, log) for rel in models]
+    records = [bench(rel, a.duration, a.reps, log, options) for rel in models]
     robots = [r for r in records if r["model"].startswith(ROBOTS)]
     summary = {
         "median_dense_all": statistics.median(r["ratio_dense"] for r in records),
@@ -173,7 +178,8 @@ def main():
         "robots": [r["model"] for r in robots]}
     log(json.dumps({k: v for k, v in summary.items() if k != "robots"}))
     (out_dir / "step_loop.json").write_text(json.dumps(
-        {"duration": a.duration, "reps": a.reps, "accuracy": ACCURACY,
+        {"duration": a.duration, "reps": a.reps, "accuracy": float(options.get("accuracy", ACCURACY)),
+         "options": options,
          "mujoco": mujoco.__version__, "summary": summary, "records": records}, indent=1))
     md = ["| model | dense output / mj_step | dense_output=false / mj_step | steps (dense / capped) "
           "| Newton it./solve (dense) | max pen. [mm] mj_step / dense / capped "
@@ -188,7 +194,7 @@ def main():
                   f"{1e3 * i['dense']['max_penetration']:.3g} / "
                   f"{1e3 * i['capped']['max_penetration']:.3g} | {r['dense_vs_capped_final']:.2g} |")
     (out_dir / "step_loop.md").write_text("\n".join(md) + "\n")
-    plot(records, out_dir)
+    plot(records, out_dir, float(options.get("accuracy", ACCURACY)))
     print(f"wrote {out_dir}/step_loop.json, step_loop.md, step_loop.png")
 
 
