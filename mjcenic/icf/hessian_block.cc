@@ -45,11 +45,36 @@ class BlockHessian final : public HessianFactor {
     return true;
   }
 
+  // Islands whose Newton iteration has converged (cenic-math §8.7): their
+  // trees are neither assembled nor factorized, and Solve returns 0 there.
+  bool SetFrozen(const char* frozen) override {
+    frozen_ = frozen;
+    return frozen != nullptr;
+  }
+
   bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
     const int nc = static_cast<int>(clique_start_.size()) - 1;
-    std::fill(L_.begin(), L_.begin() + total_, 0.0);
+    // Trees of frozen islands (skip_[c]); none without frozen flags. H is
+    // block diagonal over islands, and a block kept from an earlier pattern
+    // between two islands stays exactly 0 through the elimination, so the
+    // other islands' factors are the same to the bit (§8.7).
+    any_skip_ = false;
+    if (frozen_ != nullptr && m.num_islands > 0) {
+      for (int c = 0; c < nc; ++c) {
+        skip_[c] = frozen_[m.island_of_clique[c]] != 0;
+        any_skip_ = any_skip_ || skip_[c];
+      }
+    }
+    if (!any_skip_) {
+      std::fill(L_.begin(), L_.begin() + total_, 0.0);
+    } else {
+      for (int k = 0; k < nc; ++k)
+        if (!skip_[perm_[k]]) std::fill(L_.begin() + col_adr_[k], L_.begin() + col_adr_[k + 1], 0.0);
+    }
+    auto keep = [&](int dof) { return !any_skip_ || !skip_[clique_of_dof_[dof]]; };
     // A: tree blocks (lower triangles).
     for (int i = 0; i < m.nv; ++i) {
+      if (!keep(i)) continue;
       const int c = clique_of_dof_[i], s0 = clique_start_[c], w = Size(c);
       double* Lc = L_.data() + Block(c, c);
       const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
@@ -87,11 +112,17 @@ class BlockHessian final : public HessianFactor {
         }
       }
     };
-    ForEachConstraintHessian(m, d, &block_, add_block, [](int) { return true; });
-    std::copy(L_.begin(), L_.begin() + total_, H_.begin());
+    ForEachConstraintHessian(m, d, &block_, add_block, keep);
+    if (!any_skip_) {
+      std::copy(L_.begin(), L_.begin() + total_, H_.begin());
+    } else {
+      for (int k = 0; k < nc; ++k)
+        if (!skip_[perm_[k]])
+          std::copy(L_.begin() + col_adr_[k], L_.begin() + col_adr_[k + 1], H_.begin() + col_adr_[k]);
+    }
     for (int k = 0; k < nc; ++k) {
       const int c = perm_[k], n = Size(c);
-      if (n == 0) continue;
+      if (n == 0 || (any_skip_ && skip_[c])) continue;
       double* Lkk = L_.data() + Block(c, c);
       double* dinv = dinv_.data() + clique_start_[c];
       if (!DenseCholesky(Lkk, n, dinv)) return false;  // L_kk in place
@@ -135,8 +166,12 @@ class BlockHessian final : public HessianFactor {
   void Solve(const double* b, double* x) override {
     const int nc = static_cast<int>(clique_start_.size()) - 1;
     std::copy(b, b + n_, y_.begin());
+    if (any_skip_)  // frozen islands: 0 (their y never meets a nonzero block)
+      for (int c = 0; c < nc; ++c)
+        if (skip_[c]) std::fill(y_.begin() + clique_start_[c], y_.begin() + clique_start_[c + 1], 0.0);
     for (int k = 0; k < nc; ++k) {  // L y = b
       const int c = perm_[k], n = Size(c), s0 = clique_start_[c];
+      if (any_skip_ && skip_[c]) continue;
       const double* Lkk = L_.data() + Block(c, c);
       const double* dinv = dinv_.data() + s0;
       double* yc = y_.data() + s0;
@@ -155,6 +190,7 @@ class BlockHessian final : public HessianFactor {
     }
     for (int k = nc - 1; k >= 0; --k) {  // Lᵀ x = y
       const int c = perm_[k], n = Size(c), s0 = clique_start_[c];
+      if (any_skip_ && skip_[c]) continue;
       const double* Lkk = L_.data() + Block(c, c);
       const double* dinv = dinv_.data() + s0;
       double* yc = y_.data() + s0;
@@ -254,8 +290,11 @@ class BlockHessian final : public HessianFactor {
     Grow(&block_of_, static_cast<size_t>(nc) * nc);
     std::fill(block_of_.begin(), block_of_.begin() + static_cast<size_t>(nc) * nc, -1);
     long off = 0;
+    Grow(&col_adr_, nc + 1);
+    Grow(&skip_, nc);
     for (int k = 0; k < nc; ++k) {
       const int c = perm_[k];
+      col_adr_[k] = off;  // column k's blocks are contiguous
       block_of_[static_cast<size_t>(c) * nc + c] = off;
       off += static_cast<long>(Size(c)) * Size(c);
       for (int a = adj_adr_[k]; a < adj_adr_[k + 1]; ++a) {
@@ -264,6 +303,7 @@ class BlockHessian final : public HessianFactor {
       }
     }
     total_ = off;
+    col_adr_[nc] = off;
     // Room for the densest fill from the start (every pair of trees:
     // (nv² + Σ n_c²)/2 values) while that is small, so that a pattern with
     // more fill later does not allocate in a step.
@@ -292,6 +332,10 @@ class BlockHessian final : public HessianFactor {
   std::vector<int> clique_start_, clique_of_dof_, cliques_, perm_, pos_, adj_adr_, adj_, runs_;
   std::vector<char> alive_;
   std::vector<long> block_of_;  // (row tree, column tree) → offset, −1: no block
+  std::vector<long> col_adr_;   // offset of column k's first block (k = nc: total_)
+  std::vector<char> skip_;      // per tree: in a frozen island (any_skip_)
+  const char* frozen_ = nullptr;  // per island, or null (SetFrozen)
+  bool any_skip_ = false;
   std::vector<std::uint64_t> pairs_, stored_, merged_, graph_;
   std::vector<double> L_, H_, dinv_, y_;
 };

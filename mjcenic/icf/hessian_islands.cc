@@ -90,7 +90,8 @@ class IslandHessian final : public HessianFactor {
   }
   bool SetFrozen(const char* frozen) override {
     frozen_ = frozen;
-    return !by_block_;  // the block factorization covers every island
+    graph_->SetFrozen(frozen);  // the block factorization skips them too
+    return frozen != nullptr;
   }
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
     if (by_block_) return graph_->AssembleAndFactor(model, data);
