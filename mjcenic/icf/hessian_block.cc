@@ -112,7 +112,44 @@ class BlockHessian final : public HessianFactor {
         }
       }
     };
-    ForEachConstraintHessian(m, d, &block_, add_block, keep);
+    // A contact on one or two whole free bodies (6-dof trees, the stones of
+    // a pile): its terms go straight into their blocks (CongruenceTerms: the
+    // same values, each entry still one addition per constraint in order).
+    auto whole6 = [&](const auto& dofs, int k) {  // dofs[k..k+6): all of one 6-dof tree
+      const int c = clique_of_dof_[dofs[k]];
+      return dofs[k] == clique_start_[c] && Size(c) == 6 && dofs[k + 5] == dofs[k] + 5;
+    };
+    auto direct = [&](const auto& pool, int c, const double* G, const auto& dofs) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      if constexpr (R != 3) {
+        return false;
+      } else {
+        const int n = static_cast<int>(dofs.size());
+        if ((n != 6 && n != 12) || !whole6(dofs, 0) || (n == 12 && !whole6(dofs, 6)) ||
+            RankOneG<3>(G))
+          return false;
+        const int ca = clique_of_dof_[dofs[0]];
+        double* Taa = L_.data() + Block(ca, ca);
+        if (n == 6) {
+          CongruenceTerms<3, 6>(pool.rows.J(c), G, [&](int a, int b, double x) { Taa[b * 6 + a] += x; });
+          return true;
+        }
+        const int cb = clique_of_dof_[dofs[6]];
+        double* Tbb = L_.data() + Block(cb, cb);
+        // Coupling (row a of tree cb, column b of tree ca): block (cb, ca) or
+        // the transposed (ca, cb), as add_block places it.
+        const bool below = pos_[cb] > pos_[ca];
+        double* Tab = L_.data() + (below ? Block(cb, ca) : Block(ca, cb));
+        const int sr = below ? 1 : 6, sc = below ? 6 : 1;
+        CongruenceTerms<3, 12>(pool.rows.J(c), G, [&](int a, int b, double x) {
+          if (a < 6) Taa[b * 6 + a] += x;
+          else if (b < 6) Tab[(a - 6) * sr + b * sc] += x;
+          else Tbb[(b - 6) * 6 + (a - 6)] += x;
+        });
+        return true;
+      }
+    };
+    ForEachConstraintHessian(m, d, &block_, add_block, keep, direct);
     if (!any_skip_) {
       std::copy(L_.begin(), L_.begin() + total_, H_.begin());
     } else {

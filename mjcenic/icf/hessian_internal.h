@@ -237,12 +237,48 @@ void ForEachActiveConstraint(const IcfModel& m, const IcfData& d, Keep&& keep, F
   ForEachPool(m, const_cast<IcfData&>(d), visit);
 }
 
+// True if G (R × R) is g e₀e₀ᵀ: RowStore::CongruenceTransform's rank-one case.
+template <int R>
+inline bool RankOneG(const double* G) {
+  for (int q = 1; q < R * R; ++q)
+    if (G[q] != 0.0) return false;
+  return true;
+}
+
+// Calls sink(a, b, x), b ≤ a < N, with x = (J_iᵀ G J_i)_ab for a constraint
+// of R rows over N dofs (J row-major R × N, N ≤ 64, G not rank-one): the sums
+// of RowStore::CongruenceTransform in its order, so x has the same bits as
+// its block entry B[a N + b] (cenic-math §8.9), without the block.
+template <int R, int N, class Sink>
+inline void CongruenceTerms(const double* J, const double* G, Sink&& sink) {
+  static_assert(N <= 64);
+  double GJ[R * N];
+  for (int r = 0; r < R; ++r)
+    for (int k = 0; k < N; ++k) {
+      double s = 0;
+      for (int q = 0; q < R; ++q) s += G[r * R + q] * J[q * N + k];
+      GJ[r * N + k] = s;
+    }
+  for (int a = 0; a < N; ++a) {
+    double ja[R];
+    for (int r = 0; r < R; ++r) ja[r] = J[r * N + a];
+    for (int b = 0; b <= a; ++b) {
+      double s = 0;
+      for (int r = 0; r < R; ++r) s += ja[r] * GJ[r * N + b];
+      sink(a, b, s);
+    }
+  }
+}
+
 // Calls f(dofs, B) for every constraint with G_i ≠ 0, a dof, and keep(its
 // first dof): B (n × n, row-major, in *scratch) is J_iᵀ G_i J_i over its dofs.
-template <class F, class Keep>
+// A constraint for which direct(pool, c, G, dofs) returns true is left to it
+// (a caller that adds the terms itself, e.g. CongruenceTerms).
+template <class F, class Keep, class Direct>
 void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
-                              F&& f, Keep&& keep) {
+                              F&& f, Keep&& keep, Direct&& direct) {
   ForEachActiveConstraint(m, d, keep, [&](const auto& pool, int c, const double* G, const auto& dofs) {
+    if (direct(pool, c, G, dofs)) return;
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = static_cast<int>(dofs.size());
     if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
@@ -261,6 +297,13 @@ void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<d
     pool.rows.CongruenceTransform(c, G, B);
     f(dofs, static_cast<const double*>(B));
   });
+}
+
+template <class F, class Keep>
+void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                              F&& f, Keep&& keep) {
+  ForEachConstraintHessian(m, d, scratch, std::forward<F>(f), std::forward<Keep>(keep),
+                           [](const auto&, int, const double*, const auto&) { return false; });
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
