@@ -270,6 +270,16 @@ inline void CongruenceTerms(const double* J, const double* G, Sink&& sink) {
   }
 }
 
+// CongruenceTerms for a rank-one G = g e₀e₀ᵀ (RankOneG): x = J₀_a (g J₀_b),
+// RowStore::CongruenceTransform's rank-one product, to the bit.
+template <int N, class Sink>
+inline void CongruenceTermsRankOne(const double* J, const double* G, Sink&& sink) {
+  double gJ[N];
+  for (int k = 0; k < N; ++k) gJ[k] = G[0] * J[k];
+  for (int a = 0; a < N; ++a)
+    for (int b = 0; b <= a; ++b) sink(a, b, J[a] * gJ[b]);
+}
+
 // Calls f(dofs, B) for every constraint with G_i ≠ 0, a dof, and keep(its
 // first dof): B (n × n, row-major, in *scratch) is J_iᵀ G_i J_i over its dofs.
 // A constraint for which direct(pool, c, G, dofs) returns true is left to it
