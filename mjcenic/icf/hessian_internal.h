@@ -322,19 +322,23 @@ void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<d
 // RowStore::CongruenceTransform's sum, in its order, computed when it is
 // passed on (no block stored and re-read; cenic-math §8.9); constraints over
 // more dofs than its column chunk go through the block.
-template <class Sink, class Keep>
-void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
-                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
+// The same walk with a sink per constraint: begin(dofs) returns term(a, b, x)
+// for the positions a ≥ b in dofs (a caller that maps a constraint's dofs
+// once, not per term).
+template <class Begin, class Keep>
+void AccumulateConstraintTerms(const IcfModel& m, const IcfData& d,
+                               std::vector<double>* scratch, Begin&& begin, Keep&& keep) {
   constexpr int kChunk = 64;  // CongruenceTransform's column chunk
   ForEachActiveConstraint(m, d, keep, [&](const auto& pool, int c, const double* G, const auto& dofs) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = static_cast<int>(dofs.size());
+    auto term = begin(dofs);
     if (n > kChunk) {
       if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
       double* B = scratch->data();
       pool.rows.CongruenceTransform(c, G, B);
       for (int a = 0; a < n; ++a)
-        for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
+        for (int b = 0; b <= a; ++b) term(a, b, B[a * n + b]);
       return;
     }
     const double* J = pool.rows.J(c);
@@ -351,10 +355,21 @@ void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
       for (int b = 0; b <= a; ++b) {
         double x = 0;
         for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kChunk + b];
-        sink(dofs[a], dofs[b], x);
+        term(a, b, x);
       }
     }
   });
+}
+
+template <class Sink, class Keep>
+void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
+                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
+  AccumulateConstraintTerms(
+      m, d, scratch,
+      [&sink](const auto& dofs) {
+        return [&sink, &dofs](int a, int b, double x) { sink(dofs[a], dofs[b], x); };
+      },
+      std::forward<Keep>(keep));
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of

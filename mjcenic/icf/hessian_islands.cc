@@ -100,13 +100,37 @@ class IslandHessian final : public HessianFactor {
     // kept: DenseH assembles it again, cenic-math §8.9).
     for (int k = 0; k < ni; ++k)
       if (!frozen(k)) std::fill(L_.begin() + offset_[k], L_.begin() + offset_[k + 1], 0.0);
-    AccumulateHessian(
+    auto keep = [&](int dof) { return !frozen(island_[dof]); };
+    // A: entry (i, j), i ≥ j, of the column-major lower triangle; a < b in
+    // a reversed island (its dofs in reverse order).
+    for (int i = 0; i < model.nv; ++i) {
+      if (!keep(i)) continue;
+      auto add = [this](int i, int j, double x) {
+        const int a = local_[i], b = local_[j];
+        L_[a >= b ? col_[j] + a : col_[i] + b] += x;
+      };
+      const int adr = model.M_rowadr[i], nnz = model.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) add(i, model.M_colind[adr + k], model.M[adr + k]);
+      add(i, i, model.h * model.D[i] + model.h * model.h * model.K[i]);
+    }
+    // Σ JᵀGJ: each constraint's dofs mapped once (its island is reversed or
+    // not as a whole), then every term (a ≥ b by position, so dof a ≥ dof b)
+    // added where the entry-by-entry mapping above puts it.
+    AccumulateConstraintTerms(
         model, data, &block_,
-        [this](int i, int j, double x) {  // column-major lower triangle
-          const int a = local_[i], b = local_[j];  // a < b in a reversed island
-          L_[a >= b ? col_[j] + a : col_[i] + b] += x;
+        [this](const auto& dofs) {
+          const int n = static_cast<int>(dofs.size());
+          if (static_cast<int>(map_loc_.size()) < n) map_loc_.resize(n), map_col_.resize(n);
+          for (int k = 0; k < n; ++k) map_loc_[k] = local_[dofs[k]], map_col_[k] = col_[dofs[k]];
+          const bool reversed = n > 0 && size_[island_[dofs[0]]] >= kMinColumnCholeskyDofs;
+          const int* loc = map_loc_.data();
+          const size_t* col = map_col_.data();
+          double* L = L_.data();
+          return [=](int a, int b, double x) {
+            L[reversed ? col[a] + loc[b] : col[b] + loc[a]] += x;
+          };
         },
-        [&](int dof) { return !frozen(island_[dof]); });
+        keep);
     model_ = &model;
     data_ = &data;
     for (int k = 0; k < ni; ++k) {
@@ -167,6 +191,8 @@ class IslandHessian final : public HessianFactor {
   std::vector<size_t> offset_, col_;
   std::vector<double> L_, x_, dinv_;
   const char* frozen_ = nullptr;  // per island, or null
+  std::vector<int> map_loc_;     // AssembleAndFactor: a constraint's local_ and col_
+  std::vector<size_t> map_col_;
   const IcfModel* model_ = nullptr;  // of the last assembly (DenseH)
   const IcfData* data_ = nullptr;
   // The partition the arrays above were made for (Prepare's early return).
