@@ -669,7 +669,7 @@ void MujocoAdapter::FrameRows(const double frame[9], const std::vector<double>& 
 
 void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const mjContact& con,
                                       int b1, int b2, double* J) const {
-  // FrameRows' J = frame · (J₂ − J₁)(pos) when no dof moves both bodies: each
+  // FrameRows' J = frame · (J₂ − J₁)(pos) (mapping §5.6) when no dof moves both bodies: each
   // column is 0 + J₂'s or 0 − J₁'s column of PointJacobian (the same sums,
   // so the same bits), in dofs_ order (one chain after the other).
   const int n = static_cast<int>(dofs_.size());
