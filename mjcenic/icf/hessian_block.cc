@@ -167,12 +167,17 @@ class BlockHessian final : public HessianFactor {
       for (int a = a0; a < a1; ++a) {  // L_jk = A_jk L_kk⁻ᵀ, row by row
         const int cj = adj_[a], nj = Size(cj);
         double* Ljk = L_.data() + Block(cj, c);
-        for (int r = 0; r < nj; ++r)
-          for (int t = 0; t < n; ++t) {
-            double x = Ljk[t * nj + r];
-            for (int s = 0; s < t; ++s) x -= Ljk[s * nj + r] * Lkk[s * n + t];
-            Ljk[t * nj + r] = x * dinv[t];
-          }
+        // The same loops with the orders as constants for free bodies (6 × 6).
+        auto solve = [&](auto NJ, auto N) {
+          for (int r = 0; r < NJ; ++r)
+            for (int t = 0; t < N; ++t) {
+              double x = Ljk[t * NJ + r];
+              for (int s = 0; s < t; ++s) x -= Ljk[s * NJ + r] * Lkk[s * N + t];
+              Ljk[t * NJ + r] = x * dinv[t];
+            }
+        };
+        if (n == 6 && nj == 6) solve(std::integral_constant<int, 6>(), std::integral_constant<int, 6>());
+        else solve(nj, n);
       }
       // Schur complement: A_ji −= L_jk L_ikᵀ for i ≤ j (by position).
       for (int a = a0; a < a1; ++a) {
