@@ -62,31 +62,45 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
   const int nrec = static_cast<int>(rec.size());
   if (nrec == 0 || !(h > 0) || static_cast<int>(gamma.size()) < 3 * nrec) return;
   // Records sorted by geom pair, so each contact finds its pair by bisection.
-  auto key = [&](int r) {
-    return std::pair(std::min(rec[r].geom[0], rec[r].geom[1]),
-                     std::max(rec[r].geom[0], rec[r].geom[1]));
+  // The key (min geom, max geom) packed in one integer orders as the pair.
+  auto pair_key = [](int g0, int g1) {
+    const auto lo = static_cast<unsigned int>(std::min(g0, g1));
+    const auto hi = static_cast<unsigned int>(std::max(g0, g1));
+    return (static_cast<unsigned long long>(lo) << 32) | hi;
   };
   // Twice the largest contact count seen: later, larger contact sets do not
   // allocate (README: no per-step allocation after warm-up).
   if (order_.capacity() < static_cast<size_t>(nrec)) {
+    for (auto* v : {&sorted_keys_, &rec_keys_}) v->reserve(2 * static_cast<size_t>(nrec));
     order_.reserve(2 * static_cast<size_t>(nrec));
     used_.reserve(2 * static_cast<size_t>(nrec));
   }
-  order_.resize(nrec);
-  for (int r = 0; r < nrec; ++r) order_[r] = r;
-  std::sort(order_.begin(), order_.end(), [&](int a, int b) { return key(a) < key(b); });
+  // std::sort's result is a function of the key sequence alone: with the
+  // records' keys of the last call (a pile from one step to the next) its
+  // order is that call's.
+  bool same = static_cast<int>(rec_keys_.size()) == nrec;
+  for (int r = 0; r < nrec && same; ++r) same = rec_keys_[r] == pair_key(rec[r].geom[0], rec[r].geom[1]);
+  if (!same) {
+    rec_keys_.resize(nrec);
+    for (int r = 0; r < nrec; ++r) rec_keys_[r] = pair_key(rec[r].geom[0], rec[r].geom[1]);
+    order_.resize(nrec);
+    for (int r = 0; r < nrec; ++r) order_[r] = r;
+    std::sort(order_.begin(), order_.end(), [&](int a, int b) { return rec_keys_[a] < rec_keys_[b]; });
+    sorted_keys_.resize(nrec);
+    for (int r = 0; r < nrec; ++r) sorted_keys_[r] = rec_keys_[order_[r]];
+  }
   used_.assign(nrec, 0);
   const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.efc_address < 0 || con.exclude != 0) continue;
-    const std::pair<int, int> k(std::min(con.geom[0], con.geom[1]),
-                                std::max(con.geom[0], con.geom[1]));
-    auto it = std::lower_bound(order_.begin(), order_.end(), k,
-                               [&](int r, const std::pair<int, int>& x) { return key(r) < x; });
+    const unsigned long long k = pair_key(con.geom[0], con.geom[1]);
+    int pos = static_cast<int>(std::lower_bound(sorted_keys_.begin(), sorted_keys_.begin() + nrec, k) -
+                               sorted_keys_.begin());
     int best = -1;
     double best_d2 = 0;
-    for (; it != order_.end() && key(*it) == k; ++it) {
+    for (; pos < nrec && sorted_keys_[pos] == k; ++pos) {
+      const int* it = order_.data() + pos;
       if (used_[*it]) continue;
       double d2 = 0;
       for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);

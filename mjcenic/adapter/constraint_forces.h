@@ -34,8 +34,12 @@ class ConstraintForces {
   // projected into MuJoCo's cone and encoded in efc_force.
   static void EncodeContact(const mjContact& con, bool pyramidal, double f[6], mjData* d);
 
-  // Scratch (grows, never shrinks): records sorted by geom pair, and used flags.
+  // Scratch (grows, never shrinks): records sorted by geom pair, their pair
+  // keys in that order, and used flags. rec_keys_: the pair key of each
+  // record (by record index) that order_ was sorted for; the same key
+  // sequence gives the same sort, so it is kept (docs/cenic-math.md §8.9).
   std::vector<int> order_;
+  std::vector<unsigned long long> sorted_keys_, rec_keys_;
   std::vector<char> used_;
 };
 

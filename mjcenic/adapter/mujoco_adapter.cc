@@ -7,6 +7,7 @@
 #include <limits>
 #include <numbers>
 #include <string>
+#include <type_traits>
 
 #include "mjcenic/adapter/contact_parameters.h"
 #include "mjcenic/icf/hessian.h"
@@ -666,6 +667,45 @@ void MujocoAdapter::FrameRows(const double frame[9], const std::vector<double>& 
   }
 }
 
+void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const mjContact& con,
+                                      int b1, int b2, double* J) const {
+  // FrameRows' J = frame · (J₂ − J₁)(pos) (mapping §5.6) when no dof moves both bodies: each
+  // column is 0 + J₂'s or 0 − J₁'s column of PointJacobian (the same sums,
+  // so the same bits), in dofs_ order (one chain after the other).
+  const int n = static_cast<int>(dofs_.size());
+  const double* frame = con.frame;
+  int q = 0;
+  auto side = [&](int body, auto plus) {
+    const int* chain = chain_dofs_.data() + chain_adr_[body];
+    const int len = chain_adr_[body + 1] - chain_adr_[body];
+    if (len == 0) return;
+    const double* com = d->subtree_com + 3 * m->body_rootid[body];
+    const double off[3] = {con.pos[0] - com[0], con.pos[1] - com[1], con.pos[2] - com[2]};
+    for (int k = 0; k < len; ++k, ++q) {
+      const double* cd = d->cdof + 6 * chain[k];
+      const double col[3] = {cd[3] + cd[1] * off[2] - cd[2] * off[1],
+                             cd[4] + cd[2] * off[0] - cd[0] * off[2],
+                             cd[5] + cd[0] * off[1] - cd[1] * off[0]};
+      double diff[3];
+      for (int r = 0; r < 3; ++r) diff[r] = decltype(plus)::value ? 0.0 + col[r] : 0.0 - col[r];
+      for (int r = 0; r < 3; ++r)
+        J[r * n + q] =
+            frame[3 * r] * diff[0] + frame[3 * r + 1] * diff[1] + frame[3 * r + 2] * diff[2];
+    }
+  };
+  const int na = chain_adr_[b1 + 1] - chain_adr_[b1], nb = chain_adr_[b2 + 1] - chain_adr_[b2];
+  const bool a_first = nb == 0 || (na > 0 && chain_dofs_[chain_adr_[b1]] < chain_dofs_[chain_adr_[b2]]);
+  const std::true_type plus;
+  const std::false_type minus;
+  if (a_first) {
+    side(b1, minus);
+    side(b2, plus);
+  } else {
+    side(b2, plus);
+    side(b1, minus);
+  }
+}
+
 void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
                                 const icf::IcfParameters& params, icf::IcfModel* model,
                                 std::vector<ContactRecord>* records, BuildInfo* info) {
@@ -685,11 +725,28 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     const double mu_roll1 = con.dim >= 6 ? con.friction[3] : 0.0;
     const double mu_roll2 = con.dim >= 6 ? con.friction[4] : 0.0;
     const bool torques = mu_spin > 0 || mu_roll1 > 0 || mu_roll2 > 0;
-    PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_, torques ? &rot_a_ : nullptr);
-    PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_, torques ? &rot_b_ : nullptr);
+    // Two kinematic trees (or a static side) share no dof, and a tree's dofs
+    // are one contiguous range: the union is the two chains one after the
+    // other, and the rows are formed straight from cdof (DisjointFrameRows,
+    // the arithmetic of PointJacobian and FrameRows) without the columns.
+    const int na = chain_adr_[b1 + 1] - chain_adr_[b1], nb = chain_adr_[b2 + 1] - chain_adr_[b2];
+    const bool disjoint = !torques && (na == 0 || nb == 0 || m->body_rootid[b1] != m->body_rootid[b2]);
     dofs_.clear();
-    std::set_union(dofs_a_.begin(), dofs_a_.end(), dofs_b_.begin(), dofs_b_.end(),
-                   std::back_inserter(dofs_));
+    if (disjoint) {
+      const int* ca = chain_dofs_.data() + chain_adr_[b1];
+      const int* cb = chain_dofs_.data() + chain_adr_[b2];
+      const bool a_first = nb == 0 || (na > 0 && ca[0] < cb[0]);
+      for (int side = 0; side < 2; ++side) {
+        const bool a = (side == 0) == a_first;
+        const int* chain = a ? ca : cb;
+        for (int k = 0, n = a ? na : nb; k < n; ++k) dofs_.push_back(chain[k]);
+      }
+    } else {
+      PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_, torques ? &rot_a_ : nullptr);
+      PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_, torques ? &rot_b_ : nullptr);
+      std::set_union(dofs_a_.begin(), dofs_a_.end(), dofs_b_.begin(), dofs_b_.end(),
+                     std::back_inserter(dofs_));
+    }
     if (dofs_.empty()) continue;
     // Stiffness and dissipation from solref/solimp (mapping §5.7).
     const double mu = con.dim > 1 ? con.friction[0] : 0.0;
@@ -723,7 +780,10 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     rec.depth = std::max(0.0, -con.dist);
     std::copy(con.pos, con.pos + 3, rec.pos);
     std::copy(con.frame, con.frame + 9, rec.frame);
-    FrameRows(con.frame, cols_a_, cols_b_, model->contacts.rows.J(c));
+    if (disjoint)
+      DisjointFrameRows(m, d, con, b1, b2, model->contacts.rows.J(c));
+    else
+      FrameRows(con.frame, cols_a_, cols_b_, model->contacts.rows.J(c));
     if (torques) {
       // Regularization: the angular velocity at which the torque bound
       // dissipates the same power as the sliding bound at v_s, i.e. v_s over

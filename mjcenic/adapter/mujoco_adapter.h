@@ -119,6 +119,10 @@ class MujocoAdapter {
                      std::vector<double>* rot = nullptr) const;
   // J (3 × dofs_) = frame · (cols_b − cols_a), the sides' columns over
   // dofs_b_ / dofs_a_ (contact rows in the contact frame).
+  // FrameRows for a contact whose bodies no dof moves both of (dofs_: b1's
+  // chain and b2's, in ascending order), straight from cdof.
+  void DisjointFrameRows(const mjModel* m, const mjData* d, const mjContact& con, int b1, int b2,
+                         double* J) const;
   void FrameRows(const double frame[9], const std::vector<double>& cols_a,
                  const std::vector<double>& cols_b, double* J) const;
   void EfcRow(const mjModel* m, const mjData* d, int row);

@@ -49,7 +49,7 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
                             bool advance, const double* v_slip, icf::IcfModel* model) {
   icf::ContactPool& pool = model->contacts;
   const icf::IcfParameters& p = model->params;
-  if (advance && d->time < last_time_) anchors_.clear();  // time reset: a new run
+  if (advance && d->time < last_time_) Clear();  // time reset: a new run
   advance = advance && d->time > last_time_;  // a rebuild at the same state does not advance
   if (advance) {
     last_time_ = d->time;

@@ -45,11 +45,36 @@ class BlockHessian final : public HessianFactor {
     return true;
   }
 
+  // Islands whose Newton iteration has converged (cenic-math §8.7): their
+  // trees are neither assembled nor factorized, and Solve returns 0 there.
+  bool SetFrozen(const char* frozen) override {
+    frozen_ = frozen;
+    return frozen != nullptr;
+  }
+
   bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
     const int nc = static_cast<int>(clique_start_.size()) - 1;
-    std::fill(L_.begin(), L_.begin() + total_, 0.0);
+    // Trees of frozen islands (skip_[c]); none without frozen flags. H is
+    // block diagonal over islands, and a block kept from an earlier pattern
+    // between two islands stays exactly 0 through the elimination, so the
+    // other islands' factors are the same to the bit (§8.7).
+    any_skip_ = false;
+    if (frozen_ != nullptr && m.num_islands > 0) {
+      for (int c = 0; c < nc; ++c) {
+        skip_[c] = frozen_[m.island_of_clique[c]] != 0;
+        any_skip_ = any_skip_ || skip_[c];
+      }
+    }
+    if (!any_skip_) {
+      std::fill(L_.begin(), L_.begin() + total_, 0.0);
+    } else {
+      for (int k = 0; k < nc; ++k)
+        if (!skip_[perm_[k]]) std::fill(L_.begin() + col_adr_[k], L_.begin() + col_adr_[k + 1], 0.0);
+    }
+    auto keep = [&](int dof) { return !any_skip_ || !skip_[clique_of_dof_[dof]]; };
     // A: tree blocks (lower triangles).
     for (int i = 0; i < m.nv; ++i) {
+      if (!keep(i)) continue;
       const int c = clique_of_dof_[i], s0 = clique_start_[c], w = Size(c);
       double* Lc = L_.data() + Block(c, c);
       const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
@@ -87,11 +112,54 @@ class BlockHessian final : public HessianFactor {
         }
       }
     };
-    ForEachConstraintHessian(m, d, &block_, add_block, [](int) { return true; });
-    std::copy(L_.begin(), L_.begin() + total_, H_.begin());
+    // A contact on one or two whole free bodies (6-dof trees, the stones of
+    // a pile): its terms go straight into their blocks (CongruenceTerms: the
+    // same values, each entry still one addition per constraint in order).
+    auto whole6 = [&](const auto& dofs, int k) {  // dofs[k..k+6): all of one 6-dof tree
+      const int c = clique_of_dof_[dofs[k]];
+      return dofs[k] == clique_start_[c] && Size(c) == 6 && dofs[k + 5] == dofs[k] + 5;
+    };
+    auto direct = [&](const auto& pool, int c, const double* G, const auto& dofs) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      if constexpr (R != 3) {
+        return false;
+      } else {
+        const int n = static_cast<int>(dofs.size());
+        if ((n != 6 && n != 12) || !whole6(dofs, 0) || (n == 12 && !whole6(dofs, 6)) ||
+            RankOneG<3>(G))
+          return false;
+        const int ca = clique_of_dof_[dofs[0]];
+        double* Taa = L_.data() + Block(ca, ca);
+        if (n == 6) {
+          CongruenceTerms<3, 6>(pool.rows.J(c), G, [&](int a, int b, double x) { Taa[b * 6 + a] += x; });
+          return true;
+        }
+        const int cb = clique_of_dof_[dofs[6]];
+        double* Tbb = L_.data() + Block(cb, cb);
+        // Coupling (row a of tree cb, column b of tree ca): block (cb, ca) or
+        // the transposed (ca, cb), as add_block places it.
+        const bool below = pos_[cb] > pos_[ca];
+        double* Tab = L_.data() + (below ? Block(cb, ca) : Block(ca, cb));
+        const int sr = below ? 1 : 6, sc = below ? 6 : 1;
+        CongruenceTerms<3, 12>(pool.rows.J(c), G, [&](int a, int b, double x) {
+          if (a < 6) Taa[b * 6 + a] += x;
+          else if (b < 6) Tab[(a - 6) * sr + b * sc] += x;
+          else Tbb[(b - 6) * 6 + (a - 6)] += x;
+        });
+        return true;
+      }
+    };
+    ForEachConstraintHessian(m, d, &block_, add_block, keep, direct);
+    if (!any_skip_) {
+      std::copy(L_.begin(), L_.begin() + total_, H_.begin());
+    } else {
+      for (int k = 0; k < nc; ++k)
+        if (!skip_[perm_[k]])
+          std::copy(L_.begin() + col_adr_[k], L_.begin() + col_adr_[k + 1], H_.begin() + col_adr_[k]);
+    }
     for (int k = 0; k < nc; ++k) {
       const int c = perm_[k], n = Size(c);
-      if (n == 0) continue;
+      if (n == 0 || (any_skip_ && skip_[c])) continue;
       double* Lkk = L_.data() + Block(c, c);
       double* dinv = dinv_.data() + clique_start_[c];
       if (!DenseCholesky(Lkk, n, dinv)) return false;  // L_kk in place
@@ -99,12 +167,17 @@ class BlockHessian final : public HessianFactor {
       for (int a = a0; a < a1; ++a) {  // L_jk = A_jk L_kk⁻ᵀ, row by row
         const int cj = adj_[a], nj = Size(cj);
         double* Ljk = L_.data() + Block(cj, c);
-        for (int r = 0; r < nj; ++r)
-          for (int t = 0; t < n; ++t) {
-            double x = Ljk[t * nj + r];
-            for (int s = 0; s < t; ++s) x -= Ljk[s * nj + r] * Lkk[s * n + t];
-            Ljk[t * nj + r] = x * dinv[t];
-          }
+        // The same loops with the orders as constants for free bodies (6 × 6).
+        auto solve = [&](auto NJ, auto N) {
+          for (int r = 0; r < NJ; ++r)
+            for (int t = 0; t < N; ++t) {
+              double x = Ljk[t * NJ + r];
+              for (int s = 0; s < t; ++s) x -= Ljk[s * NJ + r] * Lkk[s * N + t];
+              Ljk[t * NJ + r] = x * dinv[t];
+            }
+        };
+        if (n == 6 && nj == 6) solve(std::integral_constant<int, 6>(), std::integral_constant<int, 6>());
+        else solve(nj, n);
       }
       // Schur complement: A_ji −= L_jk L_ikᵀ for i ≤ j (by position).
       for (int a = a0; a < a1; ++a) {
@@ -135,8 +208,12 @@ class BlockHessian final : public HessianFactor {
   void Solve(const double* b, double* x) override {
     const int nc = static_cast<int>(clique_start_.size()) - 1;
     std::copy(b, b + n_, y_.begin());
+    if (any_skip_)  // frozen islands: 0 (their y never meets a nonzero block)
+      for (int c = 0; c < nc; ++c)
+        if (skip_[c]) std::fill(y_.begin() + clique_start_[c], y_.begin() + clique_start_[c + 1], 0.0);
     for (int k = 0; k < nc; ++k) {  // L y = b
       const int c = perm_[k], n = Size(c), s0 = clique_start_[c];
+      if (any_skip_ && skip_[c]) continue;
       const double* Lkk = L_.data() + Block(c, c);
       const double* dinv = dinv_.data() + s0;
       double* yc = y_.data() + s0;
@@ -155,6 +232,7 @@ class BlockHessian final : public HessianFactor {
     }
     for (int k = nc - 1; k >= 0; --k) {  // Lᵀ x = y
       const int c = perm_[k], n = Size(c), s0 = clique_start_[c];
+      if (any_skip_ && skip_[c]) continue;
       const double* Lkk = L_.data() + Block(c, c);
       const double* dinv = dinv_.data() + s0;
       double* yc = y_.data() + s0;
@@ -254,8 +332,11 @@ class BlockHessian final : public HessianFactor {
     Grow(&block_of_, static_cast<size_t>(nc) * nc);
     std::fill(block_of_.begin(), block_of_.begin() + static_cast<size_t>(nc) * nc, -1);
     long off = 0;
+    Grow(&col_adr_, nc + 1);
+    Grow(&skip_, nc);
     for (int k = 0; k < nc; ++k) {
       const int c = perm_[k];
+      col_adr_[k] = off;  // column k's blocks are contiguous
       block_of_[static_cast<size_t>(c) * nc + c] = off;
       off += static_cast<long>(Size(c)) * Size(c);
       for (int a = adj_adr_[k]; a < adj_adr_[k + 1]; ++a) {
@@ -264,6 +345,7 @@ class BlockHessian final : public HessianFactor {
       }
     }
     total_ = off;
+    col_adr_[nc] = off;
     // Room for the densest fill from the start (every pair of trees:
     // (nv² + Σ n_c²)/2 values) while that is small, so that a pattern with
     // more fill later does not allocate in a step.
@@ -292,6 +374,10 @@ class BlockHessian final : public HessianFactor {
   std::vector<int> clique_start_, clique_of_dof_, cliques_, perm_, pos_, adj_adr_, adj_, runs_;
   std::vector<char> alive_;
   std::vector<long> block_of_;  // (row tree, column tree) → offset, −1: no block
+  std::vector<long> col_adr_;   // offset of column k's first block (k = nc: total_)
+  std::vector<char> skip_;      // per tree: in a frozen island (any_skip_)
+  const char* frozen_ = nullptr;  // per island, or null (SetFrozen)
+  bool any_skip_ = false;
   std::vector<std::uint64_t> pairs_, stored_, merged_, graph_;
   std::vector<double> L_, H_, dinv_, y_;
 };

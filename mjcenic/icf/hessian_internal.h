@@ -237,12 +237,58 @@ void ForEachActiveConstraint(const IcfModel& m, const IcfData& d, Keep&& keep, F
   ForEachPool(m, const_cast<IcfData&>(d), visit);
 }
 
+// True if G (R × R) is g e₀e₀ᵀ: RowStore::CongruenceTransform's rank-one case.
+template <int R>
+inline bool RankOneG(const double* G) {
+  for (int q = 1; q < R * R; ++q)
+    if (G[q] != 0.0) return false;
+  return true;
+}
+
+// Calls sink(a, b, x), b ≤ a < N, with x = (J_iᵀ G J_i)_ab for a constraint
+// of R rows over N dofs (J row-major R × N, N ≤ 64, G not rank-one): the sums
+// of RowStore::CongruenceTransform in its order, so x has the same bits as
+// its block entry B[a N + b] (cenic-math §8.9), without the block.
+template <int R, int N, class Sink>
+inline void CongruenceTerms(const double* J, const double* G, Sink&& sink) {
+  static_assert(N <= 64);
+  double GJ[R * N];
+  for (int r = 0; r < R; ++r)
+    for (int k = 0; k < N; ++k) {
+      double s = 0;
+      for (int q = 0; q < R; ++q) s += G[r * R + q] * J[q * N + k];
+      GJ[r * N + k] = s;
+    }
+  for (int a = 0; a < N; ++a) {
+    double ja[R];
+    for (int r = 0; r < R; ++r) ja[r] = J[r * N + a];
+    for (int b = 0; b <= a; ++b) {
+      double s = 0;
+      for (int r = 0; r < R; ++r) s += ja[r] * GJ[r * N + b];
+      sink(a, b, s);
+    }
+  }
+}
+
+// CongruenceTerms for a rank-one G = g e₀e₀ᵀ (RankOneG): x = J₀_a (g J₀_b),
+// RowStore::CongruenceTransform's rank-one product, to the bit.
+template <int N, class Sink>
+inline void CongruenceTermsRankOne(const double* J, const double* G, Sink&& sink) {
+  double gJ[N];
+  for (int k = 0; k < N; ++k) gJ[k] = G[0] * J[k];
+  for (int a = 0; a < N; ++a)
+    for (int b = 0; b <= a; ++b) sink(a, b, J[a] * gJ[b]);
+}
+
 // Calls f(dofs, B) for every constraint with G_i ≠ 0, a dof, and keep(its
 // first dof): B (n × n, row-major, in *scratch) is J_iᵀ G_i J_i over its dofs.
-template <class F, class Keep>
+// A constraint for which direct(pool, c, G, dofs) returns true is left to it
+// (a caller that adds the terms itself, e.g. CongruenceTerms).
+template <class F, class Keep, class Direct>
 void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
-                              F&& f, Keep&& keep) {
+                              F&& f, Keep&& keep, Direct&& direct) {
   ForEachActiveConstraint(m, d, keep, [&](const auto& pool, int c, const double* G, const auto& dofs) {
+    if (direct(pool, c, G, dofs)) return;
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = static_cast<int>(dofs.size());
     if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
@@ -263,25 +309,36 @@ void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<d
   });
 }
 
+template <class F, class Keep>
+void ForEachConstraintHessian(const IcfModel& m, const IcfData& d, std::vector<double>* scratch,
+                              F&& f, Keep&& keep) {
+  ForEachConstraintHessian(m, d, scratch, std::forward<F>(f), std::forward<Keep>(keep),
+                           [](const auto&, int, const double*, const auto&) { return false; });
+}
+
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of the
 // constraint part Σ_i J_iᵀ G_i J_i of H (constraints with G_i = 0 skipped).
 // `keep(dof)` selects the constraints, by their first dof. Each term is
 // RowStore::CongruenceTransform's sum, in its order, computed when it is
 // passed on (no block stored and re-read; cenic-math §8.9); constraints over
 // more dofs than its column chunk go through the block.
-template <class Sink, class Keep>
-void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
-                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
+// The same walk with a sink per constraint: begin(dofs) returns term(a, b, x)
+// for the positions a ≥ b in dofs (a caller that maps a constraint's dofs
+// once, not per term).
+template <class Begin, class Keep>
+void AccumulateConstraintTerms(const IcfModel& m, const IcfData& d,
+                               std::vector<double>* scratch, Begin&& begin, Keep&& keep) {
   constexpr int kChunk = 64;  // CongruenceTransform's column chunk
   ForEachActiveConstraint(m, d, keep, [&](const auto& pool, int c, const double* G, const auto& dofs) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = static_cast<int>(dofs.size());
+    auto term = begin(dofs);
     if (n > kChunk) {
       if (static_cast<int>(scratch->size()) < n * n) scratch->resize(n * n);
       double* B = scratch->data();
       pool.rows.CongruenceTransform(c, G, B);
       for (int a = 0; a < n; ++a)
-        for (int b = 0; b <= a; ++b) sink(dofs[a], dofs[b], B[a * n + b]);
+        for (int b = 0; b <= a; ++b) term(a, b, B[a * n + b]);
       return;
     }
     const double* J = pool.rows.J(c);
@@ -298,10 +355,21 @@ void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
       for (int b = 0; b <= a; ++b) {
         double x = 0;
         for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kChunk + b];
-        sink(dofs[a], dofs[b], x);
+        term(a, b, x);
       }
     }
   });
+}
+
+template <class Sink, class Keep>
+void AccumulateConstraintHessians(const IcfModel& m, const IcfData& d,
+                                  std::vector<double>* scratch, Sink&& sink, Keep&& keep) {
+  AccumulateConstraintTerms(
+      m, d, scratch,
+      [&sink](const auto& dofs) {
+        return [&sink, &dofs](int a, int b, double x) { sink(dofs[a], dofs[b], x); };
+      },
+      std::forward<Keep>(keep));
 }
 
 // Calls sink(i, j, value), i ≥ j, for every lower-triangle term of

@@ -76,7 +76,6 @@ class IslandHessian final : public HessianFactor {
     col_.resize(nv);
     for (int j = 0; j < nv; ++j)
       col_[j] = offset_[island_[j]] + static_cast<size_t>(local_[j]) * size_[island_[j]];
-    if (H_.size() < offset_[ni]) H_.resize(offset_[ni]);
     if (L_.size() < offset_[ni]) L_.resize(offset_[ni]);
     x_.resize(nv);
     dinv_.resize(nv);
@@ -90,24 +89,52 @@ class IslandHessian final : public HessianFactor {
   }
   bool SetFrozen(const char* frozen) override {
     frozen_ = frozen;
-    return !by_block_;  // the block factorization covers every island
+    graph_->SetFrozen(frozen);  // the block factorization skips them too
+    return frozen != nullptr;
   }
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
     if (by_block_) return graph_->AssembleAndFactor(model, data);
     const int ni = static_cast<int>(size_.size());
     auto frozen = [this](int k) { return frozen_ != nullptr && frozen_[k] != 0; };
+    // H is assembled straight into the factor's storage (no copy of it is
+    // kept: DenseH assembles it again, cenic-math §8.9).
     for (int k = 0; k < ni; ++k)
-      if (!frozen(k)) std::fill(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], 0.0);
-    AccumulateHessian(
+      if (!frozen(k)) std::fill(L_.begin() + offset_[k], L_.begin() + offset_[k + 1], 0.0);
+    auto keep = [&](int dof) { return !frozen(island_[dof]); };
+    // A: entry (i, j), i ≥ j, of the column-major lower triangle; a < b in
+    // a reversed island (its dofs in reverse order).
+    for (int i = 0; i < model.nv; ++i) {
+      if (!keep(i)) continue;
+      auto add = [this](int i, int j, double x) {
+        const int a = local_[i], b = local_[j];
+        L_[a >= b ? col_[j] + a : col_[i] + b] += x;
+      };
+      const int adr = model.M_rowadr[i], nnz = model.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) add(i, model.M_colind[adr + k], model.M[adr + k]);
+      add(i, i, model.h * model.D[i] + model.h * model.h * model.K[i]);
+    }
+    // Σ JᵀGJ: each constraint's dofs mapped once (its island is reversed or
+    // not as a whole), then every term (a ≥ b by position, so dof a ≥ dof b)
+    // added where the entry-by-entry mapping above puts it.
+    AccumulateConstraintTerms(
         model, data, &block_,
-        [this](int i, int j, double x) {  // column-major lower triangle
-          const int a = local_[i], b = local_[j];  // a < b in a reversed island
-          H_[a >= b ? col_[j] + a : col_[i] + b] += x;
+        [this](const auto& dofs) {
+          const int n = static_cast<int>(dofs.size());
+          if (static_cast<int>(map_loc_.size()) < n) map_loc_.resize(n), map_col_.resize(n);
+          for (int k = 0; k < n; ++k) map_loc_[k] = local_[dofs[k]], map_col_[k] = col_[dofs[k]];
+          const bool reversed = n > 0 && size_[island_[dofs[0]]] >= kMinColumnCholeskyDofs;
+          const int* loc = map_loc_.data();
+          const size_t* col = map_col_.data();
+          double* L = L_.data();
+          return [=](int a, int b, double x) {
+            L[reversed ? col[a] + loc[b] : col[b] + loc[a]] += x;
+          };
         },
-        [&](int dof) { return !frozen(island_[dof]); });
+        keep);
+    model_ = &model;
+    data_ = &data;
     for (int k = 0; k < ni; ++k) {
       if (size_[k] == 0 || frozen(k)) continue;
-      std::copy(H_.begin() + offset_[k], H_.begin() + offset_[k + 1], L_.begin() + offset_[k]);
       // In place, lower triangle: the column Cholesky of §8.4 (plain loops
       // for a finger or a free body), Eigen's blocked LLT above 128 dofs.
       if (!FactorLower(L_.data() + offset_[k], size_[k], dinv_.data() + start_[k])) return false;
@@ -131,14 +158,16 @@ class IslandHessian final : public HessianFactor {
   }
   Eigen::MatrixXd DenseH() const override {
     if (by_block_) return graph_->DenseH();
-    const int nv = static_cast<int>(order_.size());
+    // The H of the last assembly, assembled again from its model and data
+    // (the same sums in the same order, every island).
+    if (!model_) return Eigen::MatrixXd();
+    const int nv = model_->nv;
     Eigen::MatrixXd full = Eigen::MatrixXd::Zero(nv, nv);
-    for (int i = 0; i < nv; ++i)
-      for (int j = 0; j < nv; ++j)
-        if (island_[i] == island_[j]) {
-          const int a = std::max(local_[i], local_[j]), c = std::min(local_[i], local_[j]);
-          full(i, j) = H_[offset_[island_[i]] + static_cast<size_t>(c) * size_[island_[i]] + a];
-        }
+    std::vector<double> scratch;
+    AccumulateHessian(*model_, *data_, &scratch, [&](int i, int j, double x) {
+      full(i, j) += x;
+      if (i != j) full(j, i) += x;
+    });
     return full;
   }
 
@@ -160,8 +189,12 @@ class IslandHessian final : public HessianFactor {
   bool by_block_ = false;
   std::vector<int> island_, last_island_, local_, size_, start_, order_;
   std::vector<size_t> offset_, col_;
-  std::vector<double> H_, L_, x_, dinv_;
+  std::vector<double> L_, x_, dinv_;
   const char* frozen_ = nullptr;  // per island, or null
+  std::vector<int> map_loc_;     // AssembleAndFactor: a constraint's local_ and col_
+  std::vector<size_t> map_col_;
+  const IcfModel* model_ = nullptr;  // of the last assembly (DenseH)
+  const IcfData* data_ = nullptr;
   // The partition the arrays above were made for (Prepare's early return).
   int seen_num_islands_ = -1;
   std::vector<int> seen_island_of_clique_, seen_clique_of_dof_;

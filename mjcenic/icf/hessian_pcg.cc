@@ -108,6 +108,41 @@ class PcgHessian final : public HessianFactor {
     auto whole = [&](int first) {  // dofs[first..first+N) ascending: one whole clique?
       return first == clique_start_[clique[first]];
     };
+    // A contact on one or two whole N-dof cliques (particles): its terms go
+    // straight into the clique and coupling blocks (CongruenceTerms, the
+    // same values in the same order as through the block).
+    auto direct = [&](const auto& pool, int c, const double* G, const auto& dofs) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      if constexpr (R != 3 || N == 0 || 2 * N > 64) {
+        return false;
+      } else {
+        const int nd = static_cast<int>(dofs.size());
+        if (!((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
+              (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))))
+          return false;
+        const double* J = pool.rows.J(c);
+        double* D0 = Hd_.data() + offset_[clique[dofs[0]]];
+        if (nd == N) {
+          auto sink = [&](int a, int b, double x) { D0[b * N + a] += x; };
+          if (RankOneG<R>(G)) CongruenceTermsRankOne<N>(J, G, sink);
+          else CongruenceTerms<R, N>(J, G, sink);
+          return true;
+        }
+        const int c0 = clique[dofs[0]], c1 = clique[dofs[N]];
+        double* D1 = Hd_.data() + offset_[c1];
+        const int* first = col_.data() + row_start_[c1];
+        const int* last = col_.data() + row_start_[c1 + 1];
+        double* O = Ho_.data() + block_offset_[std::lower_bound(first, last, c0) - col_.data()];
+        auto sink = [&](int a, int b, double x) {
+          if (a < N) D0[b * N + a] += x;
+          else if (b < N) O[(a - N) * N + b] += x;
+          else D1[(b - N) * N + (a - N)] += x;
+        };
+        if (RankOneG<R>(G)) CongruenceTermsRankOne<2 * N>(J, G, sink);
+        else CongruenceTerms<R, 2 * N>(J, G, sink);
+        return true;
+      }
+    };
     ForEachConstraintHessian(
         model, data, &block_,
         [&](const auto& dofs, const double* Bc) {
@@ -160,7 +195,7 @@ class PcgHessian final : public HessianFactor {
             }
           }
         },
-        [](int) { return true; });
+        [](int) { return true; }, direct);
   }
 
   void SetIterative(double tolerance, int max_iterations) override {

@@ -93,7 +93,14 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   double* grad = data_.grad.data();
   const int* dof_isl = dof_island_.data();
   double cost = 0;
-  if (ni > 1) {
+  if (ni > 1 && frozen) {  // a frozen island's gradient entries stay (see the header)
+    for (int i = 0; i < nv; ++i) {
+      if (!frozen[dof_isl[i]]) grad[i] = Av[i] - r[i];
+      const double ci = v[i] * (0.5 * Av[i] - r[i]);
+      cost += ci;
+      lc[dof_isl[i]] += ci;
+    }
+  } else if (ni > 1) {
     for (int i = 0; i < nv; ++i) {
       grad[i] = Av[i] - r[i];
       const double ci = v[i] * (0.5 * Av[i] - r[i]);
@@ -122,7 +129,8 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
       double* vc = vc_all + R * c;
       double* gamma = gamma_all + R * c;
       const int ic = kIslands ? isl[c] : 0;  // one island: every row's is 0
-      if (!frozen || !frozen[ic]) {
+      const bool live = !frozen || !frozen[ic];
+      if (live) {
         if (advanced) {  // v_c(α) = v_c(0) + α u on the island's α (§3.4)
           const double a = alpha[ic];
           for (int q = 0; q < R; ++q) vc[q] = base[R * c + q] + a * u[R * c + q];
@@ -144,7 +152,7 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
       if (R == 1 && row_cost[c] == 0.0 && gamma[0] == 0.0) continue;
       cost += row_cost[c];
       if constexpr (kIslands) l0[ic] += row_cost[c];
-      if (R > 1 || gamma[0] != 0.0) rows.MultiplyTransposeAdd(c, gamma, -1.0, grad);
+      if (live && (R > 1 || gamma[0] != 0.0)) rows.MultiplyTransposeAdd(c, gamma, -1.0, grad);
     }
   };
   if (ni > 1)
@@ -207,7 +215,7 @@ void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island) {
   }
 }
 
-void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
+void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char* frozen) {
   // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
   // constraint. Requires Evaluate() at the base point v (and the island tags
   // it or Solve() set).
@@ -246,8 +254,17 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = pool.size();
     if (n == 0) return;
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
     double* u = pd.u.data();
+    if (frozen && ni > 1) {  // rows of frozen islands keep v_c(0) and u (never read)
+      const int* isl = pd.island.data();
+      for (int k = 0; k < n; ++k) {
+        if (frozen[isl[k]]) continue;
+        for (int q = 0; q < R; ++q) pd.vc_base[R * k + q] = pd.vc[R * k + q];
+        pool.rows.Multiply(k, w, u + R * k);
+      }
+      return;
+    }
+    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
     for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, u + R * k);
   };
   ForEachPool(m, data_, prep);
@@ -800,7 +817,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     {
       PhaseTimer t(o.phase_timers ? &st.time_line_search : nullptr);
-      PrepareLineSearch(m, w);
+      // StepStaysQuadratic reads every limit and gain row.
+      PrepareLineSearch(m, w, nfrozen > 0 && !quadratic_rows ? frozen : nullptr);
       if (quadratic_rows && StepStaysQuadratic(m)) {
         // ℓ_i is one quadratic along the exact Newton step: α_i = 1 where it
         // descends, 0 where LineSearch would not move (ℓ_i'(0) ≥ 0).

@@ -153,7 +153,10 @@ class IcfSolver {
   void SolveAtSolution(double* x);
   // ℓ(v + α w) and its first two derivatives in α, for the direction set by
   // the last PrepareLineSearch (tests and the line search itself).
-  void PrepareLineSearch(const IcfModel& model, const double* w);
+  // frozen (per island, or null): islands whose w is 0 and whose rows no
+  // line search, evaluation or dual update reads; their rows keep their
+  // stored v_c(0) and u.
+  void PrepareLineSearch(const IcfModel& model, const double* w, const char* frozen = nullptr);
   void EvalAlongLine(const IcfModel& model, double alpha, double* cost, double* d1, double* d2);
   // The same per island i (only where active[i]): ℓ_i(v + α_i w) and its
   // derivatives; the total is their sum.
@@ -167,7 +170,9 @@ class IcfSolver {
   HessianFactor* Factor(LinearSolverKind kind, const SolverOptions& o);
   // Evaluate, re-using the stored per-constraint values of islands marked in
   // `frozen` (their v has not changed since they were computed; their costs
-  // and Jᵀγ still enter the totals). Needs TagIslands() when frozen is set.
+  // still enter the totals, and their gradient entries, a function of their
+  // own v only, are left as the evaluation that froze them computed them:
+  // the same bits, cenic-math §8.9). Needs TagIslands() when frozen is set.
   // majorize (per island, or null): contact G from the friction majorizer (§8.1).
   // advanced: data_.Av already holds A v (AdvanceProducts after the last
   // step) and the constraint velocities of the rows evaluated follow from the

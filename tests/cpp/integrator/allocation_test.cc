@@ -139,6 +139,14 @@ TEST(Allocation, NoneAfterWarmupCenic) {
                                      4.0, 0.5), 0);
 }
 
+// The block Cholesky over the trees (§8.7) with frozen islands and contacts
+// assembled straight into the blocks: the mesh pile (free convex hulls in a
+// bin, multi-point contacts, one or two large islands) once it has settled.
+TEST(Allocation, NoneAfterWarmupBlockPile) {
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/mesh_pile.xml",
+                                     1.0, 0.3), 0);
+}
+
 TEST(Allocation, NoneAfterWarmupRobotArm) {
   EXPECT_EQ(AllocationsWhileStepping(
                 mjcenic::Mode::kCenic,
