@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -273,6 +274,8 @@ class Stepper {
   // Step-size histogram (log-spaced) for the median without storing steps.
   static constexpr int kBins = 2400;  // 1e-10 s .. 1e2 s, 200 bins per decade
   std::vector<long> h_hist_;
+  double hist_h_ = std::numeric_limits<double>::quiet_NaN();  // RecordStep: the last h's bin
+  int hist_bin_ = 0;
 };
 
 }  // namespace mjcenic
