@@ -54,6 +54,7 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
 
 void IcfSolver::TagIslands(const IcfModel& m) {
   data_.Resize(m);
+  ResizeIslandWork(NumIslands(m));  // Evaluate's (it does not size them)
   dof_island_.resize(m.nv);
   for (int i = 0; i < m.nv; ++i)
     dof_island_[i] = islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;
@@ -80,15 +81,15 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   // (§3.4, §8.3): the momentum part c_i = Σ v(½Av − r) (data_.ls_c) and
   // ℓ_i(0) = c_i + Σ ℓ_c (ls_.l0), summed in the order PrepareLineSearch and
   // LineSearch used to, in this pass over the dofs and rows.
-  data_.Resize(m);
+  // data_ and the per-island work are sized by TagIslands, which every
+  // caller runs first for this model (cenic-math §8.9, per-call set-up).
   const int nv = m.nv;
   const int ni = NumIslands(m);
-  ResizeIslandWork(ni);
   std::copy(v, v + nv, data_.v.begin());
   if (!advanced) m.MultiplyA(v, data_.Av.data());
   double* lc = data_.ls_c.data();
   double* l0 = ls_.l0.data();
-  for (int i = 0; i < ni; ++i) lc[i] = 0.0;
+  if (ni > 1) std::fill(lc, lc + ni, 0.0);  // (one island: lc[0] is set below)
   const double *Av = data_.Av.data(), *r = m.r.data();
   double* grad = data_.grad.data();
   const int* dof_isl = dof_island_.data();
@@ -230,11 +231,11 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char
   double* la = data_.ls_a.data();
   double* lb = data_.ls_b.data();
   double* d0 = ls_.d0.data();
-  for (int i = 0; i < ni; ++i) la[i] = lb[i] = d0[i] = 0.0;
   const double *Aw = data_.Aw.data(), *Av = data_.Av.data();
   const double *r = m.r.data(), *g = data_.grad.data();
   const int* dof_isl = dof_island_.data();
   if (ni > 1) {
+    for (int i = 0; i < ni; ++i) la[i] = lb[i] = d0[i] = 0.0;
     for (int i = 0; i < nv; ++i) {
       const int isl = dof_isl[i];
       la[isl] += Aw[i] * w[i];
@@ -528,15 +529,27 @@ void IcfSolver::PullBackGuess(const IcfModel& m, const double* d, const char* ma
   std::fill(g.alpha.begin(), g.alpha.begin() + ni, 1.0);
 }
 
-double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o) {
-  // §8.2: D = diag(M)^(-1/2), tol = ε max(1, |D r|).
+double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o, int ni_split) {
+  // §8.2: D = diag(M)^(-1/2), tol = ε max(1, |D r|); with several islands
+  // (ni_split > 0, after TagIslands) also each island's ε max(1, |D r|_i)
+  // and its fresh state, in the same pass over the dofs.
   scale_.resize(m.nv);
+  double* tol_i = nullptr;
+  if (ni_split > 0) {
+    StartIslands(ni_split);
+    tol_i = isl_.tol.data();
+  }
+  const int* isl = dof_island_.data();
   double Dr = 0;
   for (int i = 0; i < m.nv; ++i) {
     scale_[i] = 1.0 / std::sqrt(m.M_diag[i]);
-    Dr += (scale_[i] * m.r[i]) * (scale_[i] * m.r[i]);
+    const double x = scale_[i] * m.r[i];
+    Dr += x * x;
+    if (tol_i) tol_i[isl[i]] += x * x;
   }
-  return std::max(o.tolerance, o.min_tolerance) * std::max(1.0, std::sqrt(Dr));
+  const double eps = std::max(o.tolerance, o.min_tolerance);
+  for (int i = 0; i < ni_split; ++i) tol_i[i] = eps * std::max(1.0, std::sqrt(tol_i[i]));
+  return eps * std::max(1.0, std::sqrt(Dr));
 }
 
 const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
@@ -553,7 +566,7 @@ const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bo
   return w;
 }
 
-void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) {
+void IcfSolver::StartIslands(int ni) {
   if (static_cast<int>(isl_.tol.size()) != ni) {  // all sized together
     for (auto* x : {&isl_.tol, &isl_.Dg2, &isl_.step2, &isl_.step_prev, &isl_.step_prev2,
                     &isl_.eta})
@@ -567,13 +580,6 @@ void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) 
     isl_.exact_run[i] = 0;
     isl_.frozen[i] = 0;
   }
-  const int* isl = dof_island_.data();
-  for (int i = 0; i < m.nv; ++i) {
-    const double x = scale_[i] * m.r[i];
-    isl_.tol[isl[i]] += x * x;
-  }
-  const double eps = std::max(o.tolerance, o.min_tolerance);
-  for (int i = 0; i < ni; ++i) isl_.tol[i] = eps * std::max(1.0, std::sqrt(isl_.tol[i]));
 }
 
 double IcfSolver::ScaledGradient(const IcfModel& m, bool per_island) {
@@ -678,10 +684,16 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   if (nv == 0) return finish(SolveStatus::kConverged);
   dv_.resize(nv);
   vtmp_.resize(nv);
-  const double tol = ScaledTolerance(m, o);
+  islands_on_ = o.island_line_search;
+  // Several islands: each is its own problem (ℓ is a sum over islands), so
+  // each stops at its own tolerance ε max(1, |D r|_i) and, once converged,
+  // is frozen: no more evaluation, assembly, factorization or line search.
+  const int ni = NumIslands(m);
+  const bool per_island = ni > 1;
+  TagIslands(m);  // the model is constant during the solve
+  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);  // and the islands' (StartIslands)
   if (!std::isfinite(tol)) return finish(SolveStatus::kNonFinite);
 
-  islands_on_ = o.island_line_search;
   const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
   HessianFactor* H = Factor(kind, o);
   // Quadratic step (§8.9): only rows with piecewise-quadratic costs and an
@@ -696,18 +708,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   if (fresh_factor_ != H || pattern_changed || partial_factor_) fresh_ = false;
   partial_factor_ = false;
 
-  // Several islands: each is its own problem (ℓ is a sum over islands), so
-  // each stops at its own tolerance ε max(1, |D r|_i) and, once converged,
-  // is frozen: no more evaluation, assembly, factorization or line search.
-  const int ni = NumIslands(m);
-  const bool per_island = ni > 1;
   split = per_island;
-  const char* frozen = nullptr;
-  TagIslands(m);  // the model is constant during the solve
-  if (per_island) {
-    StartIslands(m, o, ni);
-    frozen = isl_.frozen.data();
-  }
+  const char* frozen = per_island ? isl_.frozen.data() : nullptr;
   int nfrozen = 0;
   H->SetFrozen(nullptr);
   // The factor must not keep a pointer into isl_ once this solve returns.

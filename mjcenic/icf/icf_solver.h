@@ -208,8 +208,10 @@ class IcfSolver {
   // v += α_island w with the scaled step length (returned, per island kept).
   const double* NewtonDirection(const IcfModel& m, HessianFactor* H, bool per_island,
                                 bool any_frozen, int* linear_iterations);  // into dv_
-  double ScaledTolerance(const IcfModel& m, const SolverOptions& o);  // scale_ = D; tol
-  void StartIslands(const IcfModel& m, const SolverOptions& o, int ni);
+  // scale_ = D; returns tol; with ni_split > 0 islands also StartIslands and
+  // isl_.tol (needs TagIslands).
+  double ScaledTolerance(const IcfModel& m, const SolverOptions& o, int ni_split);
+  void StartIslands(int ni);  // isl_ sized and reset (tol = 0)
   double ScaledGradient(const IcfModel& m, bool per_island);
   bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
   double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);
