@@ -62,6 +62,7 @@ void IcfSolver::TagIslands(const IcfModel& m) {
   const bool one = !islands_on_ || m.num_islands <= 1;
   auto tag = [&](const auto& pool, auto& pd) {
     const int n = pool.size();
+    if (n == 0) return;
     int* island = pd.island.data();
     if (one) {
       std::fill(island, island + n, 0);
@@ -121,6 +122,7 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
     constexpr bool kIslands = decltype(islands)::value;
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = pool.size();
+    if (n == 0) return;  // (most pools of a small model are empty)
     const auto& rows = pool.rows;
     const int* isl = pd.island.data();
     const double *base = pd.vc_base.data(), *u = pd.u.data();

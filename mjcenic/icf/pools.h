@@ -74,6 +74,16 @@ struct ContactPool {
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)
 };
 
+// x->resize(n), by an inline push_back of 0 when it grows by one row (a
+// rebuild appending rows one by one, docs/cenic-math.md §8.9): the same
+// contents, without resize's out-of-line append.
+inline void GrowOrResize(std::vector<double>* x, int n) {
+  if (static_cast<int>(x->size()) + 1 == n)
+    x->push_back(0.0);
+  else
+    x->resize(n);
+}
+
 // Near-rigid compliance shared by limits and couplings (§3.5): returns R and
 // the damping time scale τ_d for Delassus estimate w.
 void NearRigid(double h, double w, const IcfParameters& p, double* R, double* tau_d);
@@ -132,7 +142,7 @@ struct NearRigidPool {
   // Every per-row array sized to n rows (the one list of them), and row c's
   // numbers as a new row has them (R and v̂ follow in SetTimeStep).
   void Resize(int n) {
-    for (auto* x : {&g0, &w, &tau_r, &R, &vhat}) x->resize(n);
+    for (auto* x : {&g0, &w, &tau_r, &R, &vhat}) GrowOrResize(x, n);
   }
   void SetRow(int c, double g0_, double w_, double tau_r_) {
     g0[c] = g0_; w[c] = w_; tau_r[c] = tau_r_; R[c] = 0; vhat[c] = 0;
@@ -206,7 +216,8 @@ struct GainPool {
   }
   // As NearRigidPool's: every per-row array, and row i as a new row has it.
   void Resize(int n) {
-    for (auto* x : {&c, &kq, &kv, &vc0, &lo, &hi, &kappa, &c_eff, &h_over_kappa}) x->resize(n);
+    for (auto* x : {&c, &kq, &kv, &vc0, &lo, &hi, &kappa, &c_eff, &h_over_kappa})
+      GrowOrResize(x, n);
   }
   void SetRow(int i, double c_, double kq_, double kv_, double lo_, double hi_) {
     c[i] = c_; kq[i] = kq_; kv[i] = kv_; vc0[i] = 0;
