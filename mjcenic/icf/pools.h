@@ -142,7 +142,7 @@ struct NearRigidPool {
   // Every per-row array sized to n rows (the one list of them), and row c's
   // numbers as a new row has them (R and v̂ follow in SetTimeStep).
   void Resize(int n) {
-    for (auto* x : {&g0, &w, &tau_r, &R, &vhat}) GrowOrResize(x, n);
+    for (auto* x : {&g0, &w, &tau_r, &R, &vhat}) x->resize(n);
   }
   void SetRow(int c, double g0_, double w_, double tau_r_) {
     g0[c] = g0_; w[c] = w_; tau_r[c] = tau_r_; R[c] = 0; vhat[c] = 0;
