@@ -98,8 +98,12 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
   for (auto* x : {&q_start, &q_full, &q_mid, &q_end, &q_a, &q_b}) x->resize(nq);
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
                   &force_start, &v_call_start, &accel_prev, &v_a, &v_b, &warm_accel,
-                  &warm_v, &guess_dir, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My})
+                  &warm_v, &guess_dir, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My,
+                  &warm_accel_old})
     x->resize(nv);
+  // One entry per island of the problem (at most one per dof, at least one).
+  for (auto* x : {&island_change, &island_accel}) x->resize(std::max(nv, 1));
+  island_piece.resize(std::max(nv, 1));
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
     x->resize(na);
@@ -560,23 +564,47 @@ double Stepper::LimitUnit(int type, int id) const {
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
   // Newton's initial guess (cenic-math §8.1): with a tight tolerance (fixed
-  // mode), v_t + h a_prev, the previous accepted step's mean acceleration,
-  // when d still holds the velocity that step ended with and its solve
-  // needed ≥ 2 Newton iterations (else v_t, which a near-steady system
-  // already satisfies to round-off better than a_prev's noise); with
-  // pull_back_guess, moved back along h a_prev on islands where it overshoots
-  // the line minimum more than twice. ℓ is strictly convex, so the guess
-  // changes the iteration count, never the solution (beyond the solver
-  // tolerance).
+  // mode), island by island, v_t + h a_prev (a_prev: the previous accepted
+  // step's mean acceleration) where the acceleration is predictable — the
+  // last two steps' a_prev and a_old differ less than a_prev differs from 0
+  // (|a_prev − a_old|_M < |a_prev|_M) — and, on an island of
+  // piecewise-quadratic rows only (no contacts), no limit or gain row changes
+  // the piece of its cost along h a_prev; else v_t. Both need d to still hold the
+  // velocity the previous step ended with (and that step to have started
+  // where the one before ended). With pull_back_guess, moved back along
+  // h a_prev on islands where it overshoots the line minimum more than
+  // twice. ℓ is strictly convex, so the guess changes the iteration count,
+  // never the solution (beyond the solver tolerance).
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
-  const bool warm = tolerance <= kTightTolerance && warm_valid_ && last_iterations_ >= 2 &&
+  const bool warm = tolerance <= kTightTolerance && warm_valid_ && warm_old_valid_ &&
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
-  const bool pull_back = warm && options_.solver.pull_back_guess;
-  for (int i = 0; i < nv; ++i) {
-    s.guess_dir[i] = warm ? h * s.warm_accel[i] : 0.0;
-    s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+  bool any_warm = false;
+  if (warm) {
+    const icf::IcfModel& mm = model_start_;
+    const int ni = std::max(mm.num_islands, 1);
+    auto island = [&mm](int i) { return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0; };
+    std::fill(s.island_change.begin(), s.island_change.begin() + ni, 0.0);
+    std::fill(s.island_accel.begin(), s.island_accel.begin() + ni, 0.0);
+    for (int i = 0; i < nv; ++i) {
+      const double a = s.warm_accel[i], da = a - s.warm_accel_old[i], Mi = mm.M_diag[i];
+      s.island_change[island(i)] += Mi * da * da;
+      s.island_accel[island(i)] += Mi * a * a;
+      s.v_guess[i] = s.v_start[i] + h * a;
+    }
+    mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
+    for (int i = 0; i < nv; ++i) {
+      const int k = island(i);
+      const bool w = s.island_change[k] < s.island_accel[k] && !s.island_piece[k];
+      any_warm = any_warm || w;
+      s.guess_dir[i] = w ? h * s.warm_accel[i] : 0.0;
+      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+    }
+  } else {
+    std::fill(s.guess_dir.begin(), s.guess_dir.end(), 0.0);
+    std::copy(s.v_start.begin(), s.v_start.end(), s.v_guess.begin());
   }
+  const bool pull_back = any_warm && options_.solver.pull_back_guess;
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance,
              pull_back ? s.guess_dir.data() : nullptr))
     return false;
@@ -838,6 +866,11 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   d->time = (h == t_limit - t0) ? t_limit : t0 + h;
   if (options_.mode == Mode::kTrapezoid) TrapezoidEndForce(d, h);
   if (options_.error_estimate == ErrorEstimate::kEmbedded) RecordEmbeddedHistory(d, h);
+  // The initial guess's history (§8.1): a_old is the acceleration of the step
+  // just before only if this step started where that one ended.
+  warm_old_valid_ =
+      warm_valid_ && std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  std::swap(s.warm_accel, s.warm_accel_old);
   for (int i = 0; i < m_->nv; ++i) s.warm_accel[i] = (s.v_end[i] - s.v_start[i]) / h;
   std::copy(s.v_end.begin(), s.v_end.end(), s.warm_v.begin());
   warm_valid_ = true;
