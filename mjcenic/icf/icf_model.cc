@@ -102,23 +102,24 @@ void IcfModel::SetTimeStep(double h_) {
   contact_torques.SetTimeStep(h);
 }
 
-void IcfModel::MarkPieceChanges(const double* v0, const double* v1, char* changed) const {
-  // Islands with a smooth (not piecewise-quadratic) row are marked 2 first
-  // and reset to 0 at the end. Limits: active while v̂ − v_c > 0
-  // (NearRigidPool::Eval); gains with κ > 0: y = c − κ v_c below lo, inside,
-  // above hi (GainPool::Eval). v_c = J v.
-  const int ni = std::max(num_islands, 1);
-  std::fill(changed, changed + ni, 0);
-  for (int c = 0; c < contacts.size(); ++c) changed[IslandOf(contacts.rows.dofs(c))] = 2;
+void IcfModel::MarkSmoothIslands(char* smooth) const {
+  std::fill(smooth, smooth + std::max(num_islands, 1), 0);
+  for (int c = 0; c < contacts.size(); ++c) smooth[IslandOf(contacts.rows.dofs(c))] = 1;
   for (int c = 0; c < contact_torques.size(); ++c)
-    changed[IslandOf(contact_torques.rows.dofs(c))] = 2;
-  for (int c = 0; c < dry_friction.size(); ++c) changed[IslandOf(dry_friction.rows.dofs(c))] = 2;
+    smooth[IslandOf(contact_torques.rows.dofs(c))] = 1;
+  for (int c = 0; c < dry_friction.size(); ++c) smooth[IslandOf(dry_friction.rows.dofs(c))] = 1;
+}
+
+void IcfModel::MarkPieceChanges(const double* v0, const double* v1, char* changed) const {
+  // Limits: active while v̂ − v_c > 0 (NearRigidPool::Eval); gains with κ > 0:
+  // y = c − κ v_c below lo, inside, above hi (GainPool::Eval). v_c = J v.
+  std::fill(changed, changed + std::max(num_islands, 1), 0);
   for (int c = 0; c < limits.size(); ++c) {
     double a, b;
     limits.rows.Multiply(c, v0, &a);
     limits.rows.Multiply(c, v1, &b);
-    char& x = changed[IslandOf(limits.rows.dofs(c))];
-    if (x != 2 && (limits.vhat[c] - a > 0) != (limits.vhat[c] - b > 0)) x = 1;
+    if ((limits.vhat[c] - a > 0) != (limits.vhat[c] - b > 0))
+      changed[IslandOf(limits.rows.dofs(c))] = 1;
   }
   auto piece = [](double y, double lo, double hi) { return y < lo ? 0 : (y > hi ? 2 : 1); };
   for (int i = 0; i < gains.size(); ++i) {
@@ -128,11 +129,9 @@ void IcfModel::MarkPieceChanges(const double* v0, const double* v1, char* change
     gains.rows.Multiply(i, v0, &a);
     gains.rows.Multiply(i, v1, &b);
     const double lo = gains.lo[i], hi = gains.hi[i];
-    char& x = changed[IslandOf(gains.rows.dofs(i))];
-    if (x != 2 && piece(gains.c_eff[i] - k * a, lo, hi) != piece(gains.c_eff[i] - k * b, lo, hi))
-      x = 1;
+    if (piece(gains.c_eff[i] - k * a, lo, hi) != piece(gains.c_eff[i] - k * b, lo, hi))
+      changed[IslandOf(gains.rows.dofs(i))] = 1;
   }
-  for (int i = 0; i < ni; ++i) changed[i] = changed[i] == 1;
 }
 
 void IcfModel::ShiftConfiguration(const double* dq) {

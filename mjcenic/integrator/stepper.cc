@@ -102,8 +102,9 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
                   &warm_accel_old})
     x->resize(nv);
   // One entry per island of the problem (at most one per dof, at least one).
-  for (auto* x : {&island_change, &island_accel}) x->resize(std::max(nv, 1));
-  island_piece.resize(std::max(nv, 1));
+  const int ni = std::max(nv, 1);
+  for (auto* x : {&island_aa, &island_dd, &island_ao, &island_oo, &island_c}) x->resize(ni);
+  for (auto* x : {&island_smooth, &island_piece}) x->resize(ni);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
     x->resize(na);
@@ -563,18 +564,20 @@ double Stepper::LimitUnit(int type, int id) const {
 
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
-  // Newton's initial guess (cenic-math §8.1): with a tight tolerance (fixed
-  // mode), island by island, v_t + h a_prev (a_prev: the previous accepted
-  // step's mean acceleration) where the acceleration is predictable — the
-  // last two steps' a_prev and a_old differ less than a_prev differs from 0
-  // (|a_prev − a_old|_M < |a_prev|_M) — and, on an island of
-  // piecewise-quadratic rows only (no contacts), no limit or gain row changes
-  // the piece of its cost along h a_prev; else v_t. Both need d to still hold the
-  // velocity the previous step ended with (and that step to have started
-  // where the one before ended). With pull_back_guess, moved back along
-  // h a_prev on islands where it overshoots the line minimum more than
-  // twice. ℓ is strictly convex, so the guess changes the iteration count,
-  // never the solution (beyond the solver tolerance).
+  // Newton's initial guess (cenic-math §8.1, "Initial guess"): with a tight
+  // tolerance (fixed mode), island by island, v_t + c h a_prev, a_prev the
+  // previous accepted step's mean acceleration, when d still holds the
+  // velocity that step ended with and that step started where the one before
+  // ended (a_old, its acceleration, is known); else v_t. On an island of
+  // piecewise-quadratic rows only (limits, gains, couplings: a piecewise
+  // linear system) c is the least-squares factor of a_prev ≈ c a_old,
+  // clamped to [−1, 1], kept if it explains half of |a_prev|²_M, and 0 if
+  // the guess moves a limit or gain row to another piece of its cost. On an
+  // island with contacts c = 1 if |a_prev − a_old|_M < |a_prev|_M, else 0.
+  // With pull_back_guess, moved back along the guess direction on islands
+  // where it overshoots the line minimum more than twice. ℓ is strictly
+  // convex, so the guess changes the iteration count, never the solution
+  // (beyond the solver tolerance).
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
   const bool warm = tolerance <= kTightTolerance && warm_valid_ && warm_old_valid_ &&
@@ -583,21 +586,40 @@ bool Stepper::FullStep(double h, double tolerance) {
   if (warm) {
     const icf::IcfModel& mm = model_start_;
     const int ni = std::max(mm.num_islands, 1);
-    auto island = [&mm](int i) { return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0; };
-    std::fill(s.island_change.begin(), s.island_change.begin() + ni, 0.0);
-    std::fill(s.island_accel.begin(), s.island_accel.begin() + ni, 0.0);
-    for (int i = 0; i < nv; ++i) {
-      const double a = s.warm_accel[i], da = a - s.warm_accel_old[i], Mi = mm.M_diag[i];
-      s.island_change[island(i)] += Mi * da * da;
-      s.island_accel[island(i)] += Mi * a * a;
-      s.v_guess[i] = s.v_start[i] + h * a;
-    }
-    mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
+    auto island = [&mm](int i) {
+      return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0;
+    };
+    for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo})
+      std::fill(x->begin(), x->begin() + ni, 0.0);
     for (int i = 0; i < nv; ++i) {
       const int k = island(i);
-      const bool w = s.island_change[k] < s.island_accel[k] && !s.island_piece[k];
-      any_warm = any_warm || w;
-      s.guess_dir[i] = w ? h * s.warm_accel[i] : 0.0;
+      const double a = s.warm_accel[i], ao = s.warm_accel_old[i], Mi = mm.M_diag[i];
+      s.island_aa[k] += Mi * a * a;
+      s.island_dd[k] += Mi * (a - ao) * (a - ao);
+      s.island_ao[k] += Mi * a * ao;
+      s.island_oo[k] += Mi * ao * ao;
+    }
+    mm.MarkSmoothIslands(s.island_smooth.data());
+    for (int k = 0; k < ni; ++k) {
+      double c;
+      if (s.island_smooth[k]) {
+        c = s.island_dd[k] < s.island_aa[k] ? 1.0 : 0.0;
+      } else {
+        const double aa = s.island_aa[k], ao = s.island_ao[k], oo = s.island_oo[k];
+        c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
+        if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
+      }
+      s.island_c[k] = c;
+    }
+    for (int i = 0; i < nv; ++i)
+      s.v_guess[i] = s.v_start[i] + s.island_c[island(i)] * h * s.warm_accel[i];
+    mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
+    for (int k = 0; k < ni; ++k)
+      if (!s.island_smooth[k] && s.island_piece[k]) s.island_c[k] = 0.0;
+    for (int i = 0; i < nv; ++i) {
+      const double c = s.island_c[island(i)];
+      any_warm = any_warm || c != 0.0;
+      s.guess_dir[i] = c * h * s.warm_accel[i];
       s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
     }
   } else {
