@@ -564,8 +564,8 @@ double Stepper::LimitUnit(int type, int id) const {
 
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
-  // Newton's initial guess (cenic-math §8.1, "Initial guess"): with a tight
-  // tolerance (fixed mode), island by island, v_t + c h a_prev, a_prev the
+  // Newton's initial guess (cenic-math §8.1, "Initial guess"): without error
+  // control (fixed mode: a tight tolerance), island by island, v_t + c h a_prev, a_prev the
   // previous accepted step's mean acceleration, when d still holds the
   // velocity that step ended with and that step started where the one before
   // ended (a_old, its acceleration, is known); else v_t. On an island of
@@ -578,12 +578,17 @@ bool Stepper::FullStep(double h, double tolerance) {
   // where it overshoots the line minimum more than twice. ℓ is strictly
   // convex, so the guess changes the iteration count, never the solution
   // (beyond the solver tolerance).
+  // Under error control with a tight tolerance (accuracy ≤ 10⁻⁴) the rule
+  // is the earlier one, kept so that those runs' accepted steps stay as they
+  // were: v_t + h a_prev for the whole system after a solve of ≥ 2
+  // iterations, else v_t.
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
-  const bool warm = tolerance <= kTightTolerance && warm_valid_ && warm_old_valid_ &&
+  const bool warm = tolerance <= kTightTolerance && warm_valid_ &&
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
   bool any_warm = false;
-  if (warm) {
+  if (warm && fixed_steps && warm_old_valid_) {
     const icf::IcfModel& mm = model_start_;
     const int ni = std::max(mm.num_islands, 1);
     auto island = [&mm](int i) {
@@ -623,8 +628,11 @@ bool Stepper::FullStep(double h, double tolerance) {
       s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
     }
   } else {
-    std::fill(s.guess_dir.begin(), s.guess_dir.end(), 0.0);
-    std::copy(s.v_start.begin(), s.v_start.end(), s.v_guess.begin());
+    any_warm = warm && !fixed_steps && last_iterations_ >= 2;
+    for (int i = 0; i < nv; ++i) {
+      s.guess_dir[i] = any_warm ? h * s.warm_accel[i] : 0.0;
+      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+    }
   }
   const bool pull_back = any_warm && options_.solver.pull_back_guess;
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance,
