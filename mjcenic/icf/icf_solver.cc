@@ -543,12 +543,14 @@ void IcfSolver::StartIslands(const IcfModel& m, const SolverOptions& o, int ni) 
       x->resize(ni);
     isl_.exact_run.resize(ni);
     isl_.frozen.resize(ni);
+    isl_.iterate.resize(ni);
   }
   for (int i = 0; i < ni; ++i) {
     isl_.tol[i] = isl_.Dg2[i] = isl_.step2[i] = isl_.step_prev[i] = isl_.step_prev2[i] = 0.0;
     isl_.eta[i] = 1.0;
     isl_.exact_run[i] = 0;
     isl_.frozen[i] = 0;
+    isl_.iterate[i] = 0;
   }
   const int* isl = dof_island_.data();
   for (int i = 0; i < m.nv; ++i) {
@@ -595,7 +597,7 @@ bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_update
     // whose line search was skipped (ℓ_i'(0) ≥ 0, possible with an
     // inexact direction such as PCG's) has step 0 but need not be solved.
     const bool moved = isl_.step_prev[i] > 0;
-    if (std::sqrt(isl_.Dg2[i]) < tol_i ||
+    if ((std::sqrt(isl_.Dg2[i]) < tol_i && (k > 0 || !isl_.iterate[i])) ||
         (k >= 1 && isl_.exact_run[i] >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
       isl_.frozen[i] = 1, ++*nfrozen;
     else
@@ -647,7 +649,7 @@ class PhaseTimer {
 
 SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                              double* v, SolveStats* stats, std::vector<double>* history,
-                             const double* guess_direction) {
+                             const double* guess_direction, const double* extrapolated) {
   const int nv = m.nv;
   SolveStats st;
   bool split = false;  // several islands, each converging on its own
@@ -687,9 +689,17 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   split = per_island;
   const char* frozen = nullptr;
   TagIslands(m);  // the model is constant during the solve
+  // An extrapolated guess (§8.1) is not accepted as the solution: its
+  // island (or the system) takes at least one Newton iteration.
+  bool iterate_all = false;
   if (per_island) {
     StartIslands(m, o, ni);
     frozen = isl_.frozen.data();
+    if (extrapolated)
+      for (int i = 0; i < nv; ++i)
+        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
+  } else if (extrapolated) {
+    for (int i = 0; i < nv && !iterate_all; ++i) iterate_all = extrapolated[i] != 0;
   }
   int nfrozen = 0;
   H->SetFrozen(nullptr);
@@ -743,7 +753,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
     // whole system, or island by island. Criterion 2 assumes Newton's rate, so
     // it (and θ) only use steps of exact-Hessian iterations (§8.1).
-    bool converged = Dg < tol || (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
+    bool converged = (Dg < tol && (k > 0 || !iterate_all)) ||
+                     (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
     if (per_island) {
       converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
       if (k == 0) st.islands_iterated = st.island_updates;  // not converged at the guess

@@ -103,7 +103,8 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
     x->resize(nv);
   // One entry per island of the problem (at most one per dof, at least one).
   const int ni = std::max(nv, 1);
-  for (auto* x : {&island_aa, &island_dd, &island_ao, &island_oo, &island_c}) x->resize(ni);
+  for (auto* x : {&island_aa, &island_dd, &island_ao, &island_oo, &island_c, &island_r})
+    x->resize(ni);
   for (auto* x : {&island_smooth, &island_piece}) x->resize(ni);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
@@ -284,7 +285,8 @@ std::uint64_t PairKey(int g1, int g2) {
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
-                    double tolerance, const double* guess_direction) {
+                    double tolerance, const double* guess_direction,
+                    const double* extrapolated) {
   const bool timed = options_.phase_timers;
   const auto t0 = PhaseNow(timed);
   icf::SolverOptions o = options_.solver;
@@ -302,7 +304,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   o.friction_dual = true;
   o.friction_dual_exact_start = last_iterations_ < 3;
   icf::SolveStats st;
-  last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction);
+  last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;
   stats_.time_solve += Seconds(t0, PhaseNow(timed));
   ++stats_.solves;
@@ -594,7 +596,7 @@ bool Stepper::FullStep(double h, double tolerance) {
     auto island = [&mm](int i) {
       return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0;
     };
-    for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo})
+    for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo, &s.island_r})
       std::fill(x->begin(), x->begin() + ni, 0.0);
     for (int i = 0; i < nv; ++i) {
       const int k = island(i);
@@ -603,6 +605,7 @@ bool Stepper::FullStep(double h, double tolerance) {
       s.island_dd[k] += Mi * (a - ao) * (a - ao);
       s.island_ao[k] += Mi * a * ao;
       s.island_oo[k] += Mi * ao * ao;
+      s.island_r[k] += mm.r[i] * mm.r[i] / Mi;
     }
     mm.MarkSmoothIslands(s.island_smooth.data());
     for (int k = 0; k < ni; ++k) {
@@ -614,6 +617,10 @@ bool Stepper::FullStep(double h, double tolerance) {
         c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
         if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
       }
+      // A change h|a|_M below the island's tolerance ε max(1, |D r|) (§8.2):
+      // v_t is (nearly) the solution already, keep it.
+      const double tol_k = tolerance * std::max(1.0, std::sqrt(s.island_r[k]));
+      if (h * h * s.island_aa[k] < tol_k * tol_k) c = 0.0;
       s.island_c[k] = c;
     }
     for (int i = 0; i < nv; ++i)
@@ -635,8 +642,10 @@ bool Stepper::FullStep(double h, double tolerance) {
     }
   }
   const bool pull_back = any_warm && options_.solver.pull_back_guess;
+  // The per-island rule's extrapolated islands take ≥ 1 Newton iteration.
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance,
-             pull_back ? s.guess_dir.data() : nullptr))
+             pull_back ? s.guess_dir.data() : nullptr,
+             any_warm && fixed_steps ? s.guess_dir.data() : nullptr))
     return false;
   if (norm_.kind() == ErrorNormKind::kPropagated) {
     // cenic-math §11.11: velocity weights from this step's H and M diagonals.

@@ -122,8 +122,8 @@ class Stepper {
     // Initial guess per island (cenic-math §8.1), one entry per island (sized
     // max(nv, 1)): Σ M_ii a², Σ M_ii (a − a_old)², Σ M_ii a a_old, Σ M_ii a_old²
     // (a = warm_accel, a_old = warm_accel_old), the factor c of h a in the
-    // guess, and the islands with smooth rows / with a piece change.
-    std::vector<double> island_aa, island_dd, island_ao, island_oo, island_c;
+    // guess, Σ r_i²/M_ii, and the islands with smooth rows / with a piece change.
+    std::vector<double> island_aa, island_dd, island_ao, island_oo, island_c, island_r;
     std::vector<char> island_smooth, island_piece;
     std::vector<double> H_diag;                       // propagated norm: diag(H) of the full step
     std::vector<double> drift, drift_y1, drift_y2, drift_My;  // propagated_modes (§11.11)
@@ -187,7 +187,7 @@ class Stepper {
                bool stages_current = false);
   // Solves model from guess into v; false (status kept) on failure.
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance,
-             const double* guess_direction = nullptr);
+             const double* guess_direction = nullptr, const double* extrapolated = nullptr);
   // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
   void Integrate(const double* q, const double* v, const double* act, const double* act_rate,
                  double h, double* q_out, double* act_out) const;
