@@ -692,6 +692,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   // An extrapolated guess (§8.1) is not accepted as the solution: its
   // island (or the system) takes at least one Newton iteration.
   bool iterate_all = false;
+  bool optimal_at_guess = false;  // every island met the optimality test at k = 0
   if (per_island) {
     StartIslands(m, o, ni);
     frozen = isl_.frozen.data();
@@ -755,7 +756,12 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     // it (and θ) only use steps of exact-Hessian iterations (§8.1).
     bool converged = (Dg < tol && (k > 0 || !iterate_all)) ||
                      (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
+    if (k == 0) optimal_at_guess = Dg < tol;
     if (per_island) {
+      if (k == 0) {
+        optimal_at_guess = true;
+        for (int i = 0; i < ni; ++i) optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+      }
       converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
       if (k == 0) st.islands_iterated = st.island_updates;  // not converged at the guess
     }
@@ -805,6 +811,12 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const double* w = NewtonDirection(m, H, per_island, nfrozen > 0, &st.linear_iterations);
     factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
+    if (k == 0 && optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
+      // An extrapolated guess that already met the optimality test and
+      // admits no descent (round-off): it is the solution.
+      std::copy(vtmp_.begin(), vtmp_.end(), v);
+      return finish(SolveStatus::kConverged);
+    }
     if (!(d0 < 0)) {
       fresh_ = false;
       return finish(std::isfinite(d0) ? SolveStatus::kNotDescent : SolveStatus::kNonFinite);
