@@ -576,6 +576,10 @@ bool Stepper::FullStep(double h, double tolerance) {
   // clamped to [−1, 1], kept if it explains half of |a_prev|²_M, and 0 if
   // the guess moves a limit or gain row to another piece of its cost. On an
   // island with contacts c = 1 if |a_prev − a_old|_M < |a_prev|_M, else 0.
+  // c = 0 where h |a_prev|_M is below the island's tolerance (near rest).
+  // An island with c ≠ 0 takes at least one Newton iteration (Solve's
+  // `extrapolated`): accepted at k = 0, the guess's error would have the same
+  // sign step after step and accumulate.
   // With pull_back_guess, moved back along the guess direction on islands
   // where it overshoots the line minimum more than twice. ℓ is strictly
   // convex, so the guess changes the iteration count, never the solution
