@@ -64,6 +64,14 @@ struct IcfModel {
     return dofs.empty() || num_islands == 0 ? 0 : island_of_clique[clique_of_dof[dofs[0]]];
   }
   void SetTimeStep(double h);
+  // Initial guess of a fixed step (cenic-math §8.1), per island (num_islands
+  // entries, or one). MarkSmoothIslands: smooth[i] = 1 if island i has a
+  // contact, contact-torque or dry-friction row (a cost that is not piecewise
+  // quadratic), else 0. MarkPieceChanges: changed[i] = 1 if some limit or
+  // gain row of island i lies in another piece of its piecewise-quadratic
+  // cost (§3.5, §6) at v1 than at v0, else 0. After SetTimeStep.
+  void MarkSmoothIslands(char* smooth) const;
+  void MarkPieceChanges(const double* v0, const double* v1, char* changed) const;
   // Moves the configuration at which position-dependent terms are linearized
   // by dq (velocity coordinates): contact gaps, limit and coupling residuals,
   // actuator lengths and springs. Call after Finalize(), then SetTimeStep().

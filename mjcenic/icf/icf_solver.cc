@@ -575,12 +575,14 @@ void IcfSolver::StartIslands(int ni) {
       x->resize(ni);
     isl_.exact_run.resize(ni);
     isl_.frozen.resize(ni);
+    isl_.iterate.resize(ni);
   }
   for (int i = 0; i < ni; ++i) {
     isl_.tol[i] = isl_.Dg2[i] = isl_.step2[i] = isl_.step_prev[i] = isl_.step_prev2[i] = 0.0;
     isl_.eta[i] = 1.0;
     isl_.exact_run[i] = 0;
     isl_.frozen[i] = 0;
+    isl_.iterate[i] = 0;
   }
 }
 
@@ -620,7 +622,7 @@ bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_update
     // whose line search was skipped (ℓ_i'(0) ≥ 0, possible with an
     // inexact direction such as PCG's) has step 0 but need not be solved.
     const bool moved = isl_.step_prev[i] > 0;
-    if (std::sqrt(isl_.Dg2[i]) < tol_i ||
+    if ((std::sqrt(isl_.Dg2[i]) < tol_i && (k > 0 || !isl_.iterate[i])) ||
         (k >= 1 && isl_.exact_run[i] >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
       isl_.frozen[i] = 1, ++*nfrozen;
     else
@@ -672,7 +674,7 @@ class PhaseTimer {
 
 SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                              double* v, SolveStats* stats, std::vector<double>* history,
-                             const double* guess_direction) {
+                             const double* guess_direction, const double* extrapolated) {
   const int nv = m.nv;
   SolveStats st;
   bool split = false;  // several islands, each converging on its own
@@ -712,6 +714,17 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
 
   split = per_island;
   const char* frozen = per_island ? isl_.frozen.data() : nullptr;
+  // An extrapolated guess (§8.1) is not accepted as the solution: its
+  // island (or the system) takes at least one Newton iteration.
+  bool iterate_all = false;
+  bool optimal_at_guess = false;  // every island met the optimality test at k = 0
+  if (per_island) {
+    if (extrapolated)
+      for (int i = 0; i < nv; ++i)
+        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
+  } else if (extrapolated) {
+    for (int i = 0; i < nv && !iterate_all; ++i) iterate_all = extrapolated[i] != 0;
+  }
   int nfrozen = 0;
   H->SetFrozen(nullptr);
   // The factor must not keep a pointer into isl_ once this solve returns.
@@ -764,8 +777,14 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
     // whole system, or island by island. Criterion 2 assumes Newton's rate, so
     // it (and θ) only use steps of exact-Hessian iterations (§8.1).
-    bool converged = Dg < tol || (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
+    bool converged = (Dg < tol && (k > 0 || !iterate_all)) ||
+                     (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
+    if (k == 0) optimal_at_guess = Dg < tol;
     if (per_island) {
+      if (k == 0) {
+        optimal_at_guess = true;
+        for (int i = 0; i < ni; ++i) optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+      }
       converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
       if (k == 0) st.islands_iterated = st.island_updates;  // not converged at the guess
     }
@@ -815,6 +834,12 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const double* w = NewtonDirection(m, H, per_island, nfrozen > 0, &st.linear_iterations);
     factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
+    if (k == 0 && optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
+      // An extrapolated guess that already met the optimality test and
+      // admits no descent (round-off): it is the solution.
+      std::copy(vtmp_.begin(), vtmp_.end(), v);
+      return finish(SolveStatus::kConverged);
+    }
     if (!(d0 < 0)) {
       fresh_ = false;
       return finish(std::isfinite(d0) ? SolveStatus::kNotDescent : SolveStatus::kNonFinite);

@@ -121,9 +121,15 @@ class IcfSolver {
   // of ℓ_i on that segment lies at β < ½, Newton starts there instead (an
   // estimate of it; cenic-math §8.1, "Line-searched guess"). The minimizer
   // of ℓ is the same.
+  // extrapolated (optional, n_v values): the part of v_guess extrapolated
+  // from earlier steps (cenic-math §8.1, "Initial guess"); an island where it
+  // is not 0 takes at least one Newton iteration (its optimality is not
+  // tested at the guess, whose error would be biased the same way step after
+  // step).
   SolveStatus Solve(const IcfModel& model, const double* v_guess, const SolverOptions& options,
                     double* v, SolveStats* stats, std::vector<double>* cost_history = nullptr,
-                    const double* guess_direction = nullptr);
+                    const double* guess_direction = nullptr,
+                    const double* extrapolated = nullptr);
 
   // Evaluates cost, gradient, impulses and constraint Hessians at v.
   void Evaluate(const IcfModel& model, const double* v) {
@@ -232,6 +238,7 @@ class IcfSolver {
   struct IslandNewton {
     std::vector<double> tol, Dg2, step2, step_prev, step_prev2, eta;
     std::vector<char> frozen;
+    std::vector<char> iterate;  // not tested at k = 0 (Solve's `extrapolated`)
     // Majorized G in this iteration (§8.1); trailing run of exact-Hessian steps.
     std::vector<char> major;
     std::vector<int> exact_run;

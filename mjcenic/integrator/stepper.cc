@@ -111,8 +111,14 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
   for (auto* x : {&q_start, &q_full, &q_mid, &q_end, &q_a, &q_b}) x->resize(nq);
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
                   &force_start, &v_call_start, &accel_prev, &v_a, &v_b, &warm_accel,
-                  &warm_v, &guess_dir, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My})
+                  &warm_v, &guess_dir, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My,
+                  &warm_accel_old})
     x->resize(nv);
+  // One entry per island of the problem (at most one per dof, at least one).
+  const int ni = std::max(nv, 1);
+  for (auto* x : {&island_aa, &island_dd, &island_ao, &island_oo, &island_c, &island_r})
+    x->resize(ni);
+  for (auto* x : {&island_smooth, &island_piece}) x->resize(ni);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
     x->resize(na);
@@ -298,7 +304,8 @@ std::uint64_t PairKey(int g1, int g2) {
 }  // namespace
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
-                    double tolerance, const double* guess_direction) {
+                    double tolerance, const double* guess_direction,
+                    const double* extrapolated) {
   const bool timed = options_.phase_timers;
   const auto t0 = PhaseNow(timed);
   icf::SolverOptions o = options_.solver;
@@ -316,7 +323,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   o.friction_dual = true;
   o.friction_dual_exact_start = last_iterations_ < 3;
   icf::SolveStats st;
-  last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction);
+  last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;
   stats_.time_solve += Seconds(t0, PhaseNow(timed));
   ++stats_.solves;
@@ -578,26 +585,90 @@ double Stepper::LimitUnit(int type, int id) const {
 
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
-  // Newton's initial guess (cenic-math §8.1): with a tight tolerance (fixed
-  // mode), v_t + h a_prev, the previous accepted step's mean acceleration,
-  // when d still holds the velocity that step ended with and its solve
-  // needed ≥ 2 Newton iterations (else v_t, which a near-steady system
-  // already satisfies to round-off better than a_prev's noise); with
-  // pull_back_guess, moved back along h a_prev on islands where it overshoots
-  // the line minimum more than twice. ℓ is strictly convex, so the guess
-  // changes the iteration count, never the solution (beyond the solver
-  // tolerance).
+  // Newton's initial guess (cenic-math §8.1, "Initial guess"): without error
+  // control (fixed mode: a tight tolerance), island by island, v_t + c h a_prev, a_prev the
+  // previous accepted step's mean acceleration, when d still holds the
+  // velocity that step ended with and that step started where the one before
+  // ended (a_old, its acceleration, is known); else v_t. On an island of
+  // piecewise-quadratic rows only (limits, gains, couplings: a piecewise
+  // linear system) c is the least-squares factor of a_prev ≈ c a_old,
+  // clamped to [−1, 1], kept if it explains half of |a_prev|²_M, and 0 if
+  // the guess moves a limit or gain row to another piece of its cost. On an
+  // island with contacts c = 1 if |a_prev − a_old|_M < |a_prev|_M, else 0.
+  // c = 0 where h |a_prev|_M is below the island's tolerance (near rest).
+  // An island with c ≠ 0 takes at least one Newton iteration (Solve's
+  // `extrapolated`): accepted at k = 0, the guess's error would have the same
+  // sign step after step and accumulate.
+  // With pull_back_guess, moved back along the guess direction on islands
+  // where it overshoots the line minimum more than twice. ℓ is strictly
+  // convex, so the guess changes the iteration count, never the solution
+  // (beyond the solver tolerance).
+  // Under error control with a tight tolerance (accuracy ≤ 10⁻⁴) the rule
+  // is the earlier one, kept so that those runs' accepted steps stay as they
+  // were: v_t + h a_prev for the whole system after a solve of ≥ 2
+  // iterations, else v_t.
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
-  const bool warm = tolerance <= kTightTolerance && warm_valid_ && last_iterations_ >= 2 &&
+  const bool warm = tolerance <= kTightTolerance && warm_valid_ &&
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
-  const bool pull_back = warm && options_.solver.pull_back_guess;
-  for (int i = 0; i < nv; ++i) {
-    s.guess_dir[i] = warm ? h * s.warm_accel[i] : 0.0;
-    s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
+  bool any_warm = false;
+  if (warm && fixed_steps && warm_old_valid_) {
+    const icf::IcfModel& mm = model_start_;
+    const int ni = std::max(mm.num_islands, 1);
+    auto island = [&mm](int i) {
+      return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0;
+    };
+    for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo, &s.island_r})
+      std::fill(x->begin(), x->begin() + ni, 0.0);
+    for (int i = 0; i < nv; ++i) {
+      const int k = island(i);
+      const double a = s.warm_accel[i], ao = s.warm_accel_old[i], Mi = mm.M_diag[i];
+      s.island_aa[k] += Mi * a * a;
+      s.island_dd[k] += Mi * (a - ao) * (a - ao);
+      s.island_ao[k] += Mi * a * ao;
+      s.island_oo[k] += Mi * ao * ao;
+      s.island_r[k] += mm.r[i] * mm.r[i] / Mi;
+    }
+    mm.MarkSmoothIslands(s.island_smooth.data());
+    for (int k = 0; k < ni; ++k) {
+      double c;
+      if (s.island_smooth[k]) {
+        c = s.island_dd[k] < s.island_aa[k] ? 1.0 : 0.0;
+      } else {
+        const double aa = s.island_aa[k], ao = s.island_ao[k], oo = s.island_oo[k];
+        c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
+        if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
+      }
+      // A change h|a|_M below the island's tolerance ε max(1, |D r|) (§8.2):
+      // v_t is (nearly) the solution already, keep it.
+      const double tol_k = tolerance * std::max(1.0, std::sqrt(s.island_r[k]));
+      if (h * h * s.island_aa[k] < tol_k * tol_k) c = 0.0;
+      s.island_c[k] = c;
+    }
+    for (int i = 0; i < nv; ++i)
+      s.v_guess[i] = s.v_start[i] + s.island_c[island(i)] * h * s.warm_accel[i];
+    mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
+    for (int k = 0; k < ni; ++k)
+      if (!s.island_smooth[k] && s.island_piece[k]) s.island_c[k] = 0.0;
+    for (int i = 0; i < nv; ++i) {
+      const double c = s.island_c[island(i)];
+      any_warm = any_warm || c != 0.0;
+      s.guess_dir[i] = c * h * s.warm_accel[i];
+      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+    }
+  } else {
+    any_warm = warm && !fixed_steps && last_iterations_ >= 2;
+    for (int i = 0; i < nv; ++i) {
+      s.guess_dir[i] = any_warm ? h * s.warm_accel[i] : 0.0;
+      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+    }
   }
+  const bool pull_back = any_warm && options_.solver.pull_back_guess;
+  // The per-island rule's extrapolated islands take ≥ 1 Newton iteration.
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance,
-             pull_back ? s.guess_dir.data() : nullptr))
+             pull_back ? s.guess_dir.data() : nullptr,
+             any_warm && fixed_steps ? s.guess_dir.data() : nullptr))
     return false;
   if (norm_.kind() == ErrorNormKind::kPropagated) {
     // cenic-math §11.11: velocity weights from this step's H and M diagonals.
@@ -858,6 +929,11 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   d->time = (h == t_limit - t0) ? t_limit : t0 + h;
   if (options_.mode == Mode::kTrapezoid) TrapezoidEndForce(d, h);
   if (options_.error_estimate == ErrorEstimate::kEmbedded) RecordEmbeddedHistory(d, h);
+  // The initial guess's history (§8.1): a_old is the acceleration of the step
+  // just before only if this step started where that one ended.
+  warm_old_valid_ =
+      warm_valid_ && std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  std::swap(s.warm_accel, s.warm_accel_old);
   for (int i = 0; i < m_->nv; ++i) s.warm_accel[i] = (s.v_end[i] - s.v_start[i]) / h;
   std::copy(s.v_end.begin(), s.v_end.end(), s.warm_v.begin());
   warm_valid_ = true;

@@ -119,6 +119,13 @@ class Stepper {
     std::vector<double> act_rate_a, act_euler;        // act_dot at x_a; act_a advanced by it
     std::vector<double> warm_accel;                   // (v − v_t)/h of the last accepted step
     std::vector<double> warm_v;                       // and the v it ended with
+    std::vector<double> warm_accel_old;               // the warm_accel of the step before
+    // Initial guess per island (cenic-math §8.1), one entry per island (sized
+    // max(nv, 1)): Σ M_ii a², Σ M_ii (a − a_old)², Σ M_ii a a_old, Σ M_ii a_old²
+    // (a = warm_accel, a_old = warm_accel_old), the factor c of h a in the
+    // guess, Σ r_i²/M_ii, and the islands with smooth rows / with a piece change.
+    std::vector<double> island_aa, island_dd, island_ao, island_oo, island_c, island_r;
+    std::vector<char> island_smooth, island_piece;
     std::vector<double> H_diag;                       // propagated norm: diag(H) of the full step
     std::vector<double> drift, drift_y1, drift_y2, drift_My;  // propagated_modes (§11.11)
     void Resize(int nq, int nv, int na);
@@ -181,7 +188,7 @@ class Stepper {
                bool stages_current = false);
   // Solves model from guess into v; false (status kept) on failure.
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance,
-             const double* guess_direction = nullptr);
+             const double* guess_direction = nullptr, const double* extrapolated = nullptr);
   // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
   void Integrate(const double* q, const double* v, const double* act, const double* act_rate,
                  double h, double* q_out, double* act_out) const;
@@ -254,6 +261,7 @@ class Stepper {
   std::vector<std::pair<std::uint64_t, double>> start_limits_, check_limits_;
   bool has_limits_ = false;
   double h_slip_ = 0;  // time step of the solve that produced the last accepted v_end
+  bool warm_old_valid_ = false;  // scratch_.warm_accel_old: the step just before warm_accel's
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when
