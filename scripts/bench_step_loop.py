@@ -46,6 +46,14 @@ ROBOTS = ("menagerie/", "mujoco/barkour", "mujoco/humanoid/humanoid.xml", "mujoc
           "mujoco_warp/franka", "mujoco_warp/unitree_g1", "mujoco_warp/aloha")
 
 
+def _number(text):
+    """An option value as given on the command line, as a number if it is one (for the JSON)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def max_penetration(m, d):
     return max([-d.contact[i].dist for i in range(d.ncon)] + [0.0])
 
@@ -151,6 +159,8 @@ def main():
                         "error_per_unit_step=0.3 to measure a variant; accuracy overrides 1e-3)")
     a = p.parse_args()
     options = dict(a.option)
+    if "dense_output" in options:
+        p.error("--option dense_output: the benchmark runs both (dense and capped)")
     if not a.duration > 0 or a.reps < 1:
         p.error("--duration must be > 0 and --reps >= 1")
     models = [s for s in a.models.split(",") if s] or MODELS
@@ -179,7 +189,7 @@ def main():
     log(json.dumps({k: v for k, v in summary.items() if k != "robots"}))
     (out_dir / "step_loop.json").write_text(json.dumps(
         {"duration": a.duration, "reps": a.reps, "accuracy": float(options.get("accuracy", ACCURACY)),
-         "options": options,
+         "options": {k: _number(v) for k, v in options.items()},
          "mujoco": mujoco.__version__, "summary": summary, "records": records}, indent=1))
     md = ["| model | dense output / mj_step | dense_output=false / mj_step | steps (dense / capped) "
           "| Newton it./solve (dense) | max pen. [mm] mj_step / dense / capped "

@@ -668,7 +668,7 @@ void MujocoAdapter::FrameRows(const double frame[9], const std::vector<double>& 
 }
 
 void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const mjContact& con,
-                                      int b1, int b2, double* J) const {
+                                      int b1, int b2, bool a_first, double* J) const {
   // FrameRows' J = frame · (J₂ − J₁)(pos) (mapping §5.6) when no dof moves both bodies: each
   // column is 0 + J₂'s or 0 − J₁'s column of PointJacobian (the same sums,
   // so the same bits), in dofs_ order (one chain after the other).
@@ -693,8 +693,6 @@ void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const m
             frame[3 * r] * diff[0] + frame[3 * r + 1] * diff[1] + frame[3 * r + 2] * diff[2];
     }
   };
-  const int na = chain_adr_[b1 + 1] - chain_adr_[b1], nb = chain_adr_[b2 + 1] - chain_adr_[b2];
-  const bool a_first = nb == 0 || (na > 0 && chain_dofs_[chain_adr_[b1]] < chain_dofs_[chain_adr_[b2]]);
   const std::true_type plus;
   const std::false_type minus;
   if (a_first) {
@@ -732,10 +730,13 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     const int na = chain_adr_[b1 + 1] - chain_adr_[b1], nb = chain_adr_[b2 + 1] - chain_adr_[b2];
     const bool disjoint = !torques && (na == 0 || nb == 0 || m->body_rootid[b1] != m->body_rootid[b2]);
     dofs_.clear();
+    // b1's chain first if its dofs come first (dofs_ ascending); the order
+    // DisjointFrameRows writes J's columns in.
+    bool a_first = true;
     if (disjoint) {
       const int* ca = chain_dofs_.data() + chain_adr_[b1];
       const int* cb = chain_dofs_.data() + chain_adr_[b2];
-      const bool a_first = nb == 0 || (na > 0 && ca[0] < cb[0]);
+      a_first = nb == 0 || (na > 0 && ca[0] < cb[0]);
       for (int side = 0; side < 2; ++side) {
         const bool a = (side == 0) == a_first;
         const int* chain = a ? ca : cb;
@@ -781,7 +782,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     std::copy(con.pos, con.pos + 3, rec.pos);
     std::copy(con.frame, con.frame + 9, rec.frame);
     if (disjoint)
-      DisjointFrameRows(m, d, con, b1, b2, model->contacts.rows.J(c));
+      DisjointFrameRows(m, d, con, b1, b2, a_first, model->contacts.rows.J(c));
     else
       FrameRows(con.frame, cols_a_, cols_b_, model->contacts.rows.J(c));
     if (torques) {

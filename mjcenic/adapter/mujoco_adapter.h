@@ -117,12 +117,12 @@ class MujocoAdapter {
   void PointJacobian(const mjModel* m, const mjData* d, int body, const double p[3],
                      std::vector<int>* dofs, std::vector<double>* cols,
                      std::vector<double>* rot = nullptr) const;
+  // FrameRows for a contact whose bodies no dof moves both of (dofs_: b1's
+  // chain and b2's, b1's first if a_first, in ascending order), straight from cdof.
+  void DisjointFrameRows(const mjModel* m, const mjData* d, const mjContact& con, int b1, int b2,
+                         bool a_first, double* J) const;
   // J (3 × dofs_) = frame · (cols_b − cols_a), the sides' columns over
   // dofs_b_ / dofs_a_ (contact rows in the contact frame).
-  // FrameRows for a contact whose bodies no dof moves both of (dofs_: b1's
-  // chain and b2's, in ascending order), straight from cdof.
-  void DisjointFrameRows(const mjModel* m, const mjData* d, const mjContact& con, int b1, int b2,
-                         double* J) const;
   void FrameRows(const double frame[9], const std::vector<double>& cols_a,
                  const std::vector<double>& cols_b, double* J) const;
   void EfcRow(const mjModel* m, const mjData* d, int row);

@@ -245,29 +245,35 @@ inline bool RankOneG(const double* G) {
   return true;
 }
 
-// Calls sink(a, b, x), b ≤ a < N, with x = (J_iᵀ G J_i)_ab for a constraint
-// of R rows over N dofs (J row-major R × N, N ≤ 64, G not rank-one): the sums
-// of RowStore::CongruenceTransform in its order, so x has the same bits as
-// its block entry B[a N + b] (cenic-math §8.9), without the block.
-template <int R, int N, class Sink>
-inline void CongruenceTerms(const double* J, const double* G, Sink&& sink) {
-  static_assert(N <= 64);
-  double GJ[R * N];
+// Calls sink(a, b, x), b ≤ a < n, with x = (J_iᵀ G J_i)_ab for a constraint
+// of R rows over n ≤ Cap dofs (J row-major R × n, Cap ≤ 64, G not rank-one):
+// the sums of RowStore::CongruenceTransform in its order, so x has the same
+// bits as its block entry B[a n + b] (cenic-math §8.9), without the block.
+template <int R, int Cap, class Sink>
+inline void CongruenceTermsUpTo(const double* J, const double* G, int n, Sink&& sink) {
+  static_assert(Cap <= 64);
+  double GJ[R * Cap];  // rows of G J
   for (int r = 0; r < R; ++r)
-    for (int k = 0; k < N; ++k) {
+    for (int k = 0; k < n; ++k) {
       double s = 0;
-      for (int q = 0; q < R; ++q) s += G[r * R + q] * J[q * N + k];
-      GJ[r * N + k] = s;
+      for (int q = 0; q < R; ++q) s += G[r * R + q] * J[q * n + k];
+      GJ[r * Cap + k] = s;
     }
-  for (int a = 0; a < N; ++a) {
+  for (int a = 0; a < n; ++a) {
     double ja[R];
-    for (int r = 0; r < R; ++r) ja[r] = J[r * N + a];
+    for (int r = 0; r < R; ++r) ja[r] = J[r * n + a];
     for (int b = 0; b <= a; ++b) {
       double s = 0;
-      for (int r = 0; r < R; ++r) s += ja[r] * GJ[r * N + b];
+      for (int r = 0; r < R; ++r) s += ja[r] * GJ[r * Cap + b];
       sink(a, b, s);
     }
   }
+}
+
+// CongruenceTermsUpTo for a constraint over exactly N dofs (fixed-size loops).
+template <int R, int N, class Sink>
+inline void CongruenceTerms(const double* J, const double* G, Sink&& sink) {
+  CongruenceTermsUpTo<R, N>(J, G, N, sink);
 }
 
 // CongruenceTerms for a rank-one G = g e₀e₀ᵀ (RankOneG): x = J₀_a (g J₀_b),
@@ -341,23 +347,7 @@ void AccumulateConstraintTerms(const IcfModel& m, const IcfData& d,
         for (int b = 0; b <= a; ++b) term(a, b, B[a * n + b]);
       return;
     }
-    const double* J = pool.rows.J(c);
-    double GJ[R * kChunk];  // rows of G J
-    for (int r = 0; r < R; ++r)
-      for (int k = 0; k < n; ++k) {
-        double x = 0;
-        for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * n + k];
-        GJ[r * kChunk + k] = x;
-      }
-    for (int a = 0; a < n; ++a) {
-      double ja[R];
-      for (int r = 0; r < R; ++r) ja[r] = J[r * n + a];
-      for (int b = 0; b <= a; ++b) {
-        double x = 0;
-        for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kChunk + b];
-        term(a, b, x);
-      }
-    }
+    CongruenceTermsUpTo<R, kChunk>(pool.rows.J(c), G, n, term);
   });
 }
 

@@ -112,23 +112,9 @@ class TreeHessian final : public HessianFactor {
           }
           continue;
         }
-        double GJ[R * kFusedDofs];  // rows of G J
-        for (int r = 0; r < R; ++r)
-          for (int k = 0; k < nd; ++k) {
-            double x = 0;
-            for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * nd + k];
-            GJ[r * kFusedDofs + k] = x;
-          }
-        for (int a = 0; a < nd; ++a) {
-          double ja[R];
-          for (int r = 0; r < R; ++r) ja[r] = J[r * nd + a];
-          double* Ha = H_.data() + rowadr_[dofs[a]];
-          for (int b = 0; b <= a; ++b) {
-            double x = 0;
-            for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * kFusedDofs + b];
-            Ha[pos[b]] += x;
-          }
-        }
+        CongruenceTermsUpTo<R, kFusedDofs>(J, G, nd, [&](int a, int b, double x) {
+          H_[rowadr_[dofs[a]] + pos[b]] += x;
+        });
       }
     };
     ForEachPool(m, const_cast<IcfData&>(data), add_pool);

@@ -111,26 +111,21 @@ void IcfModel::MarkSmoothIslands(char* smooth) const {
 }
 
 void IcfModel::MarkPieceChanges(const double* v0, const double* v1, char* changed) const {
-  // Limits: active while v̂ − v_c > 0 (NearRigidPool::Eval); gains with κ > 0:
-  // y = c − κ v_c below lo, inside, above hi (GainPool::Eval). v_c = J v.
+  // The pieces of the limit and gain rows' costs (LimitPool::Active,
+  // GainPool::Piece) at v_c = J v0 and J v1.
   std::fill(changed, changed + std::max(num_islands, 1), 0);
   for (int c = 0; c < limits.size(); ++c) {
     double a, b;
     limits.rows.Multiply(c, v0, &a);
     limits.rows.Multiply(c, v1, &b);
-    if ((limits.vhat[c] - a > 0) != (limits.vhat[c] - b > 0))
-      changed[IslandOf(limits.rows.dofs(c))] = 1;
+    if (limits.Active(c, a) != limits.Active(c, b)) changed[IslandOf(limits.rows.dofs(c))] = 1;
   }
-  auto piece = [](double y, double lo, double hi) { return y < lo ? 0 : (y > hi ? 2 : 1); };
   for (int i = 0; i < gains.size(); ++i) {
-    const double k = gains.kappa[i];
-    if (!(k > 0)) continue;  // explicit: linear in v_c, one piece
+    if (!(gains.kappa[i] > 0)) continue;  // explicit: linear in v_c, one piece
     double a, b;
     gains.rows.Multiply(i, v0, &a);
     gains.rows.Multiply(i, v1, &b);
-    const double lo = gains.lo[i], hi = gains.hi[i];
-    if (piece(gains.c_eff[i] - k * a, lo, hi) != piece(gains.c_eff[i] - k * b, lo, hi))
-      changed[IslandOf(gains.rows.dofs(i))] = 1;
+    if (gains.Piece(i, a) != gains.Piece(i, b)) changed[IslandOf(gains.rows.dofs(i))] = 1;
   }
 }
 

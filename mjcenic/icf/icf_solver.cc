@@ -86,6 +86,9 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   // caller runs first for this model (cenic-math §8.9, per-call set-up).
   const int nv = m.nv;
   const int ni = NumIslands(m);
+  // Freezing is per island of several: a one-island solve that converged
+  // returns instead (its gradient below would miss the rows' Jᵀγ).
+  if (ni <= 1) frozen = nullptr;
   std::copy(v, v + nv, data_.v.begin());
   if (!advanced) m.MultiplyA(v, data_.Av.data());
   double* lc = data_.ls_c.data();
@@ -358,21 +361,16 @@ bool IcfSolver::StepStaysQuadratic(const IcfModel& m) const {
   // is affine in α, with pieces that are intervals of v_c: the same piece at
   // both ends of the step means the same piece on all of it. v_c(1) is
   // formed as the line search and the next evaluation form it, v_c(0) + 1·u.
+  // The pieces of LimitPool::Active and GainPool::Piece (their Eval's).
   const LimitPool& lp = m.limits;
   const double *lb = data_.limits.vc_base.data(), *lu = data_.limits.u.data();
-  for (int c = 0; c < lp.size(); ++c) {
-    // Active while v̂ − v_c > 0 (NearRigidPool::Eval).
-    const double x0 = lp.vhat[c] - lb[c], x1 = lp.vhat[c] - (lb[c] + 1.0 * lu[c]);
-    if ((x0 > 0) != (x1 > 0)) return false;
-  }
+  for (int c = 0; c < lp.size(); ++c)
+    if (lp.Active(c, lb[c]) != lp.Active(c, lb[c] + 1.0 * lu[c])) return false;
   const GainPool& gp = m.gains;
   const double *gb = data_.gains.vc_base.data(), *gu = data_.gains.u.data();
-  auto piece = [](double y, double lo, double hi) { return y < lo ? 0 : (y > hi ? 2 : 1); };
   for (int i = 0; i < gp.size(); ++i) {
-    const double k = gp.kappa[i];
-    if (!(k > 0)) continue;  // explicit at v_c0: linear in v_c (GainPool::Eval)
-    const double y0 = gp.c_eff[i] - k * gb[i], y1 = gp.c_eff[i] - k * (gb[i] + 1.0 * gu[i]);
-    if (piece(y0, gp.lo[i], gp.hi[i]) != piece(y1, gp.lo[i], gp.hi[i])) return false;
+    if (!(gp.kappa[i] > 0)) continue;  // explicit at v_c0: linear in v_c (GainPool::Eval)
+    if (gp.Piece(i, gb[i]) != gp.Piece(i, gb[i] + 1.0 * gu[i])) return false;
   }
   return true;
 }
@@ -836,7 +834,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
     if (k == 0 && optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
       // An extrapolated guess that already met the optimality test and
-      // admits no descent (round-off): it is the solution.
+      // admits no descent (round-off): it is the solution, and no island
+      // iterated (IslandsConverged counted the extrapolated ones).
+      if (split) st.island_updates = st.islands_iterated = 0;
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
     }

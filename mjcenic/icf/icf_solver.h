@@ -178,7 +178,8 @@ class IcfSolver {
   // `frozen` (their v has not changed since they were computed; their costs
   // still enter the totals, and their gradient entries, a function of their
   // own v only, are left as the evaluation that froze them computed them:
-  // the same bits, cenic-math §8.9). Needs TagIslands() when frozen is set.
+  // the same bits, cenic-math §8.9; ignored with one island). Needs
+  // TagIslands() first (it sizes data_ and the per-island work).
   // majorize (per island, or null): contact G from the friction majorizer (§8.1).
   // advanced: data_.Av already holds A v (AdvanceProducts after the last
   // step) and the constraint velocities of the rows evaluated follow from the

@@ -152,6 +152,8 @@ struct NearRigidPool {
   // Inline (as GainPool's and DryFrictionPool's): the solver calls it for
   // every row several times per Newton iteration, mostly for an inactive
   // limit, where the call would cost more than the row.
+  // A limit row's piece: active (quadratic) while v̂ − v_c > 0, as in Eval.
+  bool Active(int c, double vc) const { return vhat[c] - vc > 0; }
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G) const {
     // ℓ = (v_c − v̂)²/(2R), one-sided for limits (active only while v_c < v̂).
     const double x = vhat[c] - vc[0];
@@ -227,6 +229,12 @@ struct GainPool {
   int size() const { return rows.size(); }
   void Lag(const double* v0);
   void SetTimeStep(double h, const IcfParameters& p);
+  // The piece of Eval's Ψ a row with κ > 0 is on at v_c: 0 below lo, 1
+  // inside (quadratic), 2 above hi (κ ≤ 0: one linear piece).
+  int Piece(int i, double vc) const {
+    const double y = c_eff[i] - kappa[i] * vc;
+    return y < lo[i] ? 0 : (y > hi[i] ? 2 : 1);
+  }
   void Eval(int i, const double* vc, double* cost, double* gamma, double* G) const {
     const double l = lo[i], u = hi[i], k = kappa[i];
     if (k > 0) {
