@@ -288,6 +288,11 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
     // with AccumulateHessian, the dense kind's routine, while the factor is
     // built from H assembled straight into its storage (hessian_islands.cc).
     // The solves of H x = b do: they agree with the dense kind's for a few b.
+    // (On this scene the islands kind goes through the block elimination of
+    // §8.7, not its own dense blocks — checked by aborting in its direct
+    // assembly; that assembly is checked the same way in
+    // dense_cholesky_test.cc and linear_solver_test.cc, where a swapped
+    // index fails these comparisons.)
     for (int r = 0; r < 3; ++r) {
       Eigen::VectorXd br(m.nv), x_kind(m.nv), x_dense(m.nv);
       for (int i = 0; i < m.nv; ++i) br[i] = std::sin(1.7 * (r + 1) * i + r);
