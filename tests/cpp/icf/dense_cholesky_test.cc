@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "icf_test_util.h"
+#include "same_solves.h"
 #include "mjcenic/icf/hessian_internal.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
@@ -177,13 +178,7 @@ TEST(DenseCholesky, ReversedDofOrderOfTheDenseAndIslandKindsSolvesTheSameSystem)
   // AccumulateHessian, the dense kind's routine, while the factor is built
   // from H assembled straight into its storage (hessian_islands.cc). Its
   // solves of H x = b do: they agree with the dense kind's for a few b.
-  for (int r = 0; r < 3; ++r) {
-    Eigen::VectorXd b(m.nv), x_islands(m.nv), x_dense(m.nv);
-    for (int i = 0; i < m.nv; ++i) b[i] = std::sin(1.7 * (r + 1) * i + r);
-    islands->Solve(b.data(), x_islands.data());
-    dense->Solve(b.data(), x_dense.data());
-    EXPECT_LE((x_islands - x_dense).norm(), 1e-12 * x_dense.norm()) << "b " << r;
-  }
+  ExpectSameSolves(islands.get(), dense.get(), m.nv);
   EXPECT_LE((H * w_dense + g).norm(), 1e-10 * g.norm());
   EXPECT_LE((H * w_islands + g).norm(), 1e-10 * g.norm());
   EXPECT_LE((w_dense - w_sparse).norm(), 1e-10 * w_sparse.norm());

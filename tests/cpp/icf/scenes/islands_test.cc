@@ -19,6 +19,7 @@
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
+#include "icf/same_solves.h"
 #include "test_util.h"
 
 namespace mjcenic {
@@ -293,13 +294,7 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
     // assembly; that assembly is checked the same way in
     // dense_cholesky_test.cc and linear_solver_test.cc, where a swapped
     // index fails these comparisons.)
-    for (int r = 0; r < 3; ++r) {
-      Eigen::VectorXd br(m.nv), x_kind(m.nv), x_dense(m.nv);
-      for (int i = 0; i < m.nv; ++i) br[i] = std::sin(1.7 * (r + 1) * i + r);
-      full->Solve(br.data(), x_kind.data());
-      dense->Solve(br.data(), x_dense.data());
-      EXPECT_LE((x_kind - x_dense).norm(), 1e-12 * x_dense.norm()) << "b " << r;
-    }
+    icf::ExpectSameSolves(full.get(), dense.get(), m.nv);
     int skipped = 0, solved = 0;
     for (int i = 0; i < m.nv; ++i) {
       if (frozen[m.island_of_clique[m.clique_of_dof[i]]]) {

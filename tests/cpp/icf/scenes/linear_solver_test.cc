@@ -21,6 +21,7 @@
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
+#include "icf/same_solves.h"
 
 namespace mjcenic {
 namespace {
@@ -218,13 +219,7 @@ TEST(LinearSolver, DenseAndSparseAssembleTheSameHessian) {
   // AccumulateHessian, the dense kind's routine, while the factor is built
   // from H assembled straight into its storage (hessian_islands.cc). Its
   // solves of H x = b do: they agree with the dense kind's for a few b.
-  for (int r = 0; r < 3; ++r) {
-    Eigen::VectorXd br(m.nv), x_islands(m.nv), x_dense(m.nv);
-    for (int i = 0; i < m.nv; ++i) br[i] = std::sin(1.7 * (r + 1) * i + r);
-    islands->Solve(br.data(), x_islands.data());
-    dense->Solve(br.data(), x_dense.data());
-    EXPECT_LE((x_islands - x_dense).norm(), 1e-12 * x_dense.norm()) << "b " << r;
-  }
+  icf::ExpectSameSolves(islands.get(), dense.get(), m.nv);
   Eigen::VectorXd xi = b;
   islands->Solve(xi.data(), xi.data());
   EXPECT_LT(RelDiff(xd, xi), 1e-10);
