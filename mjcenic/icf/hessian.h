@@ -89,7 +89,10 @@ class HessianFactor {
   virtual bool SetFrozen(const char* /*frozen_island*/) { return false; }
   // Iterations of the last Solve (iterative kinds; 0 for direct ones).
   virtual int last_iterations() const { return 0; }
-  // Dense copy of the last assembled H (tests).
+  // Dense copy of the last assembled H (tests). Kinds that skip frozen
+  // islands (SetFrozen) leave those islands' blocks as the last full
+  // assembly had them; the islands kind rebuilds H with the dense kind's
+  // routine, so only its solves test its own assembly.
   virtual Eigen::MatrixXd DenseH() const = 0;
   // Identifier of the current pattern (changes when Prepare() returns true).
   std::uint64_t pattern_id() const { return pattern_id_; }

@@ -640,7 +640,8 @@ bool Stepper::FullStep(double h, double tolerance) {
         c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
         if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
       }
-      // A change h|a|_M below the island's tolerance ε max(1, |D r|) (§8.2):
+      // A change h|a|_M below ε_req max(1, |D r|) (§8.1; the requested
+      // tolerance, never looser than the solver's island tolerance):
       // v_t is (nearly) the solution already, keep it.
       const double tol_k = tolerance * std::max(1.0, std::sqrt(s.island_r[k]));
       if (h * h * s.island_aa[k] < tol_k * tol_k) c = 0.0;
