@@ -685,10 +685,11 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   // cenic-math §8.9, "A path for tiny problems": the general loop's first
   // iteration and its second evaluation, in the same calls and order
   // (evaluation, per-island stopping test, exact Newton direction with the
-  // frozen islands' part 0, quadratic step, evaluation, stopping test), with
-  // H assembled whole in dof order and factorized by SmallCholesky: on
-  // islands in dof order (under kMinColumnCholeskyDofs) the islands kind's
-  // factor to the bit (the blocks between islands are exact zeros). Nothing
+  // frozen islands' part 0, quadratic step, evaluation, stopping test). With
+  // several islands H is assembled whole in dof order and factorized by
+  // SmallCholesky: on islands in dof order (under kMinColumnCholeskyDofs)
+  // the islands kind's factor to the bit (the blocks between islands are
+  // exact zeros); one island uses the general loop's kind. Nothing
   // of v is written unless it returns true; false hands the problem to the
   // general loop, which starts again from the guess.
   const int nv = m.nv;
@@ -728,16 +729,29 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     std::copy(vtmp_.begin(), vtmp_.end(), v);
     return true;
   }
-  // H = A + Σ JᵀGJ (AccumulateHessian's sums, in its order), lower triangle.
-  double L[kSmallProblemDofs * kSmallProblemDofs], dinv[kSmallProblemDofs];
-  std::fill(L, L + nv * nv, 0.0);
-  detail::AccumulateHessian(m, data_, &diag_block_,
-                            [&L, nv](int i, int j, double x) { L[j * nv + i] += x; });
-  if (!detail::SmallCholesky(L, nv, dinv)) return false;
-  ++st->factorizations;
   double* w = dv_.data();
   for (int i = 0; i < nv; ++i) w[i] = -data_.grad[i];
-  detail::SmallCholeskySolve(L, nv, dinv, w);
+  if (per_island) {
+    // H = A + Σ JᵀGJ (AccumulateHessian's sums, in its order), lower
+    // triangle, whole: the islands kind's factor without its per-island
+    // layout and bookkeeping.
+    double L[kSmallProblemDofs * kSmallProblemDofs], dinv[kSmallProblemDofs];
+    std::fill(L, L + nv * nv, 0.0);
+    detail::AccumulateHessian(m, data_, &diag_block_,
+                              [&L, nv](int i, int j, double x) { L[j * nv + i] += x; });
+    if (!detail::SmallCholesky(L, nv, dinv)) return false;
+    detail::SmallCholeskySolve(L, nv, dinv, w);
+  } else {
+    // One island: the general loop's own kind (the tree LDLᵀ of §8.8 on a
+    // chain or a free body costs less than the dense loops).
+    HessianFactor* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
+    H->Prepare(m);
+    H->SetFrozen(nullptr);
+    if (!H->AssembleAndFactor(m, data_)) return false;
+    H->Bind(m, data_);
+    H->Solve(w, w);
+  }
+  ++st->factorizations;
   if (per_island && nfrozen > 0)
     for (int i = 0; i < nv; ++i)
       if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
