@@ -1129,9 +1129,9 @@ TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
     EXPECT_EQ(r.on.iterations, 1);
     EXPECT_EQ(r.v_on, r.v_off);
   }
-  // One island (a coupling joins the trees; the tree or dense kind in the
-  // general loop): the same v up to the factorization's round-off, and it
-  // is the minimizer v = guess − H⁻¹∇ℓ(guess).
+  // One island (a coupling joins the trees; the tree or dense kind, as in
+  // the general loop): the same bits, and the minimizer
+  // v = guess − H⁻¹∇ℓ(guess).
   for (const std::vector<int>& trees : {std::vector<int>{2}, std::vector<int>{3, 5}}) {
     const IcfModel m = SmallQuadraticProblem(trees, trees.size() > 1, rng);
     ASSERT_LE(m.num_islands, 1);
@@ -1139,6 +1139,7 @@ TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
     const SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
     EXPECT_EQ(r.on.small_path, 1);
     EXPECT_EQ(r.on.iterations, 1);
+    EXPECT_EQ(r.v_on, r.v_off);  // (the same linear solver kind)
     IcfSolver s;
     const Eigen::VectorXd g = Grad(s, m, guess);
     const Eigen::MatrixXd H = s.Hessian(m, guess.data());
