@@ -762,7 +762,30 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     return true;
   }
   if (!(d0 < 0)) return false;
-  PrepareLineSearch(m, w, nullptr);
+  // PrepareLineSearch's A w, ℓ_i'(0) = ∇ℓ_iᵀ w (ls_.d0), v_c(0) and u = J w
+  // of every row, in its order, without the line search's momentum sums.
+  std::copy(w, w + nv, data_.w.begin());
+  m.MultiplyA(w, data_.Aw.data());
+  {
+    const double* g = data_.grad.data();
+    double* d0_i = ls_.d0.data();
+    if (per_island) {
+      const int* dof_isl = dof_island_.data();
+      for (int i = 0; i < ni; ++i) d0_i[i] = 0.0;
+      for (int i = 0; i < nv; ++i) d0_i[dof_isl[i]] += g[i] * w[i];
+    } else {
+      double d = 0;
+      for (int i = 0; i < nv; ++i) d += g[i] * w[i];
+      d0_i[0] = d;
+    }
+  }
+  ForEachPool(m, data_, [&](const auto& pool, auto& pd) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    const int n = pool.size();
+    if (n == 0) return;
+    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+  });
   if (!StepStaysQuadratic(m)) return false;
   for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
   ++st->quadratic_steps;
