@@ -670,16 +670,6 @@ class PhaseTimer {
 };
 }  // namespace
 
-bool IcfSolver::SmallEligible(const IcfModel& m, const SolverOptions& o) const {
-  // The quadratic step's conditions (§8.9) with the automatic linear solver,
-  // no majorizer, and room for the general loop's second evaluation.
-  return o.small_problem_path && m.nv <= kSmallProblemDofs && o.quadratic_shortcut &&
-         o.alpha_max == 1.0 && !o.hessian_reuse && !o.phase_timers &&
-         o.linear_solver == LinearSolverKind::kAuto && o.majorized_iterations == 0 &&
-         o.max_iterations >= 2 && m.contacts.size() == 0 && m.contact_torques.size() == 0 &&
-         m.dry_friction.size() == 0;
-}
-
 bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                            double* v, SolveStats* st, const double* extrapolated) {
   // cenic-math §8.9, "A path for tiny problems": the general loop's first
@@ -820,8 +810,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     return s;
   };
   if (nv == 0) return finish(SolveStatus::kConverged);
-  dv_.resize(nv);
-  vtmp_.resize(nv);
+  if (static_cast<int>(dv_.size()) != nv) {  // (the usual case: sized already, no call)
+    dv_.resize(nv);
+    vtmp_.resize(nv);
+  }
   islands_on_ = o.island_line_search;
   if (!history && !guess_direction && SmallEligible(m, o)) {
     if (SolveSmall(m, v_guess, o, v, &st, extrapolated)) {

@@ -235,7 +235,15 @@ class IcfSolver {
   void StartIslands(int ni);  // isl_ sized and reset (tol = 0)
   // The small-problem path (SolverOptions::small_problem_path): true with v
   // and *stats set if it solved the problem, false to run the general loop.
-  bool SmallEligible(const IcfModel& m, const SolverOptions& o) const;
+  // The quadratic step's conditions (§8.9) with the automatic linear solver,
+  // no majorizer, and room for the general loop's second evaluation.
+  bool SmallEligible(const IcfModel& m, const SolverOptions& o) const {
+    return o.small_problem_path && m.nv <= kSmallProblemDofs && o.quadratic_shortcut &&
+           o.alpha_max == 1.0 && !o.hessian_reuse && !o.phase_timers &&
+           o.linear_solver == LinearSolverKind::kAuto && o.majorized_iterations == 0 &&
+           o.max_iterations >= 2 && m.contacts.size() == 0 && m.contact_torques.size() == 0 &&
+           m.dry_friction.size() == 0;
+  }
   bool SolveSmall(const IcfModel& m, const double* v_guess, const SolverOptions& o, double* v,
                   SolveStats* st, const double* extrapolated);
   double ScaledGradient(const IcfModel& m, bool per_island);
