@@ -48,6 +48,11 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
                             const std::vector<ContactRecord>& records, double h_slip,
                             bool advance, const double* v_slip, icf::IcfModel* model) {
   icf::ContactPool& pool = model->contacts;
+  // No contact and no anchor: nothing to set, keep or clear (a contact-free
+  // scene's step; cenic-math §8.9). last_time_ stays: with no anchor, a
+  // time reset has nothing to clear, and the next contacts come at a later
+  // state.
+  if (pool.size() == 0 && anchors_.empty()) return;
   const icf::IcfParameters& p = model->params;
   if (advance && d->time < last_time_) Clear();  // time reset: a new run
   advance = advance && d->time > last_time_;  // a rebuild at the same state does not advance

@@ -670,6 +670,132 @@ class PhaseTimer {
 };
 }  // namespace
 
+bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const SolverOptions& o,
+                           double* v, SolveStats* st, const double* extrapolated) {
+  // cenic-math §8.9, "A path for tiny problems": the general loop's first
+  // iteration and its second evaluation, in the same calls and order
+  // (evaluation, per-island stopping test, exact Newton direction with the
+  // frozen islands' part 0, quadratic step, evaluation, stopping test). With
+  // several islands H is assembled whole in dof order and factorized by
+  // SmallCholesky: on islands in dof order (under kMinColumnCholeskyDofs)
+  // the islands kind's factor to the bit (the blocks between islands are
+  // exact zeros); one island uses the general loop's kind. Nothing
+  // of v is written unless it returns true; false hands the problem to the
+  // general loop, which starts again from the guess.
+  const int nv = m.nv;
+  const int ni = NumIslands(m);
+  const bool per_island = ni > 1;
+  TagIslands(m);
+  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);
+  if (!std::isfinite(tol)) return false;
+  fresh_ = false;  // (no factorization kept for reuse)
+  partial_factor_ = false;
+  bool iterate_all = false;
+  if (extrapolated) {
+    if (per_island) {
+      for (int i = 0; i < nv; ++i)
+        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
+    } else {
+      for (int i = 0; i < nv && !iterate_all; ++i) iterate_all = extrapolated[i] != 0;
+    }
+  }
+  std::copy(v_guess, v_guess + nv, vtmp_.begin());
+  ResizeIslandWork(ni);
+  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
+  Evaluate(m, vtmp_.data(), nullptr);
+  double Dg = ScaledGradient(m, per_island);
+  if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return false;
+  int nfrozen = 0;
+  bool converged = Dg < tol && !iterate_all;
+  bool optimal_at_guess = Dg < tol;
+  if (per_island) {
+    optimal_at_guess = true;
+    for (int i = 0; i < ni; ++i) optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+    converged = IslandsConverged(0, ni, &nfrozen, &st->island_updates);
+    st->islands_iterated = st->island_updates;
+  }
+  st->scaled_gradient = Dg;
+  if (converged) {
+    std::copy(vtmp_.begin(), vtmp_.end(), v);
+    return true;
+  }
+  double* w = dv_.data();
+  for (int i = 0; i < nv; ++i) w[i] = -data_.grad[i];
+  if (per_island) {
+    // H = A + Σ JᵀGJ (AccumulateHessian's sums, in its order), lower
+    // triangle, whole: the islands kind's factor without its per-island
+    // layout and bookkeeping.
+    double L[kSmallProblemDofs * kSmallProblemDofs], dinv[kSmallProblemDofs];
+    std::fill(L, L + nv * nv, 0.0);
+    detail::AccumulateHessian(m, data_, &diag_block_,
+                              [&L, nv](int i, int j, double x) { L[j * nv + i] += x; });
+    if (!detail::SmallCholesky(L, nv, dinv)) return false;
+    detail::SmallCholeskySolve(L, nv, dinv, w);
+  } else {
+    // One island: the general loop's own kind (the tree LDLᵀ of §8.8 on a
+    // chain or a free body costs less than the dense loops).
+    HessianFactor* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
+    H->Prepare(m);
+    H->SetFrozen(nullptr);
+    if (!H->AssembleAndFactor(m, data_)) return false;
+    H->Bind(m, data_);
+    H->Solve(w, w);
+  }
+  ++st->factorizations;
+  if (per_island && nfrozen > 0)
+    for (int i = 0; i < nv; ++i)
+      if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
+  const double d0 = Dot(data_.grad, w, nv);
+  if (optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
+    if (per_island) st->island_updates = st->islands_iterated = 0;
+    std::copy(vtmp_.begin(), vtmp_.end(), v);
+    return true;
+  }
+  if (!(d0 < 0)) return false;
+  // PrepareLineSearch's A w, ℓ_i'(0) = ∇ℓ_iᵀ w (ls_.d0), v_c(0) and u = J w
+  // of every row, in its order, without the line search's momentum sums.
+  std::copy(w, w + nv, data_.w.begin());
+  m.MultiplyA(w, data_.Aw.data());
+  {
+    const double* g = data_.grad.data();
+    double* d0_i = ls_.d0.data();
+    if (per_island) {
+      const int* dof_isl = dof_island_.data();
+      for (int i = 0; i < ni; ++i) d0_i[i] = 0.0;
+      for (int i = 0; i < nv; ++i) d0_i[dof_isl[i]] += g[i] * w[i];
+    } else {
+      double d = 0;
+      for (int i = 0; i < nv; ++i) d += g[i] * w[i];
+      d0_i[0] = d;
+    }
+  }
+  ForEachPool(m, data_, [&](const auto& pool, auto& pd) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    const int n = pool.size();
+    if (n == 0) return;
+    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+  });
+  if (!StepStaysQuadratic(m)) return false;
+  for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
+  ++st->quadratic_steps;
+  const double step = TakeStep(m, w, per_island, ni);
+  AdvanceProducts(m);
+  if (per_island)
+    for (int i = 0; i < ni; ++i)
+      if (!isl_.frozen[i]) isl_.exact_run[i] = 1;
+  ++st->iterations;
+  Evaluate(m, vtmp_.data(), nfrozen > 0 ? isl_.frozen.data() : nullptr, nullptr, true);
+  Dg = ScaledGradient(m, per_island);
+  if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return false;
+  st->scaled_gradient = Dg;
+  converged = per_island ? IslandsConverged(1, ni, &nfrozen, &st->island_updates)
+                         : (Dg < tol || step < tol);  // η = 1 after one exact step
+  if (!converged) return false;
+  std::copy(vtmp_.begin(), vtmp_.end(), v);
+  return true;
+}
+
 SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                              double* v, SolveStats* stats, std::vector<double>* history,
                              const double* guess_direction, const double* extrapolated) {
@@ -684,9 +810,19 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     return s;
   };
   if (nv == 0) return finish(SolveStatus::kConverged);
-  dv_.resize(nv);
-  vtmp_.resize(nv);
+  if (static_cast<int>(dv_.size()) != nv) {  // (the usual case: sized already, no call)
+    dv_.resize(nv);
+    vtmp_.resize(nv);
+  }
   islands_on_ = o.island_line_search;
+  if (!history && !guess_direction && SmallEligible(m, o)) {
+    if (SolveSmall(m, v_guess, o, v, &st, extrapolated)) {
+      split = NumIslands(m) > 1;
+      st.small_path = 1;
+      return finish(SolveStatus::kConverged);
+    }
+    st = SolveStats();  // the general loop, from the guess
+  }
   // Several islands: each is its own problem (ℓ is a sum over islands), so
   // each stops at its own tolerance ε max(1, |D r|_i) and, once converged,
   // is frozen: no more evaluation, assembly, factorization or line search.

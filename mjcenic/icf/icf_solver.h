@@ -73,6 +73,14 @@ struct SolverOptions {
   // and α = 1 is its minimizer: the line search is skipped. The next
   // evaluation and the stopping test are unchanged.
   bool quadratic_shortcut = true;
+  // Small quadratic problems (cenic-math §8.9, "A path for tiny problems"):
+  // with at most kSmallProblemDofs dofs, the quadratic step's conditions
+  // above and only limit, gain and coupling rows, the first Newton step is
+  // taken by a dense Cholesky of the whole H in dof order, without the
+  // general loop's per-call machinery; any other case (a row changing
+  // piece, no convergence after that step) falls back to the general loop
+  // from the guess. The same iterate up to the factorization's round-off.
+  bool small_problem_path = true;
   // Measure SolveStats' phase times (two clock reads per phase and Newton
   // iteration); off: they stay 0.
   bool phase_timers = false;
@@ -100,12 +108,18 @@ struct SolveStats {
   // Newton iterations whose step was taken without a line search because ℓ
   // is quadratic along it (SolverOptions::quadratic_shortcut).
   int quadratic_steps = 0;
+  // 1 if the small-problem path (SolverOptions::small_problem_path) returned
+  // this solve's result, else 0.
+  int small_path = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
   // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian
   // assembly + factorization + Newton direction, line search (incl. its setup).
   double time_evaluate = 0, time_factorize = 0, time_line_search = 0;
 };
+
+// Largest problem of the small-problem path (SolverOptions::small_problem_path).
+inline constexpr int kSmallProblemDofs = 8;
 
 class IcfSolver {
  public:
@@ -219,6 +233,19 @@ class IcfSolver {
   // isl_.tol (needs TagIslands).
   double ScaledTolerance(const IcfModel& m, const SolverOptions& o, int ni_split);
   void StartIslands(int ni);  // isl_ sized and reset (tol = 0)
+  // The small-problem path (SolverOptions::small_problem_path): true with v
+  // and *stats set if it solved the problem, false to run the general loop.
+  // The quadratic step's conditions (§8.9) with the automatic linear solver,
+  // no majorizer, and room for the general loop's second evaluation.
+  bool SmallEligible(const IcfModel& m, const SolverOptions& o) const {
+    return o.small_problem_path && m.nv <= kSmallProblemDofs && o.quadratic_shortcut &&
+           o.alpha_max == 1.0 && !o.hessian_reuse && !o.phase_timers &&
+           o.linear_solver == LinearSolverKind::kAuto && o.majorized_iterations == 0 &&
+           o.max_iterations >= 2 && m.contacts.size() == 0 && m.contact_torques.size() == 0 &&
+           m.dry_friction.size() == 0;
+  }
+  bool SolveSmall(const IcfModel& m, const double* v_guess, const SolverOptions& o, double* v,
+                  SolveStats* st, const double* extrapolated);
   double ScaledGradient(const IcfModel& m, bool per_island);
   bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
   double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);

@@ -229,6 +229,16 @@ class Stepper {
   const mjModel* m_;
   StepperOptions options_;
   mutable StepperStats stats_;
+  // time_total without phase timers (cenic-math §8.9, "The wall clock of
+  // time_total"): the processor's time-stamp counter while in Advance,
+  // converted to seconds in stats() by the ratio of steady-clock time to
+  // counter ticks since the first call; with phase timers (or without a
+  // counter) the steady clock, as the phases.
+  std::uint64_t total_ticks_ = 0, ticks_origin_ = 0;
+  std::int64_t clock_origin_ns_ = 0;
+  bool ticks_started_ = false;
+  double clock_total_ = 0;  // seconds measured with the steady clock
+  std::uint64_t StartTicks();
   std::unique_ptr<Mujoco> mujoco_;
   ErrorNorm norm_;
   icf::IcfSolver solver_;

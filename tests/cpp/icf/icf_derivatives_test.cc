@@ -1068,6 +1068,158 @@ TEST(IcfSolverFacts, QuadraticStepIsNotTakenWhenARowChangesPiece) {
   EXPECT_EQ(r.v_on, r.v_off);
 }
 
+// Solves from `guess` with the small-problem path (§8.9, "A path for tiny
+// problems") on and off; off is the general loop. Both converge with the
+// same Newton iterations and statistics, and v agrees to 1e-12.
+struct SmallRuns {
+  SolveStats on, off;
+  Eigen::VectorXd v_on, v_off;
+};
+SmallRuns SolveWithAndWithoutSmallPath(const IcfModel& m, const Eigen::VectorXd& guess,
+                                       const double* extrapolated = nullptr) {
+  SmallRuns r;
+  r.v_on.resize(m.nv);
+  r.v_off.resize(m.nv);
+  SolverOptions on, off;
+  off.small_problem_path = false;
+  IcfSolver s1, s2;
+  EXPECT_EQ(s1.Solve(m, guess.data(), on, r.v_on.data(), &r.on, nullptr, nullptr, extrapolated),
+            SolveStatus::kConverged);
+  EXPECT_EQ(s2.Solve(m, guess.data(), off, r.v_off.data(), &r.off, nullptr, nullptr, extrapolated),
+            SolveStatus::kConverged);
+  EXPECT_EQ(r.off.small_path, 0);
+  EXPECT_EQ(r.on.iterations, r.off.iterations);
+  EXPECT_EQ(r.on.quadratic_steps, r.off.quadratic_steps);
+  EXPECT_EQ(r.on.island_updates, r.off.island_updates);
+  EXPECT_EQ(r.on.islands_iterated, r.off.islands_iterated);
+  EXPECT_LE((r.v_on - r.v_off).norm(), 1e-12 * std::max(1.0, r.v_off.norm()));
+  // The data left behind (γ of every row, what the adapter writes back).
+  EXPECT_NEAR(s1.data().cost, s2.data().cost, 1e-12 * std::max(1.0, std::abs(s2.data().cost)));
+  for (size_t k = 0; k < s2.data().gains.gamma.size(); ++k)
+    EXPECT_NEAR(s1.data().gains.gamma[k], s2.data().gains.gamma[k], 1e-12);
+  for (size_t k = 0; k < s2.data().limits.gamma.size(); ++k)
+    EXPECT_NEAR(s1.data().limits.gamma[k], s2.data().limits.gamma[k], 1e-12);
+  return r;
+}
+
+// A small problem of gains, couplings and open limits over the given trees.
+IcfModel SmallQuadraticProblem(const std::vector<int>& trees, bool couple, Random& rng) {
+  IcfModel m;
+  MakeBase(&m, trees, rng);
+  if (couple)
+    FillJ(m.couplings.rows, m.couplings.Add(std::vector<int>{0, m.nv - 1}, 1e-4, 1.0), rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0}, 0.5, 400, 3, -1e6, 1e6), rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{m.nv - 2, m.nv - 1}, 0.2, 50, 1, -1e6, 1e6),
+        rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{1}, 1.0, -1e4, 1, -kInf, kInf), rng);  // explicit
+  FillJ(m.limits.rows, m.limits.Add(std::vector<int>{1}, 10.0, 1 / m.M_diag[1]), rng);  // far open
+  m.Finalize(kH);
+  EXPECT_STREQ(m.Validate(), "");
+  return m;
+}
+
+TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
+  Random rng(31);
+  // Several islands (the islands kind; dofs in order): the same bits.
+  {
+    const IcfModel m = SmallQuadraticProblem({1, 2, 3}, false, rng);
+    ASSERT_EQ(m.num_islands, 3);
+    const SmallRuns r = SolveWithAndWithoutSmallPath(m, rng.Vec(m.nv, 0.3));
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.iterations, 1);
+    EXPECT_EQ(r.v_on, r.v_off);
+  }
+  // One island (a coupling joins the trees; the tree or dense kind, as in
+  // the general loop): the same bits, and the minimizer
+  // v = guess − H⁻¹∇ℓ(guess).
+  for (const std::vector<int>& trees : {std::vector<int>{2}, std::vector<int>{3, 5}}) {
+    const IcfModel m = SmallQuadraticProblem(trees, trees.size() > 1, rng);
+    ASSERT_LE(m.num_islands, 1);
+    const Eigen::VectorXd guess = rng.Vec(m.nv, 0.3);
+    const SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.iterations, 1);
+    EXPECT_EQ(r.v_on, r.v_off);  // (the same linear solver kind)
+    IcfSolver s;
+    const Eigen::VectorXd g = Grad(s, m, guess);
+    const Eigen::MatrixXd H = s.Hessian(m, guess.data());
+    const Eigen::VectorXd v_ref = guess - H.ldlt().solve(g);
+    EXPECT_LE((r.v_on - v_ref).norm(), 1e-10 * v_ref.norm());
+  }
+  // Islands already optimal at the guess are frozen (no step), unless the
+  // guess was extrapolated there (§8.1: at least one iteration).
+  {
+    const IcfModel m = SmallQuadraticProblem({2, 3}, false, rng);
+    ASSERT_EQ(m.num_islands, 2);
+    SolverOptions o;
+    o.small_problem_path = false;
+    o.tolerance = o.min_tolerance = 1e-14;
+    IcfSolver s;
+    SolveStats st;
+    Eigen::VectorXd v_star(m.nv);
+    s.Solve(m, rng.Vec(m.nv, 0.3).data(), o, v_star.data(), &st);
+    Eigen::VectorXd guess = v_star;
+    guess.head(2) += rng.Vec(2, 0.3);  // island 0 off its minimum, island 1 at it
+    SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.islands_iterated, 1);
+    EXPECT_EQ(r.v_on, r.v_off);
+    EXPECT_EQ(r.v_on.tail(3), guess.tail(3));  // the frozen island did not move
+    std::vector<double> extrapolated(m.nv, 0.0);
+    extrapolated[4] = 1e-3;
+    r = SolveWithAndWithoutSmallPath(m, guess, extrapolated.data());
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.islands_iterated, 2);
+    EXPECT_EQ(r.v_on, r.v_off);
+    // From the minimizer: no iteration.
+    r = SolveWithAndWithoutSmallPath(m, v_star);
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.iterations, 0);
+    EXPECT_EQ(r.v_on, v_star);
+  }
+}
+
+TEST(IcfSolverFacts, SmallProblemPathFallsBackToTheGeneralLoop) {
+  // A limit closing inside the first step (not one quadratic along it): the
+  // general loop solves it from the guess, to the same bits as without the
+  // small path.
+  Random rng(24);
+  IcfModel m;
+  MakeBase(&m, {4, 3}, rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 2}, 0.5, 400, 3, -1e6, 1e6), rng);
+  m.limits.Add(std::vector<int>{1}, 0.0, 1 / m.M_diag[1]);
+  m.limits.rows.J(0)[0] = 1.0;
+  m.Finalize(kH);
+  ASSERT_STREQ(m.Validate(), "");
+  Eigen::VectorXd guess = rng.Vec(m.nv, 0.1);
+  guess[1] = 1.0;
+  std::vector<double> push(m.nv, 0.0);
+  push[1] = -100 * m.ADiag(1);
+  m.AddImpulse(push.data());
+  const SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
+  EXPECT_EQ(r.on.small_path, 0);
+  EXPECT_GE(r.on.iterations, 2);
+  EXPECT_EQ(r.v_on, r.v_off);
+  // Not taken above kSmallProblemDofs, with contacts, or with a history.
+  IcfModel big = SmallQuadraticProblem({4, 5}, true, rng);
+  ASSERT_GT(big.nv, kSmallProblemDofs);
+  EXPECT_EQ(SolveWithAndWithoutSmallPath(big, rng.Vec(big.nv, 0.3)).on.small_path, 0);
+  IcfModel c;
+  MakeBase(&c, {3, 3}, rng);
+  AddContacts(&c, {{12, 1e4, 3, 0.8, 0.5, 2.65e-3}}, rng);
+  c.Finalize(kH);
+  EXPECT_EQ(SolveWithAndWithoutSmallPath(c, Eigen::Map<const Eigen::VectorXd>(c.v0.data(), c.nv))
+                .on.small_path,
+            0);
+  const IcfModel q = SmallQuadraticProblem({2, 3}, false, rng);
+  IcfSolver s;
+  SolveStats st;
+  std::vector<double> hist;
+  Eigen::VectorXd v(q.nv);
+  s.Solve(q, rng.Vec(q.nv, 0.3).data(), SolverOptions{}, v.data(), &st, &hist);
+  EXPECT_EQ(st.small_path, 0);
+}
+
 TEST(IcfSolverFacts, CostDecreasesAlongNewtonIterationsOnContactProblem) {
   // A harder contact problem (several contacts sliding, large initial
   // velocity error) must take several Newton iterations, each one lowering ℓ.

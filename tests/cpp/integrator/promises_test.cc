@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -1005,6 +1006,41 @@ TEST(Promises, ActuationRunsOncePerStepAndSeesCtrlChangedBetweenCalls) {
   int changes = 0;
   for (int i = 1; i < n; ++i) changes += ((i % 3 == 0) != ((i - 1) % 3 == 0));
   EXPECT_EQ(act_bias_calls, 2 + (n - 1) + changes);
+}
+
+
+// README: time_total is the wall time in the stepper, always measured (by
+// the time-stamp counter without phase timers, cenic-math §8.9, "The wall
+// clock of time_total"; by the steady clock with them). The truth: a steady
+// clock read around the calls, which contain it (the loop between calls is a
+// few instructions, so it is most of it).
+TEST(Promises, TimeTotalIsTheWallTimeInsideTheCalls) {
+  ModelPtr m = Xml(R"(
+<mujoco>
+  <option timestep="0.001"/>
+  <worldbody>
+    <body pos="0 0 1">
+      <joint type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+  for (bool timers : {false, true}) {
+    StepperOptions o = Fixed();
+    o.phase_timers = timers;
+    auto s = Make(m.get(), o);
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[0] = 0.5;
+    ASSERT_TRUE(s->Step(d.get()).ok());
+    s->ResetStats();
+    EXPECT_EQ(s->stats().time_total, 0.0);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3000; ++i) ASSERT_TRUE(s->Step(d.get()).ok());
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double total = s->stats().time_total;
+    EXPECT_LE(total, 1.02 * wall) << "phase timers " << timers;
+    EXPECT_GE(total, 0.3 * wall) << "phase timers " << timers;
+  }
 }
 
 }  // namespace
