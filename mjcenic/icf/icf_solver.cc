@@ -438,6 +438,8 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       if (s.extend[i]) {
         // Next trial: Newton on ℓ_i' from α_max, within [α_max, amax_ext].
         s.xl[i] = amax;
+        s.xh[i] = l1;  // ℓ_i(α_max), ℓ_i'(α_max) until the trial's evaluation
+        s.dxold[i] = d1;
         s.alpha[i] = dd1 > 0 ? std::clamp(amax - d1 / dd1, amax, amax_ext) : amax_ext;
         ++extending;
       }
@@ -468,9 +470,12 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       ++*extended;
       const double f = s.f[i] / -s.d0[i];
       if (f <= 0 || std::abs(f) < ftol) continue;  // keeps the trial α
+      // rtsafe from the Hermite cubic's minimizer on [α_max, trial] (item 3).
+      const double width = s.alpha[i] - s.xl[i];
+      const double start = s.xl[i] + CubicGuess(s.xh[i], s.l[i], s.dxold[i], s.f[i], width);
       s.xh[i] = s.alpha[i];
-      s.dxold[i] = s.dx[i] = s.xh[i] - s.xl[i];
-      s.alpha[i] = 0.5 * (s.xl[i] + s.xh[i]);
+      s.dxold[i] = s.dx[i] = width;
+      s.alpha[i] = start;
       s.active[i] = 1;
       ++remaining;
     }
