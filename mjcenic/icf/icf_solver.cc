@@ -358,6 +358,7 @@ void IcfSolver::ResizeIslandWork(int ni) {
     x->resize(ni);
   ls_.active.resize(ni);
   ls_.extend.resize(ni);
+  ls_.l_amax.resize(ni);
 }
 
 bool IcfSolver::StepStaysQuadratic(const IcfModel& m) const {
@@ -421,6 +422,9 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   }
   EvalAlongLineIslands(m, s.alpha.data(), s.active.data(), s.l.data(), s.f.data(), s.df.data());
   const double xtol = 1e-8, ftol = 1e-8;
+  // Past α_max the root of f is found to 1 % of the slope at 0 (ℓ_i there is
+  // already below ℓ_i(α_max); the exact minimizer buys no iteration).
+  const double ftol_ext = 1e-2;
   int remaining = 0;
   // Extension (item 2): the slope at α_max still below −κ ℓ_i'(0) means the
   // Newton step undershoots the line minimum by far (e.g. the impulse of a
@@ -438,8 +442,8 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       if (s.extend[i]) {
         // Next trial: Newton on ℓ_i' from α_max, within [α_max, amax_ext].
         s.xl[i] = amax;
-        s.xh[i] = l1;  // ℓ_i(α_max), ℓ_i'(α_max) until the trial's evaluation
-        s.dxold[i] = d1;
+        s.l_amax[i] = l1;
+        s.dxold[i] = d1;  // ℓ_i'(α_max) until the trial's evaluation
         s.alpha[i] = dd1 > 0 ? std::clamp(amax - d1 / dd1, amax, amax_ext) : amax_ext;
         ++extending;
       }
@@ -472,7 +476,7 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       if (f <= 0 || std::abs(f) < ftol) continue;  // keeps the trial α
       // rtsafe from the Hermite cubic's minimizer on [α_max, trial] (item 3).
       const double width = s.alpha[i] - s.xl[i];
-      const double start = s.xl[i] + CubicGuess(s.xh[i], s.l[i], s.dxold[i], s.f[i], width);
+      const double start = s.xl[i] + CubicGuess(s.l_amax[i], s.l[i], s.dxold[i], s.f[i], width);
       s.xh[i] = s.alpha[i];
       s.dxold[i] = s.dx[i] = width;
       s.alpha[i] = start;
@@ -491,7 +495,7 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       const double scale = -s.d0[i];
       const double f = s.f[i] / scale, df = s.df[i] / scale;
       double& x = s.alpha[i];
-      if (std::abs(f) < ftol) {
+      if (std::abs(f) < (s.extend[i] ? ftol_ext : ftol)) {
         s.active[i] = 0;
         --remaining;
         continue;
@@ -514,6 +518,10 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       }
     }
   }
+  // An extended search ends below ℓ_i(α_max) (its f may be up to ftol_ext
+  // past the root); α_max where round-off says otherwise.
+  for (int i = 0; i < ni; ++i)
+    if (s.extend[i] && !(s.l[i] <= s.l_amax[i])) s.alpha[i] = amax;
   return true;
 }
 

@@ -244,6 +244,7 @@ class IcfSolver {
     std::vector<double> alpha, l, f, df, d0, l0, xl, xh, dx, dxold;
     std::vector<char> active;
     std::vector<char> extend;  // searching past α_max (SolverOptions::extend_slope)
+    std::vector<double> l_amax;  // ℓ_i(α_max) of an extended search
   };
   LineSearchWork ls_;
   bool islands_on_ = true;
