@@ -195,10 +195,12 @@ void IcfSolver::StartFrictionDual(const IcfModel& m) {
   }
 }
 
-void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island) {
+void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island, double alpha_cap) {
   // Newton on z (|v_t|_ε+ε) − v_t = 0 linearized at the step's base point
   // (cenic-math §8.1): z ← t̂ + (Δv_t − z (t̂·Δv_t))/(|v_t|_ε+ε), Δv_t = α_i u_t,
   // then |z| ≤ 1. Needs PrepareLineSearch's vc_base, u and LineSearch's α.
+  // An extended search's α beyond α_max is not followed (α_i ≤ alpha_cap,
+  // cenic-math §8.3): the linearization would extrapolate the slip too far.
   const ContactPool& cp = m.contacts;
   const PoolData<3>& cd = data_.contacts;
   for (int c = 0; c < cp.size(); ++c) {
@@ -210,7 +212,8 @@ void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island) {
     const double e = cp.eps[c];
     const double soft = std::sqrt(vb[1] * vb[1] + vb[2] * vb[2] + e * e);
     const double t1 = vb[1] / soft, t2 = vb[2] / soft;
-    const double d1 = ls_.alpha[isl] * u[1], d2 = ls_.alpha[isl] * u[2];
+    const double a = std::min(ls_.alpha[isl], alpha_cap);
+    const double d1 = a * u[1], d2 = a * u[2];
     double* z = data_.friction_dual.data() + 2 * c;
     const double td = t1 * d1 + t2 * d2;
     double z1 = t1 + (d1 - z[0] * td) / soft, z2 = t2 + (d2 - z[1] * td) / soft;
@@ -354,6 +357,8 @@ void IcfSolver::ResizeIslandWork(int ni) {
                   &ls_.dx, &ls_.dxold})
     x->resize(ni);
   ls_.active.resize(ni);
+  ls_.extend.resize(ni);
+  ls_.l_amax.resize(ni);
 }
 
 bool IcfSolver::StepStaysQuadratic(const IcfModel& m) const {
@@ -397,7 +402,8 @@ double CubicGuess(double l0, double l1, double d0, double d1, double amax) {
 }
 }  // namespace
 
-bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals) {
+bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals,
+                           int* extended) {
   // §8.3, island by island: α_i minimizes ℓ_i(v + α w) on [0, α_max]
   // (ℓ_i'(0) < 0). All islands iterate in lockstep, one pass over the
   // constraints per evaluation; an island that has its α drops out. The
@@ -411,17 +417,36 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   for (int i = 0; i < ni; ++i) {
     s.alpha[i] = amax;
     s.active[i] = s.d0[i] < 0;  // otherwise w_i = 0 up to round-off: stay
+    s.extend[i] = 0;
     if (!s.active[i]) s.alpha[i] = 0;
   }
   EvalAlongLineIslands(m, s.alpha.data(), s.active.data(), s.l.data(), s.f.data(), s.df.data());
   const double xtol = 1e-8, ftol = 1e-8;
+  // Past α_max the root of f is found to 1 % of the slope at 0 (ℓ_i there is
+  // already below ℓ_i(α_max); the exact minimizer buys no iteration).
+  const double ftol_ext = 1e-2;
   int remaining = 0;
+  // Extension (item 2): the slope at α_max still below −κ ℓ_i'(0) means the
+  // Newton step undershoots the line minimum by far (e.g. the impulse of a
+  // Hunt–Crossley impact, quadratic in v_n, halves the distance per step).
+  const double kappa = o.extend_slope;
+  const double amax_ext = std::max(o.extend_alpha_max, amax);
+  int extending = 0;
   for (int i = 0; i < ni; ++i) {
     if (!s.active[i]) continue;
     const double d0 = s.d0[i], l0 = s.l0[i], l1 = s.l[i], d1 = s.f[i], dd1 = s.df[i];
     const double scale = -d0;
     if (d1 <= kEpsMachine || std::abs(d1 / scale) < ftol) {  // minimum at α_max
       s.active[i] = 0;
+      s.extend[i] = kappa > 0 && amax_ext > amax && d1 < -kappa * scale;
+      if (s.extend[i]) {
+        // Next trial: Newton on ℓ_i' from α_max, within [α_max, amax_ext].
+        s.xl[i] = amax;
+        s.l_amax[i] = l1;
+        s.dxold[i] = d1;  // ℓ_i'(α_max) until the trial's evaluation
+        s.alpha[i] = dd1 > 0 ? std::clamp(amax - d1 / dd1, amax, amax_ext) : amax_ext;
+        ++extending;
+      }
       continue;
     }
     // Root of f(α) = ℓ_i'(α)/(−ℓ_i'(0)), f(0) = −1 < 0 < f(α_max).
@@ -437,6 +462,28 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
     s.dxold[i] = s.dx[i] = amax;
     ++remaining;
   }
+  if (extending > 0) {
+    // One evaluation at the trial α: still descending there, take it (ℓ_i
+    // is lower than at α_max); else the minimizer is bracketed in
+    // [α_max, trial] and rtsafe below finds it.
+    EvalAlongLineIslands(m, s.alpha.data(), s.extend.data(), s.l.data(), s.f.data(),
+                         s.df.data());
+    ++*evals;
+    for (int i = 0; i < ni; ++i) {
+      if (!s.extend[i]) continue;
+      ++*extended;
+      const double f = s.f[i] / -s.d0[i];
+      if (f <= 0 || std::abs(f) < ftol) continue;  // keeps the trial α
+      // rtsafe from the Hermite cubic's minimizer on [α_max, trial] (item 3).
+      const double width = s.alpha[i] - s.xl[i];
+      const double start = s.xl[i] + CubicGuess(s.l_amax[i], s.l[i], s.dxold[i], s.f[i], width);
+      s.xh[i] = s.alpha[i];
+      s.dxold[i] = s.dx[i] = width;
+      s.alpha[i] = start;
+      s.active[i] = 1;
+      ++remaining;
+    }
+  }
   // Safeguarded Newton–bisection (rtsafe) on f, per island.
   for (int it = 0; remaining > 0; ++it) {
     if (it == 100) return false;
@@ -448,7 +495,7 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       const double scale = -s.d0[i];
       const double f = s.f[i] / scale, df = s.df[i] / scale;
       double& x = s.alpha[i];
-      if (std::abs(f) < ftol) {
+      if (std::abs(f) < (s.extend[i] ? ftol_ext : ftol)) {
         s.active[i] = 0;
         --remaining;
         continue;
@@ -471,6 +518,10 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
       }
     }
   }
+  // An extended search ends below ℓ_i(α_max) (its f may be up to ftol_ext
+  // past the root); α_max where round-off says otherwise.
+  for (int i = 0; i < ni; ++i)
+    if (s.extend[i] && !(s.l[i] <= s.l_amax[i])) s.alpha[i] = amax;
   return true;
 }
 
@@ -989,7 +1040,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
         // descends, 0 where LineSearch would not move (ℓ_i'(0) ≥ 0).
         for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
         ++st.quadratic_steps;
-      } else if (!LineSearch(m, o, &st.ls_iterations)) {
+      } else if (!LineSearch(m, o, &st.ls_iterations, &st.extended_searches)) {
         return finish(SolveStatus::kLineSearchFailed);
       }
     }
@@ -997,7 +1048,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     step_prev = TakeStep(m, w, per_island, ni);
     AdvanceProducts(m);
     advanced = true;
-    if (dual_on) UpdateFrictionDual(m, per_island);
+    if (dual_on) UpdateFrictionDual(m, per_island, o.alpha_max);
     bool all_exact = true;
     for (int i = 0; i < ni; ++i) {
       all_exact = all_exact && !isl_.major[i];

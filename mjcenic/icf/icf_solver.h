@@ -29,6 +29,14 @@ struct SolverOptions {
   // IcfModel) instead of one step length for the whole system.
   bool island_line_search = true;
   double alpha_max = 1.0;
+  // Extended line search (cenic-math §8.3, item 2): an island whose slope at
+  // α_max is still below −extend_slope times its slope at 0 (the Newton step
+  // undershoots the line minimum by far) searches on up to extend_alpha_max;
+  // its friction duals (§8.1) take at most the α_max part of that step.
+  // 0: off. The stepper sets 0.3 for every solve (fixed mode and error
+  // control); its own SolverOptions value is overridden.
+  double extend_slope = 0;
+  double extend_alpha_max = 2.0;
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
   // kPcg: relative residual of each Newton direction (inexact Newton; every
   // CG iterate is a descent direction) and CG iteration cap.
@@ -111,6 +119,8 @@ struct SolveStats {
   // 1 if the small-problem path (SolverOptions::small_problem_path) returned
   // this solve's result, else 0.
   int small_path = 0;
+  // Island line searches that went past α_max (SolverOptions::extend_slope).
+  int extended_searches = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
   // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian
@@ -208,7 +218,8 @@ class IcfSolver {
   // Primal-dual friction (§8.1): z ← t̂ at the guess (exact start), and the
   // dual Newton update after each step of the islands not frozen.
   void StartFrictionDual(const IcfModel& model);
-  void UpdateFrictionDual(const IcfModel& model, bool per_island);
+  // The dual step is α u with α ≤ alpha_cap (an extended search's α_max).
+  void UpdateFrictionDual(const IcfModel& model, bool per_island, double alpha_cap);
   // Line-searched guess (§8.1): at k = 0, after the evaluation at the full
   // guess, moves the islands whose guess overshoots back along d.
   void PullBackGuess(const IcfModel& model, const double* d, const char* majorize, bool dual,
@@ -217,7 +228,8 @@ class IcfSolver {
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
-  bool LineSearch(const IcfModel& model, const SolverOptions& o, int* evals);
+  // *extended counts the islands whose search went past α_max.
+  bool LineSearch(const IcfModel& model, const SolverOptions& o, int* evals, int* extended);
   void ResizeIslandWork(int num_islands);
   // Quadratic step (SolverOptions::quadratic_shortcut): true if every limit
   // and gain row is in the same piece of its cost at v_c(0) and v_c(0) + u
@@ -258,6 +270,8 @@ class IcfSolver {
   struct LineSearchWork {
     std::vector<double> alpha, l, f, df, d0, l0, xl, xh, dx, dxold;
     std::vector<char> active;
+    std::vector<char> extend;  // searching past α_max (SolverOptions::extend_slope)
+    std::vector<double> l_amax;  // ℓ_i(α_max) of an extended search
   };
   LineSearchWork ls_;
   bool islands_on_ = true;

@@ -334,6 +334,7 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
 namespace {
 constexpr double kTightTolerance = 1e-7;
 constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
+constexpr double kExtendSlope = 0.3;  // κ of the extended line search (cenic-math §8.3)
 constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
 constexpr double kDepthFloor = 1e-3;  // tolerance floor 10⁻³ L (§11.10)
 std::uint64_t PairKey(int g1, int g2) {
@@ -361,6 +362,9 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   if (tolerance <= kTightTolerance) o.pcg_forcing_max = kTightPcgForcing;
   o.friction_dual = true;
   o.friction_dual_exact_start = last_iterations_ < 3;
+  // Extended line search (cenic-math §8.3): an island whose Newton step
+  // undershoots the line minimum by far searches on past α = 1.
+  o.extend_slope = kExtendSlope;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;
