@@ -481,12 +481,15 @@ class PcgHessian final : public HessianFactor {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
     double *r = r_.data(), *p = p_.data(), *q = q_.data(), *xs = x_.data();
-    double *t = acc_.data(), *u = t_u_.data(), *tmp = z_.data();
-    // out = Ẽ⁻¹ v (forward sweep, unit diagonal).
+    double *t = acc_.data(), *u = t_u_.data(), *tmp_all = z_.data();
+    // out = Ẽ⁻¹ v (forward sweep, unit diagonal). With N-dof cliques a clique's sums are kept in a local array (in
+    // registers: the stores to `out` cannot alias them), the same operations
+    // in the same order as through memory.
     auto forward = [&](const double* v, double* out) {
       for (int a = 0; a < ncl; ++a) {
         const int s0 = clique_start_[a], n = size(a);
-        double* o = out + s0;
+        double local[N > 0 ? N : 1];
+        double* o = N > 0 ? local : out + s0;
         for (int i = 0; i < n; ++i) o[i] = v[s0 + i];
         for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
           const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
@@ -497,13 +500,16 @@ class PcgHessian final : public HessianFactor {
             o[i] -= sum;
           }
         }
+        if constexpr (N > 0)
+          for (int i = 0; i < N; ++i) out[s0 + i] = local[i];
       }
     };
     // t = Ẽ⁻ᵀ v (backward sweep, gathered by column) and u = v − t.
     auto backward = [&](const double* v) {
       for (int a = ncl - 1; a >= 0; --a) {
         const int s0 = clique_start_[a], n = size(a);
-        double* ta = t + s0;
+        double local[N > 0 ? N : 1];
+        double* ta = N > 0 ? local : t + s0;
         for (int i = 0; i < n; ++i) ta[i] = v[s0 + i];
         for (int k = col_start_[a]; k < col_start_[a + 1]; ++k) {
           const int bq = col_row_[k], sb = clique_start_[bq], nb = size(bq);
@@ -513,6 +519,8 @@ class PcgHessian final : public HessianFactor {
             for (int i = 0; i < n; ++i) ta[i] -= blk[j * n + i] * tj;
           }
         }
+        if constexpr (N > 0)
+          for (int i = 0; i < N; ++i) t[s0 + i] = local[i];
         for (int i = 0; i < n; ++i) u[s0 + i] = v[s0 + i] - ta[i];
       }
     };
@@ -521,6 +529,8 @@ class PcgHessian final : public HessianFactor {
       double rr = 0;
       for (int a = 0; a < ncl; ++a) {
         const int s0 = clique_start_[a], n = size(a);
+        double local[N > 0 ? N : 1];
+        double* tmp = N > 0 ? local : tmp_all;
         for (int i = 0; i < n; ++i) tmp[i] = r[s0 + i];
         for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
           const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
