@@ -50,7 +50,6 @@ class PcgHessian final : public HessianFactor {
     int widest = 0;
     for (int c = 0; c < ncl; ++c)
       widest = std::max(widest, model.clique_start[c + 1] - model.clique_start[c]);
-    if (identity_.rows() < widest) identity_ = Eigen::MatrixXd::Identity(widest, widest);
     if (static_cast<int>(t_.size()) < widest * widest) t_.resize(widest * widest);
     uniform_ = ncl > 0 ? widest : 0;
     for (int c = 0; c < ncl; ++c)
@@ -83,8 +82,7 @@ class PcgHessian final : public HessianFactor {
       B[static_cast<size_t>(i - s) * n] += model.h * model.D[i] + model.h * model.h * model.K[i];
     }
     Dispatch([&](auto NN) { ScatterConstraints<decltype(NN)::value>(model, data); });
-    // Each clique block: full symmetric copy in Hd_, inverse in L_ (Cholesky,
-    // then L⁻ᵀ L⁻¹), so the sweeps use plain small matrix–vector products.
+    // Each clique block: its Cholesky factor and the factor's inverse.
     bool ok = true;
     Dispatch([&](auto N) { ok = InvertBlocks<decltype(N)::value>(); });
     if (!ok) return false;
@@ -93,6 +91,16 @@ class PcgHessian final : public HessianFactor {
     data_ = &data;
     assembled_ = true;
     binds_ = 0;
+    return true;
+  }
+
+  // True if J (R × 2N, row-major) is [J₀, −J₀]: its last N columns are the
+  // first N negated.
+  template <int R, int N>
+  static bool Mirrored(const double* J) {
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < N; ++k)
+        if (J[r * 2 * N + N + k] != -J[r * 2 * N + k]) return false;
     return true;
   }
 
@@ -133,6 +141,42 @@ class PcgHessian final : public HessianFactor {
         const int* first = col_.data() + row_start_[c1];
         const int* last = col_.data() + row_start_[c1 + 1];
         double* O = Ho_.data() + block_offset_[std::lower_bound(first, last, c0) - col_.data()];
+        if (Mirrored<R, N>(J)) {
+          // J = [J₀, −J₀] (two free particles: the second clique's columns
+          // are the first's negated). With S = J₀ᵀ G J₀ summed as
+          // CongruenceTerms sums the first clique's terms, the second's are
+          // (−J₀)ᵀ G (−J₀) = S and the coupling terms −S, to the bit (a
+          // negation is exact): 9 sums instead of 21.
+          if (RankOneG<R>(G)) {
+            double gJ[N];
+            for (int k = 0; k < N; ++k) gJ[k] = G[0] * J[k];
+            for (int a = 0; a < N; ++a)
+              for (int b = 0; b < N; ++b) {
+                const double x = J[a] * gJ[b];
+                if (b <= a) D0[b * N + a] += x, D1[b * N + a] += x;
+                O[a * N + b] += -x;
+              }
+            return true;
+          }
+          double GJ[R * N];  // rows of G J₀
+          for (int r = 0; r < R; ++r)
+            for (int k = 0; k < N; ++k) {
+              double x = 0;
+              for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * 2 * N + k];
+              GJ[r * N + k] = x;
+            }
+          for (int a = 0; a < N; ++a) {
+            double ja[R];
+            for (int r = 0; r < R; ++r) ja[r] = J[r * 2 * N + a];
+            for (int b = 0; b < N; ++b) {
+              double x = 0;
+              for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * N + b];
+              if (b <= a) D0[b * N + a] += x, D1[b * N + a] += x;
+              O[a * N + b] += -x;
+            }
+          }
+          return true;
+        }
         auto sink = [&](int a, int b, double x) {
           if (a < N) D0[b * N + a] += x;
           else if (b < N) O[(a - N) * N + b] += x;
@@ -225,6 +269,7 @@ class PcgHessian final : public HessianFactor {
     }
     iterations_ = 0;
     const double stop = tolerance_ * tolerance_ * bb;
+    Inverses();
     Precondition(r_.data(), z_.data());
     double rz = 0;
     for (int i = 0; i < nv; ++i) {
@@ -314,45 +359,56 @@ class PcgHessian final : public HessianFactor {
   // Gauss–Seidel sweep (B the clique blocks, L the coupling blocks below
   // them; cenic-math §8.4). SPD for SPD H. Block Jacobi (z = B⁻¹ r) while no
   // coupling blocks are stored.
-  // Symmetrizes each clique block of Hd_ (lower triangle assembled) and
-  // writes its inverse into L_: Cholesky B = LLᵀ, then B⁻¹ = L⁻ᵀL⁻¹, in
-  // plain loops (the blocks are at most a few dofs; N = 0: sizes differ).
+  // Factorizes each clique block of Hd_ (lower triangle assembled) as
+  // B = C Cᵀ into Cf_ and writes C⁻¹ into Ci_, in plain loops (the blocks
+  // are at most a few dofs; N = 0: sizes differ), straight into their
+  // storage. B⁻¹ = C⁻ᵀC⁻¹ (L_), which only the textbook form's
+  // preconditioner uses, is formed from Ci_ when that form first needs it
+  // (Inverses).
   template <int N>
   bool InvertBlocks() {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
-    double* T = identity_.data();  // scratch, ≥ n×n
     for (int c = 0; c < ncl; ++c) {
       const int n = N ? N : clique_start_[c + 1] - clique_start_[c];
-      double* H = Hd_.data() + offset_[c];  // column-major: H[j*n + i] = (i, j)
-      double* L = L_.data() + offset_[c];
-      for (int j = 0; j < n; ++j)
-        for (int i = j + 1; i < n; ++i) H[i * n + j] = H[j * n + i];
-      std::fill(T, T + n * n, 0.0);  // the upper triangle stays 0
-      // Cholesky into T (column-major lower).
+      const double* H = Hd_.data() + offset_[c];  // column-major: H[j*n + i] = (i, j)
+      double* C = Cf_.data() + offset_[c];
+      double* T = Ci_.data() + offset_[c];
+      // Cholesky into C (column-major lower; the upper triangle is not read).
       for (int j = 0; j < n; ++j) {
         double d = H[j * n + j];
-        for (int k = 0; k < j; ++k) d -= T[k * n + j] * T[k * n + j];
+        for (int k = 0; k < j; ++k) d -= C[k * n + j] * C[k * n + j];
         if (!(d > 0)) return false;
         const double ljj = std::sqrt(d);
-        T[j * n + j] = ljj;
+        C[j * n + j] = ljj;
         for (int i = j + 1; i < n; ++i) {
           double x = H[j * n + i];
-          for (int k = 0; k < j; ++k) x -= T[k * n + i] * T[k * n + j];
-          T[j * n + i] = x / ljj;
+          for (int k = 0; k < j; ++k) x -= C[k * n + i] * C[k * n + j];
+          C[j * n + i] = x / ljj;
         }
       }
-      std::copy(T, T + n * n, Cf_.data() + offset_[c]);  // C (column-major lower)
-      // T ← L⁻¹ in place (lower), column by column from the right.
+      // T ← C⁻¹ (lower), column by column from the right.
       for (int j = n - 1; j >= 0; --j) {
-        T[j * n + j] = 1.0 / T[j * n + j];
+        T[j * n + j] = 1.0 / C[j * n + j];
         for (int i = n - 1; i > j; --i) {
           double x = 0;
-          for (int k = j + 1; k <= i; ++k) x += T[k * n + i] * T[j * n + k];
+          for (int k = j + 1; k <= i; ++k) x += T[k * n + i] * C[j * n + k];
           T[j * n + i] = -x * T[j * n + j];
         }
       }
-      std::copy(T, T + n * n, Ci_.data() + offset_[c]);  // C⁻¹ (column-major lower)
-      // L_c = L⁻ᵀ L⁻¹: (a, b) = Σ_{k ≥ max(a,b)} L⁻¹(k, a) L⁻¹(k, b).
+    }
+    inverses_ = false;
+    return true;
+  }
+
+  // L_c = B_c⁻¹ = C⁻ᵀ C⁻¹: (a, b) = Σ_{k ≥ max(a,b)} C⁻¹(k, a) C⁻¹(k, b), for
+  // the textbook form's preconditioner, once per assembly.
+  void Inverses() {
+    if (inverses_) return;
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    for (int c = 0; c < ncl; ++c) {
+      const int n = clique_start_[c + 1] - clique_start_[c];
+      const double* T = Ci_.data() + offset_[c];
+      double* L = L_.data() + offset_[c];
       for (int a = 0; a < n; ++a)
         for (int b = 0; b <= a; ++b) {
           double x = 0;
@@ -360,7 +416,7 @@ class PcgHessian final : public HessianFactor {
           L[b * n + a] = L[a * n + b] = x;
         }
     }
-    return true;
+    inverses_ = true;
   }
 
   // Every clique has uniform_ dofs (0: sizes differ): the kernels below are
@@ -639,6 +695,7 @@ class PcgHessian final : public HessianFactor {
   const IcfModel* model_ = nullptr;
   const IcfData* data_ = nullptr;
   bool assembled_ = false;  // Hd_/Ho_ hold the H that Solve multiplies by
+  bool inverses_ = false;   // L_ holds B_c⁻¹ of the last assembly
   int binds_ = 0;           // Bind calls since the last assembly
   int uniform_ = 0;         // dofs of every clique, 0 if they differ
   std::vector<int> clique_start_;
@@ -653,7 +710,6 @@ class PcgHessian final : public HessianFactor {
   std::vector<double> Cf_, Ci_;  // Cholesky factor C_c of each clique block and C_c⁻¹ (column-major)
   std::vector<double> Hs_;       // scaled coupling blocks C_a⁻¹ H_ab C_b⁻ᵀ, row-major
   std::vector<double> r_, z_, p_, q_, x_, acc_, t_, t_u_;
-  Eigen::MatrixXd identity_;  // scratch of the widest clique block (InvertBlocks)
 };
 
 }  // namespace
