@@ -6,7 +6,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -71,7 +73,11 @@ class PcgHessian final : public HessianFactor {
     // blocks (row-major, row clique > column clique).
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     std::fill(Hd_.begin(), Hd_.begin() + offset_[ncl], 0.0);
-    std::fill(Ho_.begin(), Ho_.begin() + block_offset_[row_start_[ncl]], 0.0);
+    // Coupling blocks are zeroed when their first term arrives (DenseBlock,
+    // AddRankOne): a block no active constraint reaches stays empty and is
+    // skipped by the sweeps.
+    std::fill(state_.begin(), state_.begin() + row_start_[ncl], kEmpty);
+    coupling_dense_ = false;
     const std::vector<int>& clique = model.clique_of_dof;
     // A (block diagonal over the cliques) entry by entry.
     for (int i = 0; i < model.nv; ++i) {
@@ -92,6 +98,55 @@ class PcgHessian final : public HessianFactor {
     assembled_ = true;
     binds_ = 0;
     return true;
+  }
+
+  // Coupling block k (row-major in Ho_) ready for dense terms: zeroed at
+  // its first term, a rank-one term held so far written out (−g j jᵀ, the
+  // value the dense sum would have had).
+  template <int N>
+  double* DenseBlock(size_t k) {
+    double* O = Ho_.data() + block_offset_[k];
+    if (state_[k] == kDense) return O;
+    std::fill(O, O + (block_offset_[k + 1] - block_offset_[k]), 0.0);
+    if constexpr (N > 0) {
+      if (state_[k] == kRankOne) {
+        const double* e = r1_.data() + k * (N + 1);  // g, then j
+        double gJ[N];
+        for (int b = 0; b < N; ++b) gJ[b] = e[0] * e[1 + b];
+        for (int a = 0; a < N; ++a)
+          for (int b = 0; b < N; ++b) O[a * N + b] += -(e[1 + a] * gJ[b]);
+      }
+    }
+    state_[k] = kDense;
+    return O;
+  }
+
+  // Adds −g j jᵀ (j: N values) to coupling block k: kept as (g, j) while it
+  // is the block's only term, else added densely.
+  template <int N>
+  void AddRankOne(size_t k, double g, const double* j) {
+    if (state_[k] == kEmpty) {
+      double* e = r1_.data() + k * (N + 1);
+      e[0] = g;
+      for (int a = 0; a < N; ++a) e[1 + a] = j[a];
+      state_[k] = kRankOne;
+      return;
+    }
+    double* O = DenseBlock<N>(k);
+    double gJ[N];
+    for (int b = 0; b < N; ++b) gJ[b] = g * j[b];
+    for (int a = 0; a < N; ++a)
+      for (int b = 0; b < N; ++b) O[a * N + b] += -(j[a] * gJ[b]);
+  }
+
+  // Every coupling block written out densely in Ho_ (an empty one zeroed),
+  // for the textbook form, once per assembly.
+  void DenseCoupling() {
+    if (coupling_dense_) return;
+    Dispatch([&](auto N) {
+      for (size_t k = 0; k < pairs_.size(); ++k) DenseBlock<decltype(N)::value>(k);
+    });
+    coupling_dense_ = true;
   }
 
   // True if J (R × 2N, row-major) is [J₀, −J₀]: its last N columns are the
@@ -140,24 +195,27 @@ class PcgHessian final : public HessianFactor {
         double* D1 = Hd_.data() + offset_[c1];
         const int* first = col_.data() + row_start_[c1];
         const int* last = col_.data() + row_start_[c1 + 1];
-        double* O = Ho_.data() + block_offset_[std::lower_bound(first, last, c0) - col_.data()];
+        const size_t k = std::lower_bound(first, last, c0) - col_.data();
         if (Mirrored<R, N>(J)) {
           // J = [J₀, −J₀] (two free particles: the second clique's columns
           // are the first's negated). With S = J₀ᵀ G J₀ summed as
           // CongruenceTerms sums the first clique's terms, the second's are
           // (−J₀)ᵀ G (−J₀) = S and the coupling terms −S, to the bit (a
           // negation is exact): 9 sums instead of 21.
+          // A rank-one G (a frictionless contact) couples the two cliques
+          // by −g j jᵀ, j = J₀'s first row: kept as g and j (AddRankOne).
           if (RankOneG<R>(G)) {
             double gJ[N];
-            for (int k = 0; k < N; ++k) gJ[k] = G[0] * J[k];
+            for (int q = 0; q < N; ++q) gJ[q] = G[0] * J[q];
             for (int a = 0; a < N; ++a)
-              for (int b = 0; b < N; ++b) {
+              for (int b = 0; b <= a; ++b) {
                 const double x = J[a] * gJ[b];
-                if (b <= a) D0[b * N + a] += x, D1[b * N + a] += x;
-                O[a * N + b] += -x;
+                D0[b * N + a] += x, D1[b * N + a] += x;
               }
+            AddRankOne<N>(k, G[0], J);
             return true;
           }
+          double* O = DenseBlock<N>(k);
           double GJ[R * N];  // rows of G J₀
           for (int r = 0; r < R; ++r)
             for (int k = 0; k < N; ++k) {
@@ -177,6 +235,7 @@ class PcgHessian final : public HessianFactor {
           }
           return true;
         }
+        double* O = DenseBlock<N>(k);
         auto sink = [&](int a, int b, double x) {
           if (a < N) D0[b * N + a] += x;
           else if (b < N) O[(a - N) * N + b] += x;
@@ -205,7 +264,7 @@ class PcgHessian final : public HessianFactor {
                 for (int b = 0; b <= a; ++b) D1[b * N + a] += Bc[(N + a) * nd + N + b];
               const int* first = col_.data() + row_start_[c1];
               const int* last = col_.data() + row_start_[c1 + 1];
-              double* O = Ho_.data() + block_offset_[std::lower_bound(first, last, c0) - col_.data()];
+              double* O = DenseBlock<N>(std::lower_bound(first, last, c0) - col_.data());
               for (int a = 0; a < N; ++a)
                 for (int b = 0; b < N; ++b) O[a * N + b] += Bc[(N + a) * nd + b];
               return;
@@ -231,8 +290,7 @@ class PcgHessian final : public HessianFactor {
               const int nj = clique_start_[cj + 1] - sj;
               const int* first = col_.data() + row_start_[ci];
               const int* last = col_.data() + row_start_[ci + 1];
-              double* O = Ho_.data() +
-                          block_offset_[std::lower_bound(first, last, cj) - col_.data()];
+              double* O = DenseBlock<N>(std::lower_bound(first, last, cj) - col_.data());
               for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
                 for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
                   O[static_cast<size_t>(dofs[a] - si) * nj + (dofs[b] - sj)] += Bc[a * nd + b];
@@ -270,6 +328,7 @@ class PcgHessian final : public HessianFactor {
     iterations_ = 0;
     const double stop = tolerance_ * tolerance_ * bb;
     Inverses();
+    DenseCoupling();
     Precondition(r_.data(), z_.data());
     double rz = 0;
     for (int i = 0; i < nv; ++i) {
@@ -353,6 +412,14 @@ class PcgHessian final : public HessianFactor {
       }
     if (Ho_.size() < off) Ho_.resize(off);
     if (Hs_.size() < off) Hs_.resize(off);
+    // (Offsets are stored as int in the sweeps' entries.)
+    if (off > static_cast<size_t>(std::numeric_limits<int>::max()))
+      throw std::length_error("pcg: coupling blocks exceed 2^31 values");
+    if (state_.size() < np) state_.resize(np);
+    if (uniform_ > 0 && r1_.size() < np * (uniform_ + 1)) r1_.resize(np * (uniform_ + 1));
+    if (row_entry_.size() < np) row_entry_.resize(np), col_entry_.resize(np);
+    if (static_cast<int>(row_one_.size()) < ncl)
+      for (auto* x : {&row_one_, &row_end_, &col_one_, &col_end_}) x->resize(ncl);
   }
 
   // z = P⁻¹ r, P = (B + L) B⁻¹ (B + Lᵀ): one forward and one backward block
@@ -488,7 +555,10 @@ class PcgHessian final : public HessianFactor {
   }
 
   // Hs_ = C_a⁻¹ H_ab C_b⁻ᵀ for every coupling block (a > b): the coupling of
-  // H̃ = S H Sᵀ, S = diag(C_c⁻¹), whose clique blocks are identities.
+  // H̃ = S H Sᵀ, S = diag(C_c⁻¹), whose clique blocks are identities. A
+  // rank-one block −g j jᵀ becomes x yᵀ with x = −g C_a⁻¹ j, y = C_b⁻¹ j
+  // (stored as x, then y); an empty one is left out. Also the sweeps' lists
+  // of the non-empty blocks by row and by column, rank-one ones first.
   template <int N>
   void ScaleCoupling() {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
@@ -497,11 +567,36 @@ class PcgHessian final : public HessianFactor {
     for (int a = 0; a < ncl; ++a) {
       const int na = size(a);
       const double* Ca = Ci_.data() + offset_[a];  // (i, m) at Ca[m * na + i], m ≤ i
+      int* e1 = row_one_.data() + a;
+      int* en = row_end_.data() + a;
+      *e1 = *en = row_start_[a];
       for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
+        if (state_[k] == kEmpty) continue;
         const int bq = col_[k], nb = size(bq);
         const double* Cb = Ci_.data() + offset_[bq];
-        const double* H = Ho_.data() + block_offset_[k];  // na × nb
         double* O = Hs_.data() + block_offset_[k];
+        const Entry entry{bq, static_cast<int>(block_offset_[k])};
+        if constexpr (N > 0) {
+          if (state_[k] == kRankOne) {
+            const double* e = r1_.data() + static_cast<size_t>(k) * (N + 1);  // g, j
+            for (int i = 0; i < N; ++i) {
+              double x = 0, y = 0;
+              for (int m = 0; m <= i; ++m) {
+                x += Ca[m * N + i] * e[1 + m];
+                y += Cb[m * N + i] * e[1 + m];
+              }
+              O[i] = -e[0] * x;
+              O[N + i] = y;
+            }
+            // Rank-one entries first: move the first dense one behind.
+            row_entry_[*en] = row_entry_[*e1];
+            row_entry_[(*e1)++] = entry;
+            ++*en;
+            continue;
+          }
+        }
+        row_entry_[(*en)++] = entry;
+        const double* H = Ho_.data() + block_offset_[k];  // na × nb
         // W = H C_b⁻ᵀ: W(i, j) = Σ_{l ≤ j} H(i, l) C_b⁻¹(j, l).
         for (int i = 0; i < na; ++i)
           for (int j = 0; j < nb; ++j) {
@@ -516,6 +611,24 @@ class PcgHessian final : public HessianFactor {
             for (int m = 0; m <= i; ++m) sum += Ca[m * na + i] * W[m * nb + j];
             O[i * nb + j] = sum;
           }
+      }
+    }
+    // By column clique (rows ascending within each kind).
+    for (int b = 0; b < ncl; ++b) {
+      int* e1 = col_one_.data() + b;
+      int* en = col_end_.data() + b;
+      *e1 = *en = col_start_[b];
+      for (int q = col_start_[b]; q < col_start_[b + 1]; ++q) {
+        const int k = col_block_[q];
+        if (state_[k] == kEmpty) continue;
+        const Entry entry{col_row_[q], static_cast<int>(block_offset_[k])};
+        if (state_[k] == kRankOne) {
+          col_entry_[*en] = col_entry_[*e1];
+          col_entry_[(*e1)++] = entry;
+          ++*en;
+        } else {
+          col_entry_[(*en)++] = entry;
+        }
       }
     }
   }
@@ -538,18 +651,30 @@ class PcgHessian final : public HessianFactor {
     auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
     double *r = r_.data(), *p = p_.data(), *q = q_.data(), *xs = x_.data();
     double *t = acc_.data(), *u = t_u_.data(), *tmp_all = z_.data();
-    // out = Ẽ⁻¹ v (forward sweep, unit diagonal). With N-dof cliques a clique's sums are kept in a local array (in
-    // registers: the stores to `out` cannot alias them), the same operations
-    // in the same order as through memory.
+    // out = Ẽ⁻¹ v (forward sweep, unit diagonal). With N-dof cliques a
+    // clique's sums are kept in a local array (in registers: the stores to
+    // `out` cannot alias them). A rank-one block x yᵀ costs x (yᵀ v_b).
+    const Entry* rows = row_entry_.data();
+    const Entry* cols = col_entry_.data();
+    const double* hs = Hs_.data();
     auto forward = [&](const double* v, double* out) {
       for (int a = 0; a < ncl; ++a) {
         const int s0 = clique_start_[a], n = size(a);
         double local[N > 0 ? N : 1];
         double* o = N > 0 ? local : out + s0;
         for (int i = 0; i < n; ++i) o[i] = v[s0 + i];
-        for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
-          const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
-          const double* blk = Hs_.data() + block_offset_[k];
+        if constexpr (N > 0) {
+          for (int e = row_start_[a]; e < row_one_[a]; ++e) {
+            const double* xy = hs + rows[e].off;
+            const double* ob = out + clique_start_[rows[e].clique];
+            double d = 0;
+            for (int j = 0; j < N; ++j) d += xy[N + j] * ob[j];
+            for (int i = 0; i < N; ++i) o[i] -= xy[i] * d;
+          }
+        }
+        for (int e = row_one_[a]; e < row_end_[a]; ++e) {
+          const int bq = rows[e].clique, sb = clique_start_[bq], nb = size(bq);
+          const double* blk = hs + rows[e].off;
           for (int i = 0; i < n; ++i) {
             double sum = 0;
             for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * out[sb + j];
@@ -567,9 +692,18 @@ class PcgHessian final : public HessianFactor {
         double local[N > 0 ? N : 1];
         double* ta = N > 0 ? local : t + s0;
         for (int i = 0; i < n; ++i) ta[i] = v[s0 + i];
-        for (int k = col_start_[a]; k < col_start_[a + 1]; ++k) {
-          const int bq = col_row_[k], sb = clique_start_[bq], nb = size(bq);
-          const double* blk = Hs_.data() + block_offset_[col_block_[k]];  // nb × n
+        if constexpr (N > 0) {
+          for (int e = col_start_[a]; e < col_one_[a]; ++e) {  // (x yᵀ)ᵀ t_c = y (xᵀ t_c)
+            const double* xy = hs + cols[e].off;
+            const double* tc = t + clique_start_[cols[e].clique];
+            double d = 0;
+            for (int j = 0; j < N; ++j) d += xy[j] * tc[j];
+            for (int i = 0; i < N; ++i) ta[i] -= xy[N + i] * d;
+          }
+        }
+        for (int e = col_one_[a]; e < col_end_[a]; ++e) {
+          const int bq = cols[e].clique, sb = clique_start_[bq], nb = size(bq);
+          const double* blk = hs + cols[e].off;  // nb × n
           for (int j = 0; j < nb; ++j) {
             const double tj = t[sb + j];
             for (int i = 0; i < n; ++i) ta[i] -= blk[j * n + i] * tj;
@@ -588,9 +722,18 @@ class PcgHessian final : public HessianFactor {
         double local[N > 0 ? N : 1];
         double* tmp = N > 0 ? local : tmp_all;
         for (int i = 0; i < n; ++i) tmp[i] = r[s0 + i];
-        for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
-          const int bq = col_[k], sb = clique_start_[bq], nb = size(bq);
-          const double* blk = Hs_.data() + block_offset_[k];
+        if constexpr (N > 0) {
+          for (int e = row_start_[a]; e < row_one_[a]; ++e) {
+            const double* xy = hs + rows[e].off;
+            const double* rb = r + clique_start_[rows[e].clique];
+            double d = 0;
+            for (int j = 0; j < N; ++j) d += xy[N + j] * rb[j];
+            for (int i = 0; i < N; ++i) tmp[i] += xy[i] * d;
+          }
+        }
+        for (int e = row_one_[a]; e < row_end_[a]; ++e) {
+          const int bq = rows[e].clique, sb = clique_start_[bq], nb = size(bq);
+          const double* blk = hs + rows[e].off;
           for (int i = 0; i < n; ++i) {
             double sum = 0;
             for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * r[sb + j];
@@ -708,7 +851,23 @@ class PcgHessian final : public HessianFactor {
   std::vector<size_t> block_offset_;
   std::vector<double> Ho_;                     // coupling blocks H_ab, row-major
   std::vector<double> Cf_, Ci_;  // Cholesky factor C_c of each clique block and C_c⁻¹ (column-major)
-  std::vector<double> Hs_;       // scaled coupling blocks C_a⁻¹ H_ab C_b⁻ᵀ, row-major
+  std::vector<double> Hs_;       // scaled coupling blocks C_a⁻¹ H_ab C_b⁻ᵀ, row-major (rank-one: x, y)
+  // Per coupling block: nothing added yet, one rank-one term −g j jᵀ held
+  // in r1_ (g, j), or dense in Ho_.
+  static constexpr char kEmpty = 0, kRankOne = 1, kDense = 2;
+  std::vector<char> state_;
+  std::vector<double> r1_;
+  bool coupling_dense_ = false;  // every block written out in Ho_ (DenseCoupling)
+  // The sweeps' non-empty blocks of each row clique a (row_entry_ from
+  // row_start_[a]: rank-one ones up to row_one_[a], dense ones up to
+  // row_end_[a]) and of each column clique (col_entry_, col_start_,
+  // col_one_, col_end_): the other clique and the block's offset in Hs_.
+  struct Entry {
+    int clique;
+    int off;
+  };
+  std::vector<Entry> row_entry_, col_entry_;
+  std::vector<int> row_one_, row_end_, col_one_, col_end_;
   std::vector<double> r_, z_, p_, q_, x_, acc_, t_, t_u_;
 };
 
