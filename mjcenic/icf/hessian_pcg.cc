@@ -45,7 +45,8 @@ class PcgHessian final : public HessianFactor {
       offset_[c + 1] = offset_[c] + n * n;
     }
     if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
-    if (Hd_.size() < offset_[ncl]) Hd_.resize(offset_[ncl]);
+    if (Hd_.size() < offset_[ncl]) Hd_.resize(offset_[ncl]), Ha_.resize(offset_[ncl]);
+    a_ready_ = false;  // the model's A may have changed
     if (Cf_.size() < offset_[ncl]) Cf_.resize(offset_[ncl]);
     if (Ci_.size() < offset_[ncl]) Ci_.resize(offset_[ncl]);
     for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_, &t_u_}) v->resize(nv);
@@ -72,21 +73,26 @@ class PcgHessian final : public HessianFactor {
     // Clique blocks of H (column-major, lower triangle) and the coupling
     // blocks (row-major, row clique > column clique).
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
-    std::fill(Hd_.begin(), Hd_.begin() + offset_[ncl], 0.0);
+    // A (block diagonal over the cliques, constant during a solve) entry by
+    // entry at the first assembly after Prepare, then copied.
+    if (!a_ready_) {
+      std::fill(Ha_.begin(), Ha_.begin() + offset_[ncl], 0.0);
+      const std::vector<int>& clique = model.clique_of_dof;
+      for (int i = 0; i < model.nv; ++i) {
+        const int ci = clique[i], s = clique_start_[ci], n = clique_start_[ci + 1] - s;
+        double* B = Ha_.data() + offset_[ci] + static_cast<size_t>(i - s);
+        const int adr = model.M_rowadr[i], nnz = model.M_rownnz[i];
+        for (int k = 0; k < nnz; ++k) B[static_cast<size_t>(model.M_colind[adr + k] - s) * n] += model.M[adr + k];
+        B[static_cast<size_t>(i - s) * n] += model.h * model.D[i] + model.h * model.h * model.K[i];
+      }
+      a_ready_ = true;
+    }
+    std::copy(Ha_.begin(), Ha_.begin() + offset_[ncl], Hd_.begin());
     // Coupling blocks are zeroed when their first term arrives (DenseBlock,
     // AddRankOne): a block no active constraint reaches stays empty and is
     // skipped by the sweeps.
     std::fill(state_.begin(), state_.begin() + row_start_[ncl], kEmpty);
     coupling_dense_ = false;
-    const std::vector<int>& clique = model.clique_of_dof;
-    // A (block diagonal over the cliques) entry by entry.
-    for (int i = 0; i < model.nv; ++i) {
-      const int ci = clique[i], s = clique_start_[ci], n = clique_start_[ci + 1] - s;
-      double* B = Hd_.data() + offset_[ci] + static_cast<size_t>(i - s);
-      const int adr = model.M_rowadr[i], nnz = model.M_rownnz[i];
-      for (int k = 0; k < nnz; ++k) B[static_cast<size_t>(model.M_colind[adr + k] - s) * n] += model.M[adr + k];
-      B[static_cast<size_t>(i - s) * n] += model.h * model.D[i] + model.h * model.h * model.K[i];
-    }
     Dispatch([&](auto NN) { ScatterConstraints<decltype(NN)::value>(model, data); });
     // Each clique block: its Cholesky factor and the factor's inverse.
     bool ok = true;
@@ -149,8 +155,8 @@ class PcgHessian final : public HessianFactor {
     coupling_dense_ = true;
   }
 
-  // True if J (R × 2N, row-major) is [J₀, −J₀]: its last N columns are the
-  // first N negated.
+  // True if the first R rows of J (rows of 2N values) are [J₀, −J₀]: their
+  // last N columns are the first N negated (a rank-one G reads row 0 only).
   template <int R, int N>
   static bool Mirrored(const double* J) {
     for (int r = 0; r < R; ++r)
@@ -196,7 +202,8 @@ class PcgHessian final : public HessianFactor {
         const int* first = col_.data() + row_start_[c1];
         const int* last = col_.data() + row_start_[c1 + 1];
         const size_t k = std::lower_bound(first, last, c0) - col_.data();
-        if (Mirrored<R, N>(J)) {
+        const bool rank_one = RankOneG<R>(G);
+        if (rank_one ? Mirrored<1, N>(J) : Mirrored<R, N>(J)) {
           // J = [J₀, −J₀] (two free particles: the second clique's columns
           // are the first's negated). With S = J₀ᵀ G J₀ summed as
           // CongruenceTerms sums the first clique's terms, the second's are
@@ -204,7 +211,7 @@ class PcgHessian final : public HessianFactor {
           // negation is exact): 9 sums instead of 21.
           // A rank-one G (a frictionless contact) couples the two cliques
           // by −g j jᵀ, j = J₀'s first row: kept as g and j (AddRankOne).
-          if (RankOneG<R>(G)) {
+          if (rank_one) {
             double gJ[N];
             for (int q = 0; q < N; ++q) gJ[q] = G[0] * J[q];
             for (int a = 0; a < N; ++a)
@@ -241,7 +248,7 @@ class PcgHessian final : public HessianFactor {
           else if (b < N) O[(a - N) * N + b] += x;
           else D1[(b - N) * N + (a - N)] += x;
         };
-        if (RankOneG<R>(G)) CongruenceTermsRankOne<2 * N>(J, G, sink);
+        if (rank_one) CongruenceTermsRankOne<2 * N>(J, G, sink);
         else CongruenceTerms<R, 2 * N>(J, G, sink);
         return true;
       }
@@ -575,7 +582,7 @@ class PcgHessian final : public HessianFactor {
         const int bq = col_[k], nb = size(bq);
         const double* Cb = Ci_.data() + offset_[bq];
         double* O = Hs_.data() + block_offset_[k];
-        const Entry entry{bq, static_cast<int>(block_offset_[k])};
+        const Entry entry{N > 0 ? clique_start_[bq] : bq, static_cast<int>(block_offset_[k])};
         if constexpr (N > 0) {
           if (state_[k] == kRankOne) {
             const double* e = r1_.data() + static_cast<size_t>(k) * (N + 1);  // g, j
@@ -621,7 +628,8 @@ class PcgHessian final : public HessianFactor {
       for (int q = col_start_[b]; q < col_start_[b + 1]; ++q) {
         const int k = col_block_[q];
         if (state_[k] == kEmpty) continue;
-        const Entry entry{col_row_[q], static_cast<int>(block_offset_[k])};
+        const int cq = col_row_[q];
+        const Entry entry{N > 0 ? clique_start_[cq] : cq, static_cast<int>(block_offset_[k])};
         if (state_[k] == kRankOne) {
           col_entry_[*en] = col_entry_[*e1];
           col_entry_[(*e1)++] = entry;
@@ -655,6 +663,7 @@ class PcgHessian final : public HessianFactor {
     // clique's sums are kept in a local array (in registers: the stores to
     // `out` cannot alias them). A rank-one block x yᵀ costs x (yᵀ v_b).
     const Entry* rows = row_entry_.data();
+    auto start = [&](int other) { return N > 0 ? other : clique_start_[other]; };
     const Entry* cols = col_entry_.data();
     const double* hs = Hs_.data();
     auto forward = [&](const double* v, double* out) {
@@ -666,14 +675,14 @@ class PcgHessian final : public HessianFactor {
         if constexpr (N > 0) {
           for (int e = row_start_[a]; e < row_one_[a]; ++e) {
             const double* xy = hs + rows[e].off;
-            const double* ob = out + clique_start_[rows[e].clique];
+            const double* ob = out + rows[e].other;
             double d = 0;
             for (int j = 0; j < N; ++j) d += xy[N + j] * ob[j];
             for (int i = 0; i < N; ++i) o[i] -= xy[i] * d;
           }
         }
         for (int e = row_one_[a]; e < row_end_[a]; ++e) {
-          const int bq = rows[e].clique, sb = clique_start_[bq], nb = size(bq);
+          const int sb = start(rows[e].other), nb = N ? N : size(rows[e].other);
           const double* blk = hs + rows[e].off;
           for (int i = 0; i < n; ++i) {
             double sum = 0;
@@ -695,14 +704,14 @@ class PcgHessian final : public HessianFactor {
         if constexpr (N > 0) {
           for (int e = col_start_[a]; e < col_one_[a]; ++e) {  // (x yᵀ)ᵀ t_c = y (xᵀ t_c)
             const double* xy = hs + cols[e].off;
-            const double* tc = t + clique_start_[cols[e].clique];
+            const double* tc = t + cols[e].other;
             double d = 0;
             for (int j = 0; j < N; ++j) d += xy[j] * tc[j];
             for (int i = 0; i < N; ++i) ta[i] -= xy[N + i] * d;
           }
         }
         for (int e = col_one_[a]; e < col_end_[a]; ++e) {
-          const int bq = cols[e].clique, sb = clique_start_[bq], nb = size(bq);
+          const int sb = start(cols[e].other), nb = N ? N : size(cols[e].other);
           const double* blk = hs + cols[e].off;  // nb × n
           for (int j = 0; j < nb; ++j) {
             const double tj = t[sb + j];
@@ -725,14 +734,14 @@ class PcgHessian final : public HessianFactor {
         if constexpr (N > 0) {
           for (int e = row_start_[a]; e < row_one_[a]; ++e) {
             const double* xy = hs + rows[e].off;
-            const double* rb = r + clique_start_[rows[e].clique];
+            const double* rb = r + rows[e].other;
             double d = 0;
             for (int j = 0; j < N; ++j) d += xy[N + j] * rb[j];
             for (int i = 0; i < N; ++i) tmp[i] += xy[i] * d;
           }
         }
         for (int e = row_one_[a]; e < row_end_[a]; ++e) {
-          const int bq = rows[e].clique, sb = clique_start_[bq], nb = size(bq);
+          const int sb = start(rows[e].other), nb = N ? N : size(rows[e].other);
           const double* blk = hs + rows[e].off;
           for (int i = 0; i < n; ++i) {
             double sum = 0;
@@ -844,6 +853,8 @@ class PcgHessian final : public HessianFactor {
   std::vector<int> clique_start_;
   std::vector<size_t> offset_;                 // clique block offsets in Hd_ and L_
   std::vector<double> Hd_, L_;                 // clique blocks of H and their inverses
+  std::vector<double> Ha_;  // clique blocks of A alone (the model's, since Prepare)
+  bool a_ready_ = false;
   std::vector<std::uint64_t> pairs_;           // coupled clique pairs (a << 32 | b), a > b
   std::vector<int> cliques_, row_start_, col_;
   std::vector<int> runs_;  // AssembleAndFactor: starts of a constraint's clique runs
@@ -863,7 +874,7 @@ class PcgHessian final : public HessianFactor {
   // row_end_[a]) and of each column clique (col_entry_, col_start_,
   // col_one_, col_end_): the other clique and the block's offset in Hs_.
   struct Entry {
-    int clique;
+    int other;  // with N-dof cliques (uniform_) its first dof, else its index
     int off;
   };
   std::vector<Entry> row_entry_, col_entry_;
