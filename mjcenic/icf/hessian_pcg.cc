@@ -46,7 +46,8 @@ class PcgHessian final : public HessianFactor {
     }
     if (L_.size() < offset_[ncl]) L_.resize(offset_[ncl]);
     if (Hd_.size() < offset_[ncl]) Hd_.resize(offset_[ncl]), Ha_.resize(offset_[ncl]);
-    a_ready_ = false;  // the model's A may have changed
+    a_ready_ = false;  // the model's A and contacts may have changed
+    contacts_ready_ = false;
     if (Cf_.size() < offset_[ncl]) Cf_.resize(offset_[ncl]);
     if (Ci_.size() < offset_[ncl]) Ci_.resize(offset_[ncl]);
     for (auto* v : {&r_, &z_, &p_, &q_, &x_, &acc_, &t_u_}) v->resize(nv);
@@ -155,6 +156,41 @@ class PcgHessian final : public HessianFactor {
     coupling_dense_ = true;
   }
 
+  // Per contact of the model's contact pool (fixed during a solve): on one
+  // whole N-dof clique (kOne), on two (kPair, and kPairMirrorRow0 /
+  // kPairMirror when J's first row / every row is [J₀, −J₀]) with the
+  // index of their coupling block, or neither (kSkip: the block path).
+  template <int N>
+  void ClassifyContacts(const IcfModel& model) {
+    const ContactPool& pool = model.contacts;
+    const std::vector<int>& clique = model.clique_of_dof;
+    const int n = pool.size();
+    if (static_cast<int>(contact_kind_.size()) < n) contact_kind_.resize(n), contact_block_.resize(n);
+    auto whole = [&](int first) { return first == clique_start_[clique[first]]; };
+    for (int c = 0; c < n; ++c) {
+      const auto dofs = pool.rows.dofs(c);
+      const int nd = static_cast<int>(dofs.size());
+      contact_kind_[c] = kSkip;
+      contact_block_[c] = 0;
+      if (!((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
+            (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))))
+        continue;
+      if (nd == N) {
+        contact_kind_[c] = kOne;
+        continue;
+      }
+      const int c0 = clique[dofs[0]], c1 = clique[dofs[N]];
+      const int* first = col_.data() + row_start_[c1];
+      const int* last = col_.data() + row_start_[c1 + 1];
+      contact_block_[c] = static_cast<int>(std::lower_bound(first, last, c0) - col_.data());
+      const double* J = pool.rows.J(c);
+      contact_kind_[c] = Mirrored<3, N>(J)   ? kPairMirror
+                         : Mirrored<1, N>(J) ? kPairMirrorRow0
+                                             : kPair;
+    }
+    contacts_ready_ = true;
+  }
+
   // True if the first R rows of J (rows of 2N values) are [J₀, −J₀]: their
   // last N columns are the first N negated (a rank-one G reads row 0 only).
   template <int R, int N>
@@ -180,15 +216,26 @@ class PcgHessian final : public HessianFactor {
     // A contact on one or two whole N-dof cliques (particles): its terms go
     // straight into the clique and coupling blocks (CongruenceTerms, the
     // same values in the same order as through the block).
+    // The contact pool's kinds and blocks are those ClassifyContacts found
+    // for this solve; another pool of three-row constraints is checked here.
+    if constexpr (N > 0 && 2 * N <= 64)
+      if (!contacts_ready_) ClassifyContacts<N>(model);
     auto direct = [&](const auto& pool, int c, const double* G, const auto& dofs) {
       constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      constexpr bool kContacts = std::is_same_v<std::remove_cvref_t<decltype(pool)>, ContactPool>;
       if constexpr (R != 3 || N == 0 || 2 * N > 64) {
         return false;
       } else {
         const int nd = static_cast<int>(dofs.size());
-        if (!((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
-              (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))))
+        std::uint8_t kind = kSkip;
+        if constexpr (kContacts) {
+          kind = contact_kind_[c];
+          if (kind == kSkip) return false;
+        } else if (!((nd == N || nd == 2 * N) && whole(dofs[0]) &&
+                     dofs[N - 1] == dofs[0] + N - 1 &&
+                     (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1)))) {
           return false;
+        }
         const double* J = pool.rows.J(c);
         double* D0 = Hd_.data() + offset_[clique[dofs[0]]];
         if (nd == N) {
@@ -199,11 +246,19 @@ class PcgHessian final : public HessianFactor {
         }
         const int c0 = clique[dofs[0]], c1 = clique[dofs[N]];
         double* D1 = Hd_.data() + offset_[c1];
-        const int* first = col_.data() + row_start_[c1];
-        const int* last = col_.data() + row_start_[c1 + 1];
-        const size_t k = std::lower_bound(first, last, c0) - col_.data();
         const bool rank_one = RankOneG<R>(G);
-        if (rank_one ? Mirrored<1, N>(J) : Mirrored<R, N>(J)) {
+        size_t k;
+        bool mirrored;
+        if constexpr (kContacts) {
+          k = contact_block_[c];
+          mirrored = rank_one ? kind >= kPairMirrorRow0 : kind == kPairMirror;
+        } else {
+          const int* first = col_.data() + row_start_[c1];
+          const int* last = col_.data() + row_start_[c1 + 1];
+          k = std::lower_bound(first, last, c0) - col_.data();
+          mirrored = rank_one ? Mirrored<1, N>(J) : Mirrored<R, N>(J);
+        }
+        if (mirrored) {
           // J = [J₀, −J₀] (two free particles: the second clique's columns
           // are the first's negated). With S = J₀ᵀ G J₀ summed as
           // CongruenceTerms sums the first clique's terms, the second's are
@@ -855,6 +910,10 @@ class PcgHessian final : public HessianFactor {
   std::vector<double> Hd_, L_;                 // clique blocks of H and their inverses
   std::vector<double> Ha_;  // clique blocks of A alone (the model's, since Prepare)
   bool a_ready_ = false;
+  static constexpr std::uint8_t kSkip = 0, kOne = 1, kPair = 2, kPairMirrorRow0 = 3, kPairMirror = 4;
+  std::vector<std::uint8_t> contact_kind_;  // ClassifyContacts, since Prepare
+  std::vector<int> contact_block_;
+  bool contacts_ready_ = false;
   std::vector<std::uint64_t> pairs_;           // coupled clique pairs (a << 32 | b), a > b
   std::vector<int> cliques_, row_start_, col_;
   std::vector<int> runs_;  // AssembleAndFactor: starts of a constraint's clique runs
