@@ -721,7 +721,11 @@ class PcgHessian final : public HessianFactor {
     auto start = [&](int other) { return N > 0 ? other : clique_start_[other]; };
     const Entry* cols = col_entry_.data();
     const double* hs = Hs_.data();
-    auto forward = [&](const double* v, double* out) {
+    // With kDot also pᵀ(out + t), the iteration's pᵀ K p̂ (K p̂ = t + out),
+    // summed in dof order as a separate pass would.
+    auto forward = [&](const double* v, double* out, auto dot) {
+      constexpr bool kDot = decltype(dot)::value;
+      double pq = 0;
       for (int a = 0; a < ncl; ++a) {
         const int s0 = clique_start_[a], n = size(a);
         double local[N > 0 ? N : 1];
@@ -747,7 +751,10 @@ class PcgHessian final : public HessianFactor {
         }
         if constexpr (N > 0)
           for (int i = 0; i < N; ++i) out[s0 + i] = local[i];
+        if constexpr (kDot)
+          for (int i = 0; i < n; ++i) pq += p[s0 + i] * (o[i] + t[s0 + i]);
       }
+      return pq;
     };
     // t = Ẽ⁻ᵀ v (backward sweep, gathered by column) and u = v − t.
     auto backward = [&](const double* v) {
@@ -827,7 +834,7 @@ class PcgHessian final : public HessianFactor {
     for (int i = 0; i < nv; ++i) xs[i] = 0;
     iterations_ = 0;
     const double stop = tolerance_ * tolerance_ * bb;
-    forward(u, r);  // r̂ = Ẽ⁻¹ S b
+    forward(u, r, std::false_type{});  // r̂ = Ẽ⁻¹ S b
     double rz = 0;
     for (int i = 0; i < nv; ++i) {
       p[i] = r[i];
@@ -837,19 +844,15 @@ class PcgHessian final : public HessianFactor {
     bool known = true, check_each = false;
     double ratio = rz > 0 ? bb / rz : 1.0;  // ‖r‖² / ‖r̂‖² at the last check
     while (!(known && rr <= stop) && iterations_ < max_iterations_) {
-      backward(p);    // t = Ẽ⁻ᵀ p̂, u = p̂ − t
-      forward(u, q);  // q = Ẽ⁻¹ u
-      double pq = 0;
-      for (int i = 0; i < nv; ++i) {
-        q[i] += t[i];  // K p̂ = t + Ẽ⁻¹(p̂ − t)
-        pq += p[i] * q[i];
-      }
+      backward(p);  // t = Ẽ⁻ᵀ p̂, u = p̂ − t
+      // q = Ẽ⁻¹ u; K p̂ = t + Ẽ⁻¹(p̂ − t) = q + t, and pᵀ K p̂.
+      const double pq = forward(u, q, std::true_type{});
       if (!(pq > 0)) break;  // not positive definite along p (or breakdown): keep x
       const double alpha = rz / pq;
       double rz_new = 0;
       for (int i = 0; i < nv; ++i) {
         xs[i] += alpha * t[i];
-        r[i] -= alpha * q[i];
+        r[i] -= alpha * (q[i] + t[i]);
         rz_new += r[i] * r[i];
       }
       ++iterations_;
