@@ -24,7 +24,10 @@ namespace {
 // particles), where a sparse Cholesky fills in. AssembleAndFactor stores H
 // block-sparse over cliques: a dense block per clique (and its inverse) and
 // a dense block per pair of cliques coupled by a constraint, taken from the
-// same J_iᵀ G_i J_i blocks the direct kinds assemble. CG runs in split form on
+// same J_iᵀ G_i J_i blocks the direct kinds assemble; a coupling block whose
+// only term is one frictionless contact (−g j jᵀ) is kept rank-one, one that
+// no active constraint reaches is left out (cenic-math §8.4, "Rank-one
+// coupling blocks"). CG runs in split form on
 // the block-scaled system (one backward and one forward sweep per iteration,
 // cenic-math §8.4). A Solve bound to a newer iterate than the
 // assembly (Hessian reuse) multiplies matrix-free by the current H instead.
