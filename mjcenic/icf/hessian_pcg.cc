@@ -480,7 +480,8 @@ class PcgHessian final : public HessianFactor {
     // (Offsets are stored as int in the sweeps' entries.)
     if (off > static_cast<size_t>(std::numeric_limits<int>::max()))
       throw std::length_error("pcg: coupling blocks exceed 2^31 values");
-    if (state_.size() < np) state_.resize(np);
+    if (state_.size() < np) state_.resize(np), listed_.resize(np);
+    lists_ok_ = false;
     if (uniform_ > 0 && r1_.size() < np * (uniform_ + 1)) r1_.resize(np * (uniform_ + 1));
     if (row_entry_.size() < np) row_entry_.resize(np), col_entry_.resize(np);
     if (static_cast<int>(row_one_.size()) < ncl)
@@ -629,11 +630,19 @@ class PcgHessian final : public HessianFactor {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
     double* W = t_.data();  // scratch ≥ widest² (Prepare)
+    // The lists depend only on the blocks' states: kept while they are those
+    // of the last build (same pattern, e.g. the later Newton iterations of a
+    // solve once the active contacts settle).
+    const size_t np = static_cast<size_t>(row_start_[ncl]);
+    const bool keep = lists_ok_ && std::equal(state_.begin(), state_.begin() + np, listed_.begin());
+    if (!keep) std::copy(state_.begin(), state_.begin() + np, listed_.begin());
+    lists_ok_ = true;
     for (int a = 0; a < ncl; ++a) {
       const int na = size(a);
       const double* Ca = Ci_.data() + offset_[a];  // (i, m) at Ca[m * na + i], m ≤ i
-      int* e1 = row_one_.data() + a;
-      int* en = row_end_.data() + a;
+      int dummy1, dummy2;
+      int* e1 = keep ? &dummy1 : row_one_.data() + a;
+      int* en = keep ? &dummy2 : row_end_.data() + a;
       *e1 = *en = row_start_[a];
       for (int k = row_start_[a]; k < row_start_[a + 1]; ++k) {
         if (state_[k] == kEmpty) continue;
@@ -654,13 +663,15 @@ class PcgHessian final : public HessianFactor {
               O[N + i] = y;
             }
             // Rank-one entries first: move the first dense one behind.
-            row_entry_[*en] = row_entry_[*e1];
-            row_entry_[(*e1)++] = entry;
-            ++*en;
+            if (!keep) {
+              row_entry_[*en] = row_entry_[*e1];
+              row_entry_[(*e1)++] = entry;
+              ++*en;
+            }
             continue;
           }
         }
-        row_entry_[(*en)++] = entry;
+        if (!keep) row_entry_[(*en)++] = entry;
         const double* H = Ho_.data() + block_offset_[k];  // na × nb
         // W = H C_b⁻ᵀ: W(i, j) = Σ_{l ≤ j} H(i, l) C_b⁻¹(j, l).
         for (int i = 0; i < na; ++i)
@@ -678,6 +689,7 @@ class PcgHessian final : public HessianFactor {
           }
       }
     }
+    if (keep) return;
     // By column clique (rows ascending within each kind).
     for (int b = 0; b < ncl; ++b) {
       int* e1 = col_one_.data() + b;
@@ -932,6 +944,8 @@ class PcgHessian final : public HessianFactor {
   // in r1_ (g, j), or dense in Ho_.
   static constexpr char kEmpty = 0, kRankOne = 1, kDense = 2;
   std::vector<char> state_;
+  std::vector<char> listed_;  // the states the sweeps' lists were built for
+  bool lists_ok_ = false;     // (false: none since the pattern was built)
   std::vector<double> r1_;
   bool coupling_dense_ = false;  // every block written out in Ho_ (DenseCoupling)
   // The sweeps' non-empty blocks of each row clique a (row_entry_ from
