@@ -38,8 +38,11 @@ using test_util::ModelPtr;
 constexpr int kSide = 7;  // 7 x 7 x 7 balls, 3 slide dofs each
 
 // Balls of radius 0.02 m on a 0.039 m grid (1 mm overlap with each
-// neighbour), the bottom layer 1 mm into the floor.
-ModelPtr Pile() {
+// neighbour), the bottom layer 1 mm into the floor. condim 1: frictionless
+// contacts (G = g e₀e₀ᵀ, rank one), and two balls with a second sphere geom
+// (frictionless on one, with friction on the other), so that the coupling
+// blocks of their neighbour pairs hold two contacts.
+ModelPtr Pile(int condim = 3) {
   std::string xml = R"(<mujoco><option timestep="0.005"/><worldbody>
     <geom type="plane" size="1 1 0.1"/>)";
   char buf[400];
@@ -49,9 +52,14 @@ ModelPtr Pile() {
         std::snprintf(buf, sizeof(buf),
                       R"(<body pos="%g %g %g"><joint type="slide" axis="1 0 0"/>
                       <joint type="slide" axis="0 1 0"/><joint type="slide" axis="0 0 1"/>
-                      <geom type="sphere" size="0.02" mass="0.05"/></body>)",
-                      0.039 * i, 0.039 * j, 0.019 + 0.039 * k);
+                      <geom type="sphere" size="0.02" mass="0.05" condim="%d"/>)",
+                      0.039 * i, 0.039 * j, 0.019 + 0.039 * k, condim);
         xml += buf;
+        const bool twice = condim == 1 && i == j && j == k && (i == 0 || i == 3);
+        if (twice)
+          xml += i == 0 ? R"(<geom type="sphere" size="0.02" mass="0.01" condim="1"/>)"
+                        : R"(<geom type="sphere" size="0.02" mass="0.01" condim="3"/>)";
+        xml += "</body>";
       }
   xml += "</worldbody></mujoco>";
   std::string err;
@@ -61,10 +69,9 @@ ModelPtr Pile() {
 }
 
 // The ICF problem of the pile's first step.
-const IcfModel& PileProblem() {
-  static const IcfModel* problem = [] {
+IcfModel* MakePileProblem(int condim) {
     auto* p = new IcfModel;
-    ModelPtr m = Pile();
+    ModelPtr m = Pile(condim);
     if (!m) return p;
     DataPtr d(mj_makeData(m.get()));
     mj_forward(m.get(), d.get());
@@ -76,7 +83,17 @@ const IcfModel& PileProblem() {
     EXPECT_TRUE((*s)->Step(d.get()).ok());
     *p = (*s)->last_problem();
     return p;
-  }();
+}
+
+const IcfModel& PileProblem() {
+  static const IcfModel* problem = MakePileProblem(3);
+  return *problem;
+}
+
+// The frictionless pile (condim 1): every ball–ball coupling block is the
+// rank-one −g j jᵀ of one contact, except the two explicit pairs' blocks.
+const IcfModel& FrictionlessPileProblem() {
+  static const IcfModel* problem = MakePileProblem(1);
   return *problem;
 }
 
@@ -94,8 +111,7 @@ TEST(Pcg, AutoChoosesItForOneLargeIslandOfSmallTrees) {
   EXPECT_EQ(icf::ChooseLinearSolver(m, LinearSolverKind::kAuto), LinearSolverKind::kPcg);
 }
 
-TEST(Pcg, DirectionSolvesTheNewtonSystem) {
-  const IcfModel& m = PileProblem();
+void ExpectDirectionSolvesTheNewtonSystem(const IcfModel& m) {
   ASSERT_GT(m.nv, 0);
   IcfSolver solver;
   // Dense reference direction and H at v0.
@@ -129,6 +145,33 @@ TEST(Pcg, DirectionSolvesTheNewtonSystem) {
       EXPECT_LT(RelDiff(w_dense, w), 1e-9);
     }
   }
+}
+
+TEST(Pcg, DirectionSolvesTheNewtonSystem) { ExpectDirectionSolvesTheNewtonSystem(PileProblem()); }
+
+// Rank-one coupling blocks (cenic-math §8.4): the frictionless pile, with
+// two blocks of two contacts each, has the dense direction too.
+TEST(Pcg, RankOneCouplingBlocksSolveTheNewtonSystem) {
+  const IcfModel& m = FrictionlessPileProblem();
+  ASSERT_EQ(m.nv, 3 * kSide * kSide * kSide);
+  IcfSolver solver;
+  solver.Evaluate(m, m.v0.data());
+  // Closed ball–ball contacts with a rank-one G, and the second geoms'
+  // contacts (4 of ball (0,0,0), 6 of ball (3,3,3)) beyond one per
+  // neighbour pair and floor ball.
+  int rank_one = 0, with_friction = 0;
+  for (int c = 0; c < m.contacts.size(); ++c) {
+    const double* G = solver.data().contacts.G.data() + 9 * c;
+    bool zero = true, one = G[0] != 0;
+    for (int q = 1; q < 9; ++q) zero = zero && G[q] == 0, one = one && G[q] == 0;
+    rank_one += one;
+    with_friction += !zero && !one;
+  }
+  std::printf("  frictionless pile: %d contacts, %d closed with rank-one G, %d with friction\n",
+              m.contacts.size(), rank_one, with_friction);
+  EXPECT_GE(rank_one, 3 * kSide * kSide * (kSide - 1) / 2);
+  EXPECT_GE(m.contacts.size(), 3 * kSide * kSide * (kSide - 1) + kSide * kSide + 10);
+  ExpectDirectionSolvesTheNewtonSystem(m);
 }
 
 TEST(Pcg, SolvesReachTheSparseSolversVelocities) {
@@ -238,11 +281,7 @@ int TextbookSgsIterations(const IcfModel& m, const Eigen::MatrixXd& H, const Eig
   return ReferencePcgIterations(H, b, tol, precondition, x);
 }
 
-TEST(Pcg, SplitFormTakesTheTextbookIterates) {
-  // The split form (CG on E⁻¹HE⁻ᵀ, §8.4) has the iterates of the textbook
-  // preconditioned CG in exact arithmetic: the same iteration count to each
-  // tolerance and the same direction up to round-off.
-  const IcfModel& m = PileProblem();
+void ExpectTextbookIterates(const IcfModel& m) {
   ASSERT_GT(m.nv, 0);
   IcfSolver solver;
   const Eigen::MatrixXd H = solver.Hessian(m, m.v0.data());
@@ -262,6 +301,15 @@ TEST(Pcg, SplitFormTakesTheTextbookIterates) {
     EXPECT_LE((H * w - b).norm(), tol * b.norm());
     EXPECT_LT(RelDiff(w_ref, w), 1e-9);
   }
+}
+
+// The split form (CG on E⁻¹HE⁻ᵀ, §8.4) has the iterates of the textbook
+// preconditioned CG in exact arithmetic: the same iteration count to each
+// tolerance and the same direction up to round-off; also with rank-one
+// coupling blocks swept as x (yᵀ v).
+TEST(Pcg, SplitFormTakesTheTextbookIterates) { ExpectTextbookIterates(PileProblem()); }
+TEST(Pcg, SplitFormWithRankOneBlocksTakesTheTextbookIterates) {
+  ExpectTextbookIterates(FrictionlessPileProblem());
 }
 
 TEST(Pcg, ForcingCutsConjugateGradientIterationsNotTheSolution) {
@@ -291,10 +339,7 @@ TEST(Pcg, ForcingCutsConjugateGradientIterationsNotTheSolution) {
   EXPECT_LE(st1.iterations, st0.iterations + 2);
 }
 
-TEST(Pcg, HessianReuseMultipliesByTheCurrentHessian) {
-  // Assembled at v0, then bound to a later iterate (what Hessian reuse
-  // does): the product must be that iterate's H, not the assembled one.
-  const IcfModel& m = PileProblem();
+void ExpectReuseMultipliesByTheCurrentHessian(const IcfModel& m) {
   ASSERT_GT(m.nv, 0);
   SolverOptions os;
   os.linear_solver = LinearSolverKind::kSparse;
@@ -322,6 +367,16 @@ TEST(Pcg, HessianReuseMultipliesByTheCurrentHessian) {
               r1);
   EXPECT_LE(r0, tol);
   EXPECT_LE(r1, tol);
+}
+
+// Assembled at v0, then bound to a later iterate (what Hessian reuse does):
+// the product must be that iterate's H, not the assembled one; the textbook
+// form's preconditioner then has the rank-one blocks written out densely.
+TEST(Pcg, HessianReuseMultipliesByTheCurrentHessian) {
+  ExpectReuseMultipliesByTheCurrentHessian(PileProblem());
+}
+TEST(Pcg, HessianReuseWithRankOneBlocks) {
+  ExpectReuseMultipliesByTheCurrentHessian(FrictionlessPileProblem());
 }
 
 TEST(Pcg, FixedModePileNeedsFewNewtonIterations) {
