@@ -198,7 +198,9 @@ class LowRankHessian final : public HessianFactor {
           const int kb = static_cast<int>(by_clique_[b] >> 32);
           const double* yb = Y_.data() + seg_off_[by_clique_[b] & 0xffffffffu];
           double s = 0;
-          for (int q = 0; q < w; ++q) s += va[q] * yb[q];
+          WithWidth(w, [&](auto W) {
+            for (int q = 0; q < W; ++q) s += va[q] * yb[q];
+          });
           C(ka, kb) += s;
         }
       }
@@ -218,7 +220,10 @@ class LowRankHessian final : public HessianFactor {
         for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
           const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
           const double* v = V_.data() + seg_off_[sg];
-          for (int q = 0; q < w; ++q) s += v[q] * z_[s0 + q];
+          const double* z = z_.data() + s0;
+          WithWidth(w, [&](auto W) {
+            for (int q = 0; q < W; ++q) s += v[q] * z[q];
+          });
         }
         t_[k] = s;
       }
@@ -227,7 +232,11 @@ class LowRankHessian final : public HessianFactor {
         for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
           const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
           const double* y = Y_.data() + seg_off_[sg];
-          for (int q = 0; q < w; ++q) z_[s0 + q] -= t_[k] * y[q];
+          double* z = z_.data() + s0;
+          const double tk = t_[k];
+          WithWidth(w, [&](auto W) {
+            for (int q = 0; q < W; ++q) z[q] -= tk * y[q];
+          });
         }
     }
     std::copy(z_.begin(), z_.begin() + n_, x);
@@ -260,6 +269,14 @@ class LowRankHessian final : public HessianFactor {
   template <class T>
   static void Grow(std::vector<T>* v, size_t n) {
     if (v->size() < n) v->resize(n);
+  }
+  // f(w) with w a compile-time constant for a free body's 6 dofs (the same
+  // loop, unrolled: a run-time trip count of 6 costs more in the
+  // vectorizer's checks than in products, cenic-math §8.9), else the int.
+  template <class F>
+  static void WithWidth(int w, F&& f) {
+    if (w == 6) f(std::integral_constant<int, 6>());
+    else f(w);
   }
   // y ← B_c⁻¹ y on clique c's factored block.
   void BlockSolve(int c, double* y) const {
