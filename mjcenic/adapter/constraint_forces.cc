@@ -140,23 +140,36 @@ void ConstraintForces::EncodeContact(const mjContact& con, bool pyramidal, doubl
     // Inside MuJoCo's pyramid: Σ |f_j| / μ_j ≤ f_n over the friction
     // components (the ICF bounds are separate: a round sliding cone and
     // separate torque bounds).
+    // q_j = |f_j|/μ_j, one division per direction: the same quotient serves
+    // the bound, the slack and t_j = f_j/μ_j = ±q_j (a quotient's magnitude
+    // does not depend on the signs), recomputed only after a scaling
+    // (cenic-math §8.9).
+    double q[5] = {0, 0, 0, 0, 0};
     double l1 = 0;
-    for (int j = 1; j < dim; ++j)
-      l1 += con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
-    if (l1 > f[0] && l1 > 0)
+    for (int j = 1; j < dim; ++j) {
+      q[j - 1] = con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
+      l1 += q[j - 1];
+    }
+    const bool scaled = l1 > f[0] && l1 > 0;
+    if (scaled)
       for (int j = 1; j < dim; ++j) f[j] *= f[0] / l1;
     // Edge pairs (2j, 2j+1) carry a_j = |f_j|/μ_j plus an equal share of
     // the slack, so that all edges are ≥ 0 and MuJoCo's decoding returns
     // f_n = Σ edges and f_j = μ_j (e_2j − e_2j+1).
     double used = 0;
     for (int j = 1; j < dim; ++j) {
-      if (!(con.friction[j - 1] > 0)) f[j] = 0;
-      else used += std::abs(f[j]) / con.friction[j - 1];
+      if (!(con.friction[j - 1] > 0)) {
+        f[j] = 0;
+        q[j - 1] = 0;
+      } else {
+        if (scaled) q[j - 1] = std::abs(f[j]) / con.friction[j - 1];
+        used += q[j - 1];
+      }
     }
     const double share = std::max(f[0] - used, 0.0) / (dim - 1);
     for (int j = 1; j < dim; ++j) {
-      const double t = f[j] != 0 ? f[j] / con.friction[j - 1] : 0.0;
-      const double a = std::abs(t) + share;
+      const double t = f[j] != 0 ? std::copysign(q[j - 1], f[j]) : 0.0;
+      const double a = q[j - 1] + share;  // |t| + share
       d->efc_force[con.efc_address + 2 * (j - 1)] = 0.5 * (a + t);
       d->efc_force[con.efc_address + 2 * (j - 1) + 1] = 0.5 * (a - t);
     }

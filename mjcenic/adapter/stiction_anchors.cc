@@ -14,6 +14,8 @@ void ToBody(const mjData* d, int b, const double* x, bool point, double* out) {
   for (int i = 0; i < 3; ++i) y[i] = x[i] - (point ? p[i] : 0.0);
   for (int i = 0; i < 3; ++i) out[i] = R[i] * y[0] + R[3 + i] * y[1] + R[6 + i] * y[2];
 }
+// mju_dot3's sum, (a₀b₀ + a₁b₁) + a₂b₂, inline (no call into libmujoco per contact).
+inline double Dot3(const double* a, const double* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 void FromBody(const mjData* d, int b, const double* x, double* out) {
   const double* R = d->xmat + 9 * b;
   for (int i = 0; i < 3; ++i) out[i] = R[3 * i] * x[0] + R[3 * i + 1] * x[1] + R[3 * i + 2] * x[2];
@@ -77,8 +79,8 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
     if (a) {
       double bw[3];
       FromBody(d, body, a->beta, bw);
-      b1 = mju_dot3(rec.frame + 3, bw);
-      b2 = mju_dot3(rec.frame + 6, bw);
+      b1 = Dot3(rec.frame + 3, bw);
+      b2 = Dot3(rec.frame + 6, bw);
     }
     if (advance) {
       // β += (J v_slip)_t / ε̄, |β| ≤ κ, with ε̄ (§4.6) of the solve that
