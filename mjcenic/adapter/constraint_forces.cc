@@ -166,7 +166,10 @@ void ConstraintForces::EncodeContact(const mjContact& con, bool pyramidal, doubl
         used += q[j - 1];
       }
     }
-    const double share = std::max(f[0] - used, 0.0) / (dim - 1);
+    // x/2 and x·0.5 are the same rounding of the same number: condim 3 saves
+    // the division.
+    const double slack = std::max(f[0] - used, 0.0);
+    const double share = dim == 3 ? slack * 0.5 : slack / (dim - 1);
     for (int j = 1; j < dim; ++j) {
       const double t = f[j] != 0 ? std::copysign(q[j - 1], f[j]) : 0.0;
       const double a = q[j - 1] + share;  // |t| + share
