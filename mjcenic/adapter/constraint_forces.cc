@@ -91,12 +91,24 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
   }
   used_.assign(nrec, 0);
   const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
+  // The pair's first record (lower bound): d's contacts mostly come in the
+  // records' pair order, so the last contact's range start (the same pair) or
+  // end (the next pair) usually is it; p is the bound iff the key before it
+  // is below k and the one at it is not (cenic-math §8.9).
+  int hint[2] = {0, 0};
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.efc_address < 0 || con.exclude != 0) continue;
     const unsigned long long k = pair_key(con.geom[0], con.geom[1]);
-    int pos = static_cast<int>(std::lower_bound(sorted_keys_.begin(), sorted_keys_.begin() + nrec, k) -
-                               sorted_keys_.begin());
+    auto is_bound = [&](int p) {
+      return p <= nrec && (p == 0 || sorted_keys_[p - 1] < k) && (p == nrec || sorted_keys_[p] >= k);
+    };
+    int pos = is_bound(hint[0])   ? hint[0]
+              : is_bound(hint[1]) ? hint[1]
+                                  : static_cast<int>(std::lower_bound(sorted_keys_.begin(),
+                                                                      sorted_keys_.begin() + nrec, k) -
+                                                     sorted_keys_.begin());
+    hint[0] = pos;
     int best = -1;
     double best_d2 = 0;
     for (; pos < nrec && sorted_keys_[pos] == k; ++pos) {
@@ -106,6 +118,7 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
       for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);
       if (best < 0 || d2 < best_d2) best = *it, best_d2 = d2;
     }
+    hint[1] = pos;
     if (best < 0) continue;
     used_[best] = 1;
     // Force on geom 2 relative to geom 1 in world coordinates: frameᵀ γ / h
