@@ -91,12 +91,24 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
   }
   used_.assign(nrec, 0);
   const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
+  // The pair's first record (lower bound): d's contacts mostly come in the
+  // records' pair order, so the last contact's range start (the same pair) or
+  // end (the next pair) usually is it; p is the bound iff the key before it
+  // is below k and the one at it is not (cenic-math §8.9).
+  int hint[2] = {0, 0};
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.efc_address < 0 || con.exclude != 0) continue;
     const unsigned long long k = pair_key(con.geom[0], con.geom[1]);
-    int pos = static_cast<int>(std::lower_bound(sorted_keys_.begin(), sorted_keys_.begin() + nrec, k) -
-                               sorted_keys_.begin());
+    auto is_bound = [&](int p) {
+      return p <= nrec && (p == 0 || sorted_keys_[p - 1] < k) && (p == nrec || sorted_keys_[p] >= k);
+    };
+    int pos = is_bound(hint[0])   ? hint[0]
+              : is_bound(hint[1]) ? hint[1]
+                                  : static_cast<int>(std::lower_bound(sorted_keys_.begin(),
+                                                                      sorted_keys_.begin() + nrec, k) -
+                                                     sorted_keys_.begin());
+    hint[0] = pos;
     int best = -1;
     double best_d2 = 0;
     for (; pos < nrec && sorted_keys_[pos] == k; ++pos) {
@@ -106,6 +118,7 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
       for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);
       if (best < 0 || d2 < best_d2) best = *it, best_d2 = d2;
     }
+    hint[1] = pos;
     if (best < 0) continue;
     used_[best] = 1;
     // Force on geom 2 relative to geom 1 in world coordinates: frameᵀ γ / h
@@ -140,23 +153,39 @@ void ConstraintForces::EncodeContact(const mjContact& con, bool pyramidal, doubl
     // Inside MuJoCo's pyramid: Σ |f_j| / μ_j ≤ f_n over the friction
     // components (the ICF bounds are separate: a round sliding cone and
     // separate torque bounds).
+    // q_j = |f_j|/μ_j, one division per direction: the same quotient serves
+    // the bound, the slack and t_j = f_j/μ_j = ±q_j (a quotient's magnitude
+    // does not depend on the signs), recomputed only after a scaling
+    // (cenic-math §8.9).
+    double q[5] = {0, 0, 0, 0, 0};
     double l1 = 0;
-    for (int j = 1; j < dim; ++j)
-      l1 += con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
-    if (l1 > f[0] && l1 > 0)
+    for (int j = 1; j < dim; ++j) {
+      q[j - 1] = con.friction[j - 1] > 0 ? std::abs(f[j]) / con.friction[j - 1] : 0;
+      l1 += q[j - 1];
+    }
+    const bool scaled = l1 > f[0] && l1 > 0;
+    if (scaled)
       for (int j = 1; j < dim; ++j) f[j] *= f[0] / l1;
     // Edge pairs (2j, 2j+1) carry a_j = |f_j|/μ_j plus an equal share of
     // the slack, so that all edges are ≥ 0 and MuJoCo's decoding returns
     // f_n = Σ edges and f_j = μ_j (e_2j − e_2j+1).
     double used = 0;
     for (int j = 1; j < dim; ++j) {
-      if (!(con.friction[j - 1] > 0)) f[j] = 0;
-      else used += std::abs(f[j]) / con.friction[j - 1];
+      if (!(con.friction[j - 1] > 0)) {
+        f[j] = 0;
+        q[j - 1] = 0;
+      } else {
+        if (scaled) q[j - 1] = std::abs(f[j]) / con.friction[j - 1];
+        used += q[j - 1];
+      }
     }
-    const double share = std::max(f[0] - used, 0.0) / (dim - 1);
+    // x/2 and x·0.5 are the same rounding of the same number: condim 3 saves
+    // the division.
+    const double slack = std::max(f[0] - used, 0.0);
+    const double share = dim == 3 ? slack * 0.5 : slack / (dim - 1);
     for (int j = 1; j < dim; ++j) {
-      const double t = f[j] != 0 ? f[j] / con.friction[j - 1] : 0.0;
-      const double a = std::abs(t) + share;
+      const double t = f[j] != 0 ? std::copysign(q[j - 1], f[j]) : 0.0;
+      const double a = q[j - 1] + share;  // |t| + share
       d->efc_force[con.efc_address + 2 * (j - 1)] = 0.5 * (a + t);
       d->efc_force[con.efc_address + 2 * (j - 1) + 1] = 0.5 * (a - t);
     }

@@ -711,6 +711,13 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
   const bool refsafe = !Disabled(m, mjDSBL_REFSAFE);
   const double g_ref = ReferenceGravity(m);
   const double omega_max = OmegaMax(m);
+  // The last contact's inputs and outputs of the solref/solimp mapping.
+  struct {
+    int b1, b2, dim;
+    double mu, solref[2], solimp[5];
+    double m_c, lambda, k_map, d_map;
+  } prev;
+  bool have_prev = false;
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.exclude != 0 && con.exclude != 1) continue;
@@ -749,13 +756,33 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
                      std::back_inserter(dofs_));
     }
     if (dofs_.empty()) continue;
-    // Stiffness and dissipation from solref/solimp (mapping §5.7).
+    // Stiffness and dissipation from solref/solimp (mapping §5.7). The
+    // mapping's inputs are a function of solref, solimp, the two bodies, dim
+    // and μ (the options are the call's): a contact whose values equal the
+    // previous contact's (the points of one geom pair, the geoms of one body
+    // pair) takes its m_c, λ, k and d without forming the key again
+    // (cenic-math §8.9; the same values, so the same bits).
     const double mu = con.dim > 1 ? con.friction[0] : 0.0;
-    double key[11];
-    ContactKey(m, con, key);
-    const double m_c = key[7], lambda = key[8];
-    double k_map, d_map;
-    MappedContact(key, omega_max, &k_map, &d_map);
+    if (!(have_prev && b1 == prev.b1 && b2 == prev.b2 && con.dim == prev.dim &&
+          std::memcmp(&mu, &prev.mu, sizeof(double)) == 0 &&
+          std::memcmp(con.solref, prev.solref, sizeof(prev.solref)) == 0 &&
+          std::memcmp(con.solimp, prev.solimp, sizeof(prev.solimp)) == 0)) {
+      double key[11];
+      ContactKey(m, con, key);
+      prev.m_c = key[7];
+      prev.lambda = key[8];
+      MappedContact(key, omega_max, &prev.k_map, &prev.d_map);
+      prev.b1 = b1;
+      prev.b2 = b2;
+      prev.dim = con.dim;
+      prev.mu = mu;
+      std::copy(con.solref, con.solref + 2, prev.solref);
+      std::copy(con.solimp, con.solimp + 5, prev.solimp);
+      have_prev = true;
+    }
+    const double m_c = prev.m_c, lambda = prev.lambda;
+    double k_map = prev.k_map;
+    const double d_map = prev.d_map;
     if (contact_.stiffening && con.dist - con.includemargin < 0) {
       // Deeper than nominal: MuJoCo's secant stiffness at the current depth.
       const double x = con.includemargin - con.dist;

@@ -14,6 +14,8 @@ void ToBody(const mjData* d, int b, const double* x, bool point, double* out) {
   for (int i = 0; i < 3; ++i) y[i] = x[i] - (point ? p[i] : 0.0);
   for (int i = 0; i < 3; ++i) out[i] = R[i] * y[0] + R[3 + i] * y[1] + R[6 + i] * y[2];
 }
+// mju_dot3's sum, (a₀b₀ + a₁b₁) + a₂b₂, inline (no call into libmujoco per contact).
+inline double Dot3(const double* a, const double* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 void FromBody(const mjData* d, int b, const double* x, double* out) {
   const double* R = d->xmat + 9 * b;
   for (int i = 0; i < 3; ++i) out[i] = R[3 * i] * x[0] + R[3 * i + 1] * x[1] + R[3 * i + 2] * x[2];
@@ -21,7 +23,7 @@ void FromBody(const mjData* d, int b, const double* x, double* out) {
 }  // namespace
 
 const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const ContactRecord& rec,
-                                                      const double* local) const {
+                                                      const double* local, size_t hint[2]) const {
   // A tenth of the smaller positive bounding radius (a plane's is 0, a
   // height field's spans the terrain and would match any contact on it).
   const double r0 = m->geom_rbound[rec.geom[0]], r1 = m->geom_rbound[rec.geom[1]];
@@ -30,8 +32,20 @@ const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const Co
   const Anchor* best = nullptr;
   double best_d2 = radius * radius;
   const uint64_t key = PairKey(rec.geom);
-  auto it = std::lower_bound(anchors_.begin(), anchors_.end(), key,
-                             [](const Anchor& a, uint64_t k) { return a.pair < k; });
+  // The pair's first anchor (lower bound). The contacts of a step mostly come
+  // in the anchors' pair order, so the last contact's range start (the same
+  // pair) or end (the next pair) usually is it: a position p is the lower
+  // bound iff the anchor before it is below the key and the one at it is not
+  // (the bound is unique), checked before bisecting (cenic-math §8.9).
+  const size_t n = anchors_.size();
+  auto is_bound = [&](size_t p) {
+    return p <= n && (p == 0 || anchors_[p - 1].pair < key) && (p == n || anchors_[p].pair >= key);
+  };
+  auto it = is_bound(hint[0])   ? anchors_.begin() + hint[0]
+            : is_bound(hint[1]) ? anchors_.begin() + hint[1]
+                                : std::lower_bound(anchors_.begin(), anchors_.end(), key,
+                                                   [](const Anchor& a, uint64_t k) { return a.pair < k; });
+  hint[0] = static_cast<size_t>(it - anchors_.begin());
   for (; it != anchors_.end() && it->pair == key; ++it) {
     const Anchor& a = *it;
     const double dx = a.pos[0] - local[0], dy = a.pos[1] - local[1], dz = a.pos[2] - local[2];
@@ -41,6 +55,7 @@ const StictionAnchors::Anchor* StictionAnchors::Match(const mjModel* m, const Co
       best = &a;
     }
   }
+  hint[1] = static_cast<size_t>(it - anchors_.begin());
   return best;
 }
 
@@ -69,21 +84,22 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
   // Anchored contacts' ε uses min(h, h_R) (cenic-math §4.10).
   const double inf = std::numeric_limits<double>::infinity();
   const double cap = p.anchor_eps_cap && m->opt.timestep > 0 ? m->opt.timestep : inf;
+  size_t hint[2] = {0, 0};  // Match's last range of anchors
   for (int c = 0; c < pool.size(); ++c) {
     if (!(pool.fn0[c] > 0 && pool.mu_s[c] > 0)) continue;  // not touching, or frictionless
     const ContactRecord& rec = records[c];
     const int body = m->geom_bodyid[rec.geom[0]];
     double local[3];
     ToBody(d, body, rec.pos, true, local);
-    const Anchor* a = Match(m, rec, local);
+    const Anchor* a = Match(m, rec, local, hint);
     if (!a && !advance) continue;
     // Anchor β in the contact frame (rows 1, 2 of the frame: the tangents).
     double b1 = 0, b2 = 0;
     if (a) {
       double bw[3];
       FromBody(d, body, a->beta, bw);
-      b1 = mju_dot3(rec.frame + 3, bw);
-      b2 = mju_dot3(rec.frame + 6, bw);
+      b1 = Dot3(rec.frame + 3, bw);
+      b2 = Dot3(rec.frame + 6, bw);
     }
     if (advance) {
       // β += (J v_slip)_t / ε̄, |β| ≤ κ, with ε̄ (§4.6) of the solve that

@@ -90,7 +90,9 @@ class StictionAnchors {
     return static_cast<uint64_t>(static_cast<uint32_t>(geom[0])) << 32 |
            static_cast<uint32_t>(geom[1]);
   }
-  const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local) const;
+  // hint: the last call's range of anchors (first, past the end); updated.
+  const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local,
+                      size_t hint[2]) const;
 
   std::vector<Anchor> anchors_, next_;  // anchors_ sorted by pair
   double last_time_ = -std::numeric_limits<double>::infinity();

@@ -68,7 +68,9 @@ class HessianFactor {
  public:
   virtual ~HessianFactor() = default;
   // Prepares the storage for `model` (pattern, sizes). Returns true when the
-  // sparsity pattern changed (a new symbolic analysis is needed).
+  // sparsity pattern changed (a new symbolic analysis is needed). A kind may
+  // also take A = M + h D + h² K here (lowrank: its tree blocks), so call it
+  // again whenever the model or its h changes (every solve does).
   virtual bool Prepare(const IcfModel& model) = 0;
   // H = A + Σ JᵀGJ at the constraint Hessians in `data`, then factorizes.
   // Returns false if H is not numerically positive definite.

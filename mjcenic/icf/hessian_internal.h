@@ -50,9 +50,10 @@ inline bool SmallCholesky(double* L, int n, double* dinv) {
   return SmallCholeskyLoops(L, n, dinv);
 }
 
-// x ← (L Lᵀ)⁻¹ x with the factor of SmallCholesky (n × n, column-major lower
-// triangle, dinv[j] = 1 / L_jj): forward L y = x by columns, then Lᵀ x = y.
-inline void SmallCholeskySolve(const double* L, int n, const double* dinv, double* x) {
+// SmallCholeskySolve's loops for an int order or a compile-time constant one
+// (the same operations in the same order, so the same bits).
+template <class Order>
+inline void SmallCholeskySolveLoops(const double* L, Order n, const double* dinv, double* x) {
   for (int j = 0; j < n; ++j) {
     const double xj = x[j] * dinv[j];
     x[j] = xj;
@@ -65,6 +66,17 @@ inline void SmallCholeskySolve(const double* L, int n, const double* dinv, doubl
     for (int i = j + 1; i < n; ++i) s -= col[i] * x[i];
     x[j] = s * dinv[j];
   }
+}
+
+// x ← (L Lᵀ)⁻¹ x with the factor of SmallCholesky (n × n, column-major lower
+// triangle, dinv[j] = 1 / L_jj): forward L y = x by columns, then Lᵀ x = y.
+// A free body (6) and a ball joint (3) get loops of fixed length, as in
+// SmallCholesky: with a run-time order the vectorizer's alias checks and
+// remainder loops cost more than the handful of products (cenic-math §8.9).
+inline void SmallCholeskySolve(const double* L, int n, const double* dinv, double* x) {
+  if (n == 6) return SmallCholeskySolveLoops(L, std::integral_constant<int, 6>(), dinv, x);
+  if (n == 3) return SmallCholeskySolveLoops(L, std::integral_constant<int, 3>(), dinv, x);
+  SmallCholeskySolveLoops(L, n, dinv, x);
 }
 
 // Below this order SmallCholesky's dot-product loops are the fastest; from it

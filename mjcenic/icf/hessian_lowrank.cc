@@ -83,21 +83,23 @@ class LowRankHessian final : public HessianFactor {
     Grow(&C_, cols * cols);
     Grow(&t_, cols);
     Grow(&cdinv_, cols);
+    // A = M + h D + h² K in the tree blocks, once per solve: a Newton
+    // iteration's assembly starts from a copy of it instead of scattering M
+    // again (A is constant while the model is; the same sums, so the same
+    // bits, cenic-math §8.9).
+    A_.assign(boff_[clique_start_.size() - 1], 0.0);
+    for (int i = 0; i < m.nv; ++i) {
+      const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) AddTo(&A_, i, m.M_colind[adr + k], m.M[adr + k]);
+      AddTo(&A_, i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
+    }
     return changed;
   }
 
   bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
     const int nc = static_cast<int>(clique_start_.size()) - 1;
-    std::fill(H_.begin(), H_.end(), 0.0);
-    auto add = [this](int i, int j, double x) {  // i ≥ j, same clique
-      const int c = clique_of_dof_[i], s = clique_start_[c], n = clique_start_[c + 1] - s;
-      H_[boff_[c] + static_cast<size_t>(j - s) * n + (i - s)] += x;  // column-major, lower
-    };
-    for (int i = 0; i < m.nv; ++i) {
-      const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
-      for (int k = 0; k < nnz; ++k) add(i, m.M_colind[adr + k], m.M[adr + k]);
-      add(i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);
-    }
+    std::copy(A_.begin(), A_.end(), H_.begin());  // A, assembled by Prepare
+    auto add = [this](int i, int j, double x) { AddTo(&H_, i, j, x); };
     r_ = 0;
     size_t nseg = 0, nval = 0;
     seg_adr_[0] = 0;
@@ -198,7 +200,9 @@ class LowRankHessian final : public HessianFactor {
           const int kb = static_cast<int>(by_clique_[b] >> 32);
           const double* yb = Y_.data() + seg_off_[by_clique_[b] & 0xffffffffu];
           double s = 0;
-          for (int q = 0; q < w; ++q) s += va[q] * yb[q];
+          WithWidth(w, [&](auto W) {
+            for (int q = 0; q < W; ++q) s += va[q] * yb[q];
+          });
           C(ka, kb) += s;
         }
       }
@@ -218,7 +222,10 @@ class LowRankHessian final : public HessianFactor {
         for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
           const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
           const double* v = V_.data() + seg_off_[sg];
-          for (int q = 0; q < w; ++q) s += v[q] * z_[s0 + q];
+          const double* z = z_.data() + s0;
+          WithWidth(w, [&](auto W) {
+            for (int q = 0; q < W; ++q) s += v[q] * z[q];
+          });
         }
         t_[k] = s;
       }
@@ -227,7 +234,11 @@ class LowRankHessian final : public HessianFactor {
         for (int sg = seg_adr_[k]; sg < seg_adr_[k + 1]; ++sg) {
           const int cl = seg_clique_[sg], s0 = clique_start_[cl], w = clique_start_[cl + 1] - s0;
           const double* y = Y_.data() + seg_off_[sg];
-          for (int q = 0; q < w; ++q) z_[s0 + q] -= t_[k] * y[q];
+          double* z = z_.data() + s0;
+          const double tk = t_[k];
+          WithWidth(w, [&](auto W) {
+            for (int q = 0; q < W; ++q) z[q] -= tk * y[q];
+          });
         }
     }
     std::copy(z_.begin(), z_.begin() + n_, x);
@@ -261,6 +272,20 @@ class LowRankHessian final : public HessianFactor {
   static void Grow(std::vector<T>* v, size_t n) {
     if (v->size() < n) v->resize(n);
   }
+  // f(w) with w a compile-time constant for a free body's 6 dofs (the same
+  // loop, unrolled: a run-time trip count of 6 costs more in the
+  // vectorizer's checks than in products, cenic-math §8.9), else the int.
+  template <class F>
+  static void WithWidth(int w, F&& f) {
+    if (w == 6) f(std::integral_constant<int, 6>());
+    else f(w);
+  }
+  // (*T)(i, j) += x in the tree blocks (i ≥ j, same clique; column-major,
+  // lower triangle).
+  void AddTo(std::vector<double>* T, int i, int j, double x) const {
+    const int c = clique_of_dof_[i], s = clique_start_[c], n = clique_start_[c + 1] - s;
+    (*T)[boff_[c] + static_cast<size_t>(j - s) * n + (i - s)] += x;
+  }
   // y ← B_c⁻¹ y on clique c's factored block.
   void BlockSolve(int c, double* y) const {
     const int n = clique_start_[c + 1] - clique_start_[c];
@@ -273,6 +298,7 @@ class LowRankHessian final : public HessianFactor {
   std::vector<size_t> boff_, seg_off_;
   std::vector<std::uint64_t> by_clique_;  // (column << 32) | segment, grouped by clique
   std::vector<double> H_, L_, V_, Y_, C_, t_, z_, dinv_, cdinv_;
+  std::vector<double> A_;  // the tree blocks of A (Prepare)
   std::vector<double> Hf_;  // each block as it was at its last successful factorization
 };
 

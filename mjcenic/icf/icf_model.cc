@@ -48,9 +48,16 @@ void IcfModel::ComputeIslands() {
       const std::span<const int> dofs = pool.rows.dofs(k);
       if (dofs.size() < 2 || clique_of_dof[dofs.front()] == clique_of_dof[dofs.back()])
         continue;
-      const int root = find(clique_of_dof[dofs[0]]);
+      // One union per run of dofs in one clique (the dofs ascend, so a
+      // clique's dofs are consecutive): the same partition, without a find
+      // per dof of a tendon or a body–body contact (cenic-math §8.9).
+      int last = clique_of_dof[dofs[0]];
+      const int root = find(last);
       for (int dof : dofs.subspan(1)) {
-        const int other = find(clique_of_dof[dof]);
+        const int q = clique_of_dof[dof];
+        if (q == last) continue;
+        last = q;
+        const int other = find(q);
         if (other != root) island_parent_[other] = root;
       }
     }

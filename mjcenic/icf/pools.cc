@@ -43,13 +43,25 @@ int ContactPool::Add(std::span<const int> dofs, double fe0_, double k_, double d
 
 void ContactPool::Lag(const double* v0, const IcfParameters& p) {
   // §4.3: f_n^0 = (f_e^0)_+ (1 − d v_n^0)_+,  μ = μ(|v_t^0| / v_s).
+  // With μ_s = μ_d the blend adds (μ_s − μ_d)·w = ±0 to μ_d (> 0, or +0 for a
+  // frictionless contact) whenever w is finite, which these bounds on v_s, Δ
+  // and v_t guarantee (s and s − Δ finite, σ(Δ) > 0): μ = μ_d without the
+  // norm and the sigmoids, the same bits (cenic-math §8.9). Otherwise
+  // (static friction, or extreme values) the full blend.
+  const double tol = p.stiction_tolerance, width = p.transition_width;
+  const bool tame = tol > 1e-100 && tol < 1e100 && width > 1e-100 && width < 1e100;
   for (int c = 0; c < size(); ++c) {
     double vc[3];
     rows.Multiply(c, v0, vc);
     for (int i = 0; i < 3; ++i) vc[i] += bias[3 * c + i];
     fn0[c] = Pos(fe0[c]) * Pos(1.0 - d[c] * vc[0]);
-    const double s = std::hypot(vc[1], vc[2]) / p.stiction_tolerance;
-    mu[c] = FrictionCoefficient(s, mu_s[c], mu_d[c], p.transition_width);
+    if (tame && mu_s[c] == mu_d[c] && mu_d[c] >= 0 && !std::signbit(mu_d[c]) &&
+        std::abs(vc[1]) < 1e100 && std::abs(vc[2]) < 1e100) {
+      mu[c] = mu_d[c];
+      continue;
+    }
+    const double s = std::hypot(vc[1], vc[2]) / tol;
+    mu[c] = FrictionCoefficient(s, mu_s[c], mu_d[c], width);
   }
 }
 

@@ -3,6 +3,7 @@
 // problem built from a forwarded mjData go in; the efc rows must carry γ/h in
 // MuJoCo's encoding, so that MuJoCo's own decoding (mj_contactForce) returns
 // the force, inside MuJoCo's friction cone.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -118,6 +119,24 @@ TEST(ConstraintForces, PyramidalContactIsEncodedOnNonNegativeEdges) {
     EXPECT_GE(s.d->efc_force[adr + e], 0.0) << "edge " << e;
   }
   ExpectDecodes(s, f, 1e-12);
+}
+
+TEST(ConstraintForces, PyramidalContactOutsideThePyramidIsScaledIntoIt) {
+  Scene s;
+  Load("pyramidal", &s);
+  // Σ|f_j|/μ = 87.5 > f_n = 10: the friction force is scaled by 10/87.5
+  // onto the pyramid's face (no slack left), then encoded; the edges must
+  // carry the scaled force, not the one asked for.
+  const double f[3] = {10, 30, -40};
+  SetContactForce(&s, f);
+  Write(&s);
+  const double expect[3] = {10, 30 * 10 / 87.5, -40 * 10 / 87.5};
+  const int adr = s.d->contact[0].efc_address;
+  for (int e = 0; e < 4; ++e) EXPECT_GE(s.d->efc_force[adr + e], 0.0) << "edge " << e;
+  ExpectDecodes(s, expect, 1e-12);
+  // On the face: each pair has one zero edge (no slack share).
+  EXPECT_EQ(std::min(s.d->efc_force[adr], s.d->efc_force[adr + 1]), 0.0);
+  EXPECT_EQ(std::min(s.d->efc_force[adr + 2], s.d->efc_force[adr + 3]), 0.0);
 }
 
 TEST(ConstraintForces, PullingContactWritesNoForce) {

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -194,4 +195,39 @@ TEST(Pools, CouplingAndDryFrictionRebuildInPlaceEqualsAFreshBuild) {
     EXPECT_EQ(fr.eps_row, fr_fresh.eps_row);
     EXPECT_EQ(fr.eps, fr_fresh.eps);
   }
+}
+
+TEST(Pools, LaggedFrictionCoefficientIsTheBlendAtTheStartVelocity) {
+  // μ of each contact after Finalize is the μ_s → μ_d blend at its own
+  // tangential speed |v_t⁰| / v_s (§4.3, P8), to the bit: with μ_s = μ_d
+  // (also a frictionless 0) the build skips the blend (it would add ±0), with
+  // μ_s > μ_d it must not, and a tangential speed beyond the skip's bounds
+  // takes the blend's value too.
+  using mjcenic::icf::FrictionCoefficient;
+  mjcenic::icf::Random rng(5);
+  mjcenic::icf::IcfModel m;
+  mjcenic::icf::MakeBase(&m, {6, 6}, rng);
+  const double mus[5][2] = {{0.7, 0.7}, {1.2, 0.7}, {0.7, 0.7}, {0.9, 0.4}, {0.0, 0.0}};
+  for (int c = 0; c < 5; ++c) {
+    m.contacts.Add(rng.Subset(12, 6), 5.0, 1e4, 1.0, mus[c][0], mus[c][1], 1e-3);
+    mjcenic::icf::FillJ(m.contacts.rows, c, rng);
+  }
+  for (int i = 0; i < m.nv; ++i) m.v0[i] = 0.01 * rng.N();
+  // Contact 2 slides absurdly fast (its tangential rows see ~1e150).
+  double* J2 = m.contacts.rows.J(2);
+  for (int k = 6; k < 18; ++k) J2[k] *= 1e152;
+  m.Finalize(1e-3);
+  const mjcenic::icf::IcfParameters& p = m.params;
+  int blended = 0;
+  for (int c = 0; c < 5; ++c) {
+    double vc[3];
+    m.contacts.rows.Multiply(c, m.v0.data(), vc);
+    const double s = std::hypot(vc[1], vc[2]) / p.stiction_tolerance;
+    const double expect = FrictionCoefficient(s, mus[c][0], mus[c][1], p.transition_width);
+    EXPECT_EQ(m.contacts.mu[c], expect) << "contact " << c;
+    blended += m.contacts.mu[c] != mus[c][1];
+  }
+  EXPECT_EQ(m.contacts.mu[0], 0.7);
+  EXPECT_FALSE(std::signbit(m.contacts.mu[4]));  // frictionless: +0, as the blend gives
+  EXPECT_GE(blended, 1);  // a static-friction contact sits above μ_d
 }

@@ -1,0 +1,92 @@
+// Each contact of a build gets the stiffness and dissipation of its own
+// solref/solimp, bodies and friction (docs/mujoco-mapping.md §5.7), also
+// when consecutive contacts share some of them: the build reuses the previous
+// contact's mapping only when all of its inputs are the same (cenic-math
+// §8.9). Truth: MapContact on each contact's own numbers.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/adapter/contact_parameters.h"
+#include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/icf/icf_model.h"
+#include "test_util.h"
+
+namespace mjcenic::adapter {
+namespace {
+
+constexpr double kH = 2e-3;
+
+// Spheres 1 µm into a plane (shallower than any nominal penetration here, so
+// no stiffening). Body "one": a, a2 (a's twin), b (another solref), b2 (b's
+// solref, another solimp), c (a's solref, μ 0.5: another pyramidal factor);
+// body "two": e (c's numbers on a heavier body: another effective mass).
+const char* kXml = R"(
+<mujoco>
+  <option timestep="0.002" cone="pyramidal" impratio="1"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1" friction="1"/>
+    <body name="one" pos="0 0 0.049999">
+      <freejoint/>
+      <geom name="a" type="sphere" size="0.05" pos="0 0 0" mass="1" friction="1" solref="0.02 1"/>
+      <geom name="a2" type="sphere" size="0.05" pos="0.2 0 0" mass="1" friction="1" solref="0.02 1"/>
+      <geom name="b" type="sphere" size="0.05" pos="0.4 0 0" mass="1" friction="1" solref="0.05 0.7"/>
+      <geom name="b2" type="sphere" size="0.05" pos="0.6 0 0" mass="1" friction="1"
+            solref="0.05 0.7" solimp="0.8 0.9 0.002 0.5 2"/>
+      <geom name="c" type="sphere" size="0.05" pos="0.8 0 0" mass="1" friction="0.5" solref="0.02 1"/>
+    </body>
+    <body name="two" pos="2 0 0.049999">
+      <freejoint/>
+      <geom name="e" type="sphere" size="0.05" mass="7" friction="0.5" solref="0.02 1"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+
+TEST(ContactMapping, EveryContactGetsTheMappingOfItsOwnInputs) {
+  std::string err;
+  test_util::ModelPtr m = test_util::ModelFromXml(kXml, &err);
+  ASSERT_NE(m, nullptr) << err;
+  test_util::DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  ASSERT_EQ(d->ncon, 6);
+  const ContactOptions options;
+  MujocoAdapter builder(m.get(), options);
+  icf::IcfModel problem;
+  BuildRecords records;
+  BuildInfo info;
+  builder.Build(m.get(), d.get(), kH, icf::IcfParameters{}, nullptr, &problem, &records, &info);
+  ASSERT_EQ(problem.contacts.size(), 6);
+  const double g_ref = 9.81, omega_max = 2 * M_PI / (options.omega_cap_steps * m->opt.timestep);
+  double k_of[6];
+  for (int c = 0; c < 6; ++c) {
+    const ContactRecord& rec = records.contacts[c];
+    const mjContact* con = nullptr;
+    for (int i = 0; i < d->ncon; ++i)
+      if (d->contact[i].geom[0] == rec.geom[0] && d->contact[i].geom[1] == rec.geom[1])
+        con = &d->contact[i];
+    ASSERT_NE(con, nullptr);
+    const int b1 = m->geom_bodyid[con->geom[0]], b2 = m->geom_bodyid[con->geom[1]];
+    const double m_c = 1 / (m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2]);
+    const double mu = con->friction[0];
+    const double lambda = std::max(1.0, 2 * m->opt.impratio / (mu * mu * (1 + mu * mu)));
+    const PointContactParameters p = MapContact(con->solref, con->solimp, m_c, lambda,
+                                                m->opt.timestep, true, g_ref, omega_max);
+    const int geom = std::max(con->geom[0], con->geom[1]);
+    EXPECT_EQ(problem.contacts.k[c], p.k) << mj_id2name(m.get(), mjOBJ_GEOM, geom);
+    EXPECT_EQ(problem.contacts.d[c], p.d) << mj_id2name(m.get(), mjOBJ_GEOM, geom);
+    k_of[geom - 1] = p.k;
+  }
+  // The scene tells the inputs apart: a and its twin map alike, every other
+  // geom differently from the one before it.
+  EXPECT_EQ(k_of[0], k_of[1]);
+  EXPECT_NE(k_of[1], k_of[2]);
+  EXPECT_NE(k_of[2], k_of[3]);
+  EXPECT_NE(k_of[3], k_of[4]);
+  EXPECT_NE(k_of[4], k_of[5]);
+}
+
+}  // namespace
+}  // namespace mjcenic::adapter
