@@ -430,7 +430,9 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
   // Newton step undershoots the line minimum by far (e.g. the impulse of a
   // Hunt–Crossley impact, quadratic in v_n, halves the distance per step).
   const double kappa = o.extend_slope;
-  const double amax_ext = std::max(o.extend_alpha_max, amax);
+  // A non-finite bound turns the extension off.
+  const double amax_ext =
+      std::isfinite(o.extend_alpha_max) ? std::max(o.extend_alpha_max, amax) : amax;
   int extending = 0;
   for (int i = 0; i < ni; ++i) {
     if (!s.active[i]) continue;
@@ -472,6 +474,13 @@ bool IcfSolver::LineSearch(const IcfModel& m, const SolverOptions& o, int* evals
     for (int i = 0; i < ni; ++i) {
       if (!s.extend[i]) continue;
       ++*extended;
+      if (!std::isfinite(s.l[i]) || !std::isfinite(s.f[i])) {
+        // ℓ_i not finite at the trial: keep the step to α_max.
+        s.alpha[i] = amax;
+        s.l[i] = s.l_amax[i];
+        s.extend[i] = 0;
+        continue;
+      }
       const double f = s.f[i] / -s.d0[i];
       if (f <= 0 || std::abs(f) < ftol) continue;  // keeps the trial α
       // rtsafe from the Hermite cubic's minimizer on [α_max, trial] (item 3).

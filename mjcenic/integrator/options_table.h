@@ -225,7 +225,8 @@ struct FrictionlossName {
   X(max_iterations, solver.max_iterations, Count, "Newton iteration cap per convex solve")        \
   X(phase_timers, phase_timers, Flag,                                                             \
     "measure the wall time of each phase (the `time_*` statistics but `time_total`, which is "    \
-    "always measured); off: they stay 0 and a step reads the clock ~20 times less")              \
+    "always measured); off: they stay 0, no phase reads the clock and `time_total` uses the "     \
+    "CPU's time-stamp counter on x86")                                                             \
   X(stiction_tolerance, icf.stiction_tolerance, Positive,                                         \
     "v_s [m/s] of the regularized contact friction")                                              \
   X(frictionloss_regularization, contact.frictionloss_stiction, FrictionlossName,                 \

@@ -184,7 +184,8 @@ const StepperStats& Stepper::stats() const {
   // first call (steady-clock time over ticks), plus the steady clock's part.
   double per_tick = 0;
   if (total_ticks_ > 0) {
-    const std::uint64_t ticks = Ticks() - ticks_origin_;
+    const std::uint64_t now = Ticks();
+    const std::uint64_t ticks = now > ticks_origin_ ? now - ticks_origin_ : 0;
     const double ns = static_cast<double>(ClockNs() - clock_origin_ns_);
     if (ticks > 0 && ns > 0) per_tick = 1e-9 * ns / static_cast<double>(ticks);
   }
@@ -1081,10 +1082,13 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   const std::uint64_t start_ticks = by_ticks ? StartTicks() : 0;
   const auto start = by_ticks ? Clock::time_point{} : Clock::now();
   auto add_total = [&] {
-    if (by_ticks)
-      total_ticks_ += Ticks() - start_ticks;
-    else
+    if (by_ticks) {
+      // A counter that went backwards (unsynchronized across cores) adds 0.
+      const std::uint64_t end = Ticks();
+      if (end > start_ticks) total_ticks_ += end - start_ticks;
+    } else {
       clock_total_ += Seconds(start, Clock::now());
+    }
   };
   if (absl::Status s = CheckInputs(d); !s.ok()) return s;
   if (!std::isfinite(t) && !single_step)
