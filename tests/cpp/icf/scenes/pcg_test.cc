@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <Eigen/Dense>
 
@@ -377,6 +378,51 @@ TEST(Pcg, HessianReuseMultipliesByTheCurrentHessian) {
 }
 TEST(Pcg, HessianReuseWithRankOneBlocks) {
   ExpectReuseMultipliesByTheCurrentHessian(FrictionlessPileProblem());
+}
+
+// Within one Prepare, assembled at v0, at a stirred v1 where ball–ball
+// contacts of the frictionless pile open, and at v0 again: coupling blocks
+// go rank-one → empty (a pair's only contact opens), dense → rank-one (one
+// of a two-contact pair opens) and back, so the sweeps' block lists of the
+// previous assembly are stale at the next (cenic-math §8.4, "Rank-one
+// coupling blocks"). Every split-form direction must be the dense direction.
+TEST(Pcg, ReassemblyAtANewIterateTakesItsBlocks) {
+  const IcfModel& m = FrictionlessPileProblem();
+  ASSERT_GT(m.nv, 0);
+  IcfSolver ref, solver;
+  Eigen::VectorXd v1(m.nv);
+  for (int i = 0; i < m.nv; ++i) v1[i] = m.v0[i] + 0.3 * std::sin(1.0 + 7.0 * i);  // m/s
+  // Active contacts (nonzero G) at v0 and at v1.
+  auto active = [&](const double* v) {
+    ref.Evaluate(m, v);
+    std::vector<bool> on(m.contacts.size());
+    for (int c = 0; c < m.contacts.size(); ++c) {
+      const double* G = ref.data().contacts.G.data() + 9 * c;
+      for (int q = 0; q < 9; ++q) on[c] = on[c] || G[q] != 0;
+    }
+    return on;
+  };
+  const std::vector<bool> on0 = active(m.v0.data()), on1 = active(v1.data());
+  int opened = 0;
+  for (int c = 0; c < m.contacts.size(); ++c) opened += on0[c] && !on1[c];
+  std::printf("  of %d contacts, %d open between v0 and v1\n", m.contacts.size(), opened);
+  ASSERT_GT(opened, 0);
+  const double tol = 1e-12;
+  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+  pcg->Prepare(m);
+  Eigen::VectorXd w(m.nv), w_dense(m.nv);
+  const double* iterates[] = {m.v0.data(), v1.data(), m.v0.data()};
+  for (const double* v : iterates) {
+    ASSERT_TRUE(ref.SearchDirection(m, v, LinearSolverKind::kDense, w_dense.data()));
+    solver.Evaluate(m, v);
+    ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
+    pcg->Bind(m, solver.data());
+    const Eigen::VectorXd b = -Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
+    pcg->Solve(b.data(), w.data());
+    std::printf("  at %s: %d iterations, |w - w_dense|/|w_dense| %.2e\n",
+                v == m.v0.data() ? "v0" : "v1", pcg->last_iterations(), RelDiff(w_dense, w));
+    EXPECT_LT(RelDiff(w_dense, w), 1e-9);
+  }
 }
 
 TEST(Pcg, FixedModePileNeedsFewNewtonIterations) {
