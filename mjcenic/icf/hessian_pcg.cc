@@ -662,7 +662,9 @@ class PcgHessian final : public HessianFactor {
               O[i] = -e[0] * x;
               O[N + i] = y;
             }
-            // Rank-one entries first: move the first dense one behind.
+            // Rank-one entries first (in column order): the first dense one
+            // moves to the end, so the dense ones are not in column order
+            // (which only changes the rounding order of the sweeps' sums).
             if (!keep) {
               row_entry_[*en] = row_entry_[*e1];
               row_entry_[(*e1)++] = entry;
@@ -690,7 +692,9 @@ class PcgHessian final : public HessianFactor {
       }
     }
     if (keep) return;
-    // By column clique (rows ascending within each kind).
+    // By column clique, rank-one entries first as by row: those in row
+    // order, the dense ones not (a rank-one entry moves the first dense one
+    // to the end), which only changes the rounding order of the sweeps' sums.
     for (int b = 0; b < ncl; ++b) {
       int* e1 = col_one_.data() + b;
       int* en = col_end_.data() + b;
