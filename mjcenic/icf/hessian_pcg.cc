@@ -283,10 +283,10 @@ class PcgHessian final : public HessianFactor {
           double* O = DenseBlock<N>(k);
           double GJ[R * N];  // rows of G J₀
           for (int r = 0; r < R; ++r)
-            for (int k = 0; k < N; ++k) {
+            for (int col = 0; col < N; ++col) {
               double x = 0;
-              for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * 2 * N + k];
-              GJ[r * N + k] = x;
+              for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * 2 * N + col];
+              GJ[r * N + col] = x;
             }
           for (int a = 0; a < N; ++a) {
             double ja[R];
