@@ -169,15 +169,12 @@ class PcgHessian final : public HessianFactor {
     const std::vector<int>& clique = model.clique_of_dof;
     const int n = pool.size();
     if (static_cast<int>(contact_kind_.size()) < n) contact_kind_.resize(n), contact_block_.resize(n);
-    auto whole = [&](int first) { return first == clique_start_[clique[first]]; };
     for (int c = 0; c < n; ++c) {
       const auto dofs = pool.rows.dofs(c);
       const int nd = static_cast<int>(dofs.size());
       contact_kind_[c] = kSkip;
       contact_block_[c] = 0;
-      if (!((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
-            (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))))
-        continue;
+      if (!OnWholeCliques<N>(dofs, clique)) continue;
       if (nd == N) {
         contact_kind_[c] = kOne;
         continue;
@@ -192,6 +189,16 @@ class PcgHessian final : public HessianFactor {
                                              : kPair;
     }
     contacts_ready_ = true;
+  }
+
+  // True if the dofs (ascending) are one whole N-dof clique (N of them) or
+  // two (2N): the particle contact's shape, which takes fixed-size loops.
+  template <int N, class Dofs>
+  bool OnWholeCliques(const Dofs& dofs, const std::vector<int>& clique) const {
+    const int nd = static_cast<int>(dofs.size());
+    auto whole = [&](int first) { return first == clique_start_[clique[first]]; };
+    return (nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
+           (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1));
   }
 
   // True if the first R rows of J (rows of 2N values) are [J₀, −J₀]: their
@@ -213,9 +220,6 @@ class PcgHessian final : public HessianFactor {
   template <int N>
   void ScatterConstraints(const IcfModel& model, const IcfData& data) {
     const std::vector<int>& clique = model.clique_of_dof;
-    auto whole = [&](int first) {  // dofs[first..first+N) ascending: one whole clique?
-      return first == clique_start_[clique[first]];
-    };
     // A contact on one or two whole N-dof cliques (particles): its terms go
     // straight into the clique and coupling blocks (CongruenceTerms, the
     // same values in the same order as through the block).
@@ -234,9 +238,7 @@ class PcgHessian final : public HessianFactor {
         if constexpr (kContacts) {
           kind = contact_kind_[c];
           if (kind == kSkip) return false;
-        } else if (!((nd == N || nd == 2 * N) && whole(dofs[0]) &&
-                     dofs[N - 1] == dofs[0] + N - 1 &&
-                     (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1)))) {
+        } else if (!OnWholeCliques<N>(dofs, clique)) {
           return false;
         }
         const double* J = pool.rows.J(c);
@@ -316,8 +318,7 @@ class PcgHessian final : public HessianFactor {
         [&](const auto& dofs, const double* Bc) {
           const int nd = static_cast<int>(dofs.size());
           if constexpr (N > 0) {
-            if ((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
-                (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))) {
+            if (OnWholeCliques<N>(dofs, clique)) {
               const int c0 = clique[dofs[0]];
               double* D0 = Hd_.data() + offset_[c0];
               for (int a = 0; a < N; ++a)
