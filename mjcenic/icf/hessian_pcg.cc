@@ -67,9 +67,16 @@ class PcgHessian final : public HessianFactor {
       ++pattern_id_;
       ++analyses_;
     }
+    pairs_.swap(last_pairs_);  // the coupling pairs of the last Prepare
+    if (pairs_.capacity() < last_pairs_.capacity()) pairs_.reserve(last_pairs_.capacity());
     BuildCoupling(model);
+    // Other coupled pairs of the same cliques: the last assembly's coupling
+    // blocks and their states are indexed by the old pairs, so a factor kept
+    // for Hessian reuse (cenic-math §8.5) must be assembled again.
+    const bool coupling_changed = !changed && pairs_ != last_pairs_;
+    if (coupling_changed) ++pattern_id_;
     assembled_ = false;
-    return changed;
+    return changed || coupling_changed;
   }
 
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
@@ -949,6 +956,7 @@ class PcgHessian final : public HessianFactor {
   // in r1_ (g, j), or dense in Ho_.
   static constexpr char kEmpty = 0, kRankOne = 1, kDense = 2;
   std::vector<char> state_;
+  std::vector<std::uint64_t> last_pairs_;  // pairs_ of the last Prepare
   std::vector<char> listed_;  // the states the sweeps' lists were built for
   bool lists_ok_ = false;     // (false: none since the pattern was built)
   std::vector<double> r1_;
