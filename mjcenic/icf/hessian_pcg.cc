@@ -67,9 +67,16 @@ class PcgHessian final : public HessianFactor {
       ++pattern_id_;
       ++analyses_;
     }
+    pairs_.swap(last_pairs_);  // the coupling pairs of the last Prepare
+    if (pairs_.capacity() < last_pairs_.capacity()) pairs_.reserve(last_pairs_.capacity());
     BuildCoupling(model);
+    // Other coupled pairs of the same cliques: the last assembly's coupling
+    // blocks and their states are indexed by the old pairs, so a factor kept
+    // for Hessian reuse (cenic-math §8.5) must be assembled again.
+    const bool coupling_changed = !changed && pairs_ != last_pairs_;
+    if (coupling_changed) ++pattern_id_;
     assembled_ = false;
-    return changed;
+    return changed || coupling_changed;
   }
 
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
@@ -169,15 +176,12 @@ class PcgHessian final : public HessianFactor {
     const std::vector<int>& clique = model.clique_of_dof;
     const int n = pool.size();
     if (static_cast<int>(contact_kind_.size()) < n) contact_kind_.resize(n), contact_block_.resize(n);
-    auto whole = [&](int first) { return first == clique_start_[clique[first]]; };
     for (int c = 0; c < n; ++c) {
       const auto dofs = pool.rows.dofs(c);
       const int nd = static_cast<int>(dofs.size());
       contact_kind_[c] = kSkip;
       contact_block_[c] = 0;
-      if (!((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
-            (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))))
-        continue;
+      if (!OnWholeCliques<N>(dofs, clique)) continue;
       if (nd == N) {
         contact_kind_[c] = kOne;
         continue;
@@ -192,6 +196,16 @@ class PcgHessian final : public HessianFactor {
                                              : kPair;
     }
     contacts_ready_ = true;
+  }
+
+  // True if the dofs (ascending) are one whole N-dof clique (N of them) or
+  // two (2N): the particle contact's shape, which takes fixed-size loops.
+  template <int N, class Dofs>
+  bool OnWholeCliques(const Dofs& dofs, const std::vector<int>& clique) const {
+    const int nd = static_cast<int>(dofs.size());
+    auto whole = [&](int first) { return first == clique_start_[clique[first]]; };
+    return (nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
+           (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1));
   }
 
   // True if the first R rows of J (rows of 2N values) are [J₀, −J₀]: their
@@ -213,9 +227,6 @@ class PcgHessian final : public HessianFactor {
   template <int N>
   void ScatterConstraints(const IcfModel& model, const IcfData& data) {
     const std::vector<int>& clique = model.clique_of_dof;
-    auto whole = [&](int first) {  // dofs[first..first+N) ascending: one whole clique?
-      return first == clique_start_[clique[first]];
-    };
     // A contact on one or two whole N-dof cliques (particles): its terms go
     // straight into the clique and coupling blocks (CongruenceTerms, the
     // same values in the same order as through the block).
@@ -234,9 +245,7 @@ class PcgHessian final : public HessianFactor {
         if constexpr (kContacts) {
           kind = contact_kind_[c];
           if (kind == kSkip) return false;
-        } else if (!((nd == N || nd == 2 * N) && whole(dofs[0]) &&
-                     dofs[N - 1] == dofs[0] + N - 1 &&
-                     (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1)))) {
+        } else if (!OnWholeCliques<N>(dofs, clique)) {
           return false;
         }
         const double* J = pool.rows.J(c);
@@ -283,10 +292,10 @@ class PcgHessian final : public HessianFactor {
           double* O = DenseBlock<N>(k);
           double GJ[R * N];  // rows of G J₀
           for (int r = 0; r < R; ++r)
-            for (int k = 0; k < N; ++k) {
+            for (int col = 0; col < N; ++col) {
               double x = 0;
-              for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * 2 * N + k];
-              GJ[r * N + k] = x;
+              for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * 2 * N + col];
+              GJ[r * N + col] = x;
             }
           for (int a = 0; a < N; ++a) {
             double ja[R];
@@ -316,8 +325,7 @@ class PcgHessian final : public HessianFactor {
         [&](const auto& dofs, const double* Bc) {
           const int nd = static_cast<int>(dofs.size());
           if constexpr (N > 0) {
-            if ((nd == N || nd == 2 * N) && whole(dofs[0]) && dofs[N - 1] == dofs[0] + N - 1 &&
-                (nd == N || (whole(dofs[N]) && dofs[nd - 1] == dofs[N] + N - 1))) {
+            if (OnWholeCliques<N>(dofs, clique)) {
               const int c0 = clique[dofs[0]];
               double* D0 = Hd_.data() + offset_[c0];
               for (int a = 0; a < N; ++a)
@@ -662,7 +670,9 @@ class PcgHessian final : public HessianFactor {
               O[i] = -e[0] * x;
               O[N + i] = y;
             }
-            // Rank-one entries first: move the first dense one behind.
+            // Rank-one entries first (in column order): the first dense one
+            // moves to the end, so the dense ones are not in column order
+            // (which only changes the rounding order of the sweeps' sums).
             if (!keep) {
               row_entry_[*en] = row_entry_[*e1];
               row_entry_[(*e1)++] = entry;
@@ -690,7 +700,9 @@ class PcgHessian final : public HessianFactor {
       }
     }
     if (keep) return;
-    // By column clique (rows ascending within each kind).
+    // By column clique, rank-one entries first as by row: those in row
+    // order, the dense ones not (a rank-one entry moves the first dense one
+    // to the end), which only changes the rounding order of the sweeps' sums.
     for (int b = 0; b < ncl; ++b) {
       int* e1 = col_one_.data() + b;
       int* en = col_end_.data() + b;
@@ -944,6 +956,7 @@ class PcgHessian final : public HessianFactor {
   // in r1_ (g, j), or dense in Ho_.
   static constexpr char kEmpty = 0, kRankOne = 1, kDense = 2;
   std::vector<char> state_;
+  std::vector<std::uint64_t> last_pairs_;  // pairs_ of the last Prepare
   std::vector<char> listed_;  // the states the sweeps' lists were built for
   bool lists_ok_ = false;     // (false: none since the pattern was built)
   std::vector<double> r1_;

@@ -22,6 +22,7 @@
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
 #include "icf/same_solves.h"
+#include "icf/with_contacts.h"
 
 namespace mjcenic {
 namespace {
@@ -244,22 +245,7 @@ TEST(LinearSolver, SparsePatternIsAnalysedOnce) {
   EXPECT_EQ(sparse->pattern_id(), id);
 }
 
-// A copy of `m` keeping only the contacts for which keep(c) is true.
-template <class Keep>
-IcfModel WithContacts(const IcfModel& m, Keep keep) {
-  IcfModel out = m;
-  out.contacts.Clear();
-  const icf::ContactPool& p = m.contacts;
-  for (int c = 0; c < p.size(); ++c) {
-    if (!keep(c)) continue;
-    const int i = out.contacts.Add(p.rows.dofs(c), p.fe0[c], p.k[c], p.d[c], p.mu_s[c],
-                                   p.mu_d[c], p.Rt[c]);
-    std::copy(p.rows.J(c), p.rows.J(c) + 3 * p.rows.ndof(c), out.contacts.rows.J(i));
-    for (int q = 0; q < 3; ++q) out.contacts.bias[3 * i + q] = p.bias[3 * c + q];
-  }
-  out.Finalize(m.h);
-  return out;
-}
+using test_util::WithContacts;
 
 // Distinct pairs of cliques coupled by a contact.
 std::set<std::pair<int, int>> CoupledPairs(const IcfModel& m) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <Eigen/Dense>
 
@@ -21,6 +22,7 @@
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
+#include "icf/with_contacts.h"
 #include "test_util.h"
 
 namespace mjcenic {
@@ -377,6 +379,98 @@ TEST(Pcg, HessianReuseMultipliesByTheCurrentHessian) {
 }
 TEST(Pcg, HessianReuseWithRankOneBlocks) {
   ExpectReuseMultipliesByTheCurrentHessian(FrictionlessPileProblem());
+}
+
+// Within one Prepare, assembled at v0, at a stirred v1 where ball–ball
+// contacts of the frictionless pile open, and at v0 again: coupling blocks
+// go rank-one → empty (a pair's only contact opens), dense → rank-one (one
+// of a two-contact pair opens) and back, so the sweeps' block lists of the
+// previous assembly are stale at the next (cenic-math §8.4, "Rank-one
+// coupling blocks"). Every split-form direction must be the dense direction.
+TEST(Pcg, ReassemblyAtANewIterateTakesItsBlocks) {
+  const IcfModel& m = FrictionlessPileProblem();
+  ASSERT_GT(m.nv, 0);
+  IcfSolver ref, solver;
+  Eigen::VectorXd v1(m.nv);
+  for (int i = 0; i < m.nv; ++i) v1[i] = m.v0[i] + 0.3 * std::sin(1.0 + 7.0 * i);  // m/s
+  // Active contacts (nonzero G) at v0 and at v1.
+  auto active = [&](const double* v) {
+    ref.Evaluate(m, v);
+    std::vector<bool> on(m.contacts.size());
+    for (int c = 0; c < m.contacts.size(); ++c) {
+      const double* G = ref.data().contacts.G.data() + 9 * c;
+      for (int q = 0; q < 9; ++q) on[c] = on[c] || G[q] != 0;
+    }
+    return on;
+  };
+  const std::vector<bool> on0 = active(m.v0.data()), on1 = active(v1.data());
+  int opened = 0;
+  for (int c = 0; c < m.contacts.size(); ++c) opened += on0[c] && !on1[c];
+  std::printf("  of %d contacts, %d open between v0 and v1\n", m.contacts.size(), opened);
+  ASSERT_GT(opened, 0);
+  const double tol = 1e-12;
+  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+  pcg->Prepare(m);
+  Eigen::VectorXd w(m.nv), w_dense(m.nv);
+  const double* iterates[] = {m.v0.data(), v1.data(), m.v0.data()};
+  for (const double* v : iterates) {
+    ASSERT_TRUE(ref.SearchDirection(m, v, LinearSolverKind::kDense, w_dense.data()));
+    solver.Evaluate(m, v);
+    ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
+    pcg->Bind(m, solver.data());
+    const Eigen::VectorXd b = -Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
+    pcg->Solve(b.data(), w.data());
+    std::printf("  at %s: %d iterations, |w - w_dense|/|w_dense| %.2e\n",
+                v == m.v0.data() ? "v0" : "v1", pcg->last_iterations(), RelDiff(w_dense, w));
+    EXPECT_LT(RelDiff(w_dense, w), 1e-9);
+  }
+}
+
+// Hessian reuse keeps a factor across solves while Prepare reports the same
+// pattern (cenic-math §8.5). With the same cliques but other coupled pairs
+// (ball–ball contacts gone), the last assembly's coupling blocks are indexed
+// by the old pairs: Prepare must report the change, so the reused solver
+// assembles again and reaches the velocities of a fresh one.
+TEST(Pcg, PrepareReportsAChangedCouplingPattern) {
+  const IcfModel& full = FrictionlessPileProblem();
+  ASSERT_GT(full.nv, 0);
+  int seen = 0;
+  const IcfModel fewer = test_util::WithContacts(full, [&](int c) {
+    const auto dofs = full.contacts.rows.dofs(c);
+    const bool coupling = full.clique_of_dof[dofs.front()] != full.clique_of_dof[dofs.back()];
+    return !coupling || seen++ % 3 != 0;  // drop every third ball–ball contact
+  });
+  ASSERT_LT(fewer.contacts.size(), full.contacts.size());
+  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, 1e-10, 1000);
+  pcg->Prepare(full);
+  EXPECT_FALSE(pcg->Prepare(full));
+  EXPECT_TRUE(pcg->Prepare(fewer));
+  EXPECT_FALSE(pcg->Prepare(fewer));
+  EXPECT_TRUE(pcg->Prepare(full));
+
+  SolverOptions o;
+  o.linear_solver = LinearSolverKind::kPcg;
+  o.hessian_reuse = true;
+  IcfSolver reused, fresh;
+  Eigen::VectorXd v(full.nv), v_fresh(full.nv);
+  SolveStats st, st_fresh;
+  ASSERT_EQ(reused.Solve(full, full.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
+  const SolveStatus status = reused.Solve(fewer, fewer.v0.data(), o, v.data(), &st);
+  ASSERT_EQ(fresh.Solve(fewer, fewer.v0.data(), o, v_fresh.data(), &st_fresh),
+            SolveStatus::kConverged);
+  double Dr = 0, dv = 0;
+  for (int i = 0; i < fewer.nv; ++i) {
+    Dr += fewer.r[i] * fewer.r[i] / fewer.M_diag[i];
+    dv += fewer.M_diag[i] * (v[i] - v_fresh[i]) * (v[i] - v_fresh[i]);
+  }
+  const double tol = o.tolerance * std::max(1.0, std::sqrt(Dr));
+  std::printf("  fewer contacts, reused / fresh solver: %d / %d Newton iterations, %d / %d "
+              "factorizations, scaled |v - v_fresh| %.2e (tol %.2e)\n", st.iterations,
+              st_fresh.iterations, st.factorizations, st_fresh.factorizations, std::sqrt(dv), tol);
+  EXPECT_EQ(status, SolveStatus::kConverged);
+  // The new pattern's first iteration assembles, as a fresh solver's does.
+  EXPECT_EQ(st.factorizations, st_fresh.factorizations);
+  EXPECT_LT(std::sqrt(dv), 10 * tol);
 }
 
 TEST(Pcg, FixedModePileNeedsFewNewtonIterations) {
