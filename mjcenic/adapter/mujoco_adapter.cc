@@ -683,17 +683,9 @@ void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const m
     const double off[3] = {con.pos[0] - com[0], con.pos[1] - com[1], con.pos[2] - com[2]};
     for (int k = 0; k < len; ++k, ++q) {
       const double* cd = d->cdof + 6 * chain[k];
-      double col[3];
-      if (cd[0] == 0 && cd[1] == 0 && cd[2] == 0) {
-        // A translational dof: the lever terms are ±0, which change a nonzero
-        // entry by nothing and a zero one only in sign, and 0 ± col below
-        // makes every zero +0 (the same bits, for a finite offset).
-        col[0] = cd[3], col[1] = cd[4], col[2] = cd[5];
-      } else {
-        col[0] = cd[3] + cd[1] * off[2] - cd[2] * off[1];
-        col[1] = cd[4] + cd[2] * off[0] - cd[0] * off[2];
-        col[2] = cd[5] + cd[0] * off[1] - cd[1] * off[0];
-      }
+      const double col[3] = {cd[3] + cd[1] * off[2] - cd[2] * off[1],
+                             cd[4] + cd[2] * off[0] - cd[0] * off[2],
+                             cd[5] + cd[0] * off[1] - cd[1] * off[0]};
       double diff[3];
       for (int r = 0; r < 3; ++r) diff[r] = decltype(plus)::value ? 0.0 + col[r] : 0.0 - col[r];
       for (int r = 0; r < 3; ++r)
