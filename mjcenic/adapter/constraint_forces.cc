@@ -128,6 +128,11 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
     double F[3] = {0, 0, 0}, T[3] = {0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
     for (int a = 0; a < 3; ++a)
       for (int j = 0; j < 3; ++j) F[j] += sign * r.frame[3 * a + j] * gamma[3 * best + a] / h;
+    if (con.dim == 1) {  // frictionless: EncodeContact keeps only f_n = n̂ · F, summed alike
+      for (int j = 0; j < 3; ++j) f[0] += con.frame[j] * F[j];
+      d->efc_force[con.efc_address] = std::max(f[0], 0.0);
+      continue;
+    }
     if (r.torque >= 0 && static_cast<int>(torque_gamma.size()) >= 3 * (r.torque + 1))
       for (int a = 0; a < 3; ++a)
         for (int j = 0; j < 3; ++j)

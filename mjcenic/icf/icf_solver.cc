@@ -158,6 +158,13 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
       if (R == 1 && row_cost[c] == 0.0 && gamma[0] == 0.0) continue;
       cost += row_cost[c];
       if constexpr (kIslands) l0[ic] += row_cost[c];
+      if constexpr (R == 3) {
+        // γ_t = 0 (a frictionless contact): J's first row alone, the same sum.
+        if (live && gamma[1] == 0.0 && gamma[2] == 0.0) {
+          rows.MultiplyTransposeAddFirst(c, gamma[0], -1.0, grad);
+          continue;
+        }
+      }
       if (live && (R > 1 || gamma[0] != 0.0)) rows.MultiplyTransposeAdd(c, gamma, -1.0, grad);
     }
   };
@@ -312,6 +319,17 @@ void IcfSolver::EvalAlongLineIslands(const IcfModel& m, const double* alpha, con
       const double* u = u_all + R * k;
       for (int q = 0; q < R; ++q) vc[q] = base[R * k + q] + a * u[q];
       pool.Eval(k, vc, &ci, gamma, G);
+      if constexpr (requires { pool.bias; }) {
+        // A frictionless contact (ContactPool::Eval's μn⁰ = 0): γ_t = 0 and G
+        // is G[0] n̂n̂ᵀ, so the loops below reduce to their first terms (each
+        // sum starts at +0, so the dropped ±0 terms change no bit).
+        if (pool.mu[k] * pool.n0[k] == 0.0) {
+          (kOne ? l_one : cost[isl]) += ci;
+          (kOne ? f_one : d1[isl]) += 0.0 - u[0] * gamma[0];
+          (kOne ? h_one : d2[isl]) += 0.0 + u[0] * (0.0 + G[0] * u[0]);
+          continue;
+        }
+      }
       // An inactive limit (ℓ_c = 0, γ = 0, G = 0) adds nothing (the cost
       // is never −0, so + 0 would not change it).
       if (R == 1 && ci == 0.0 && gamma[0] == 0.0 && G[0] == 0.0) continue;

@@ -330,4 +330,60 @@ struct ContactTorquePool {
 
 inline double Sigmoid(double x) { return x / std::sqrt(1.0 + x * x); }
 
+// ContactPool's per-row evaluation, inline so that the solver's loops
+// (Evaluate, the line search) drop the stores a frictionless row does not need
+// (the same operations, so the same bits; cenic-math §8.4).
+inline double PosPart(double x) { return x > 0 ? x : 0; }
+
+inline double ContactPool::NormalPotential(int c, double x) const {
+  // N⁺(x) = h [f_e⁰ x − ½ h k x² − ½ d f_e⁰ x² + ⅓ d h k x³]
+  const double kc = k[c], dc = d[c], fe = fe0[c];
+  return h * (fe * x - 0.5 * h * kc * x * x - 0.5 * dc * fe * x * x + dc * h * kc * x * x * x / 3.0);
+}
+
+inline void ContactPool::Eval(int c, const double* vc, double* cost, double* gamma, double* G,
+                       bool majorize_friction, const double* dual) const {
+  const double vn = vc[0], kc = k[c], dc = d[c], fe = fe0[c];
+  // Normal impulse (P13) and its antiderivative N (§4.4), shifted by the
+  // constant N⁺(v̂) so that the potential vanishes where the contact is open.
+  const double N = NormalPotential(c, std::min(vn, vhat[c])) - N_hat[c];
+  double gn = 0, dgn = 0;
+  if (vn < vhat[c]) {
+    gn = h * PosPart(fe - h * kc * vn) * PosPart(1.0 - dc * vn);
+    dgn = -h * (h * kc * (1.0 - dc * vn) + dc * (fe - h * kc * vn));
+  }
+  // Lagged regularized friction (§4.6, P14).
+  const double mun = mu[c] * n0[c], e = eps[c];
+  if (mun == 0.0) {  // frictionless (condim 1, or no normal force at v⁰): the
+                     // friction terms below are all zero
+    *cost = 0.0 - N;
+    gamma[0] = gn;
+    gamma[1] = gamma[2] = 0.0;
+    G[0] = -dgn;
+    for (int q = 1; q < 9; ++q) G[q] = 0.0;
+    return;
+  }
+  const double vt1 = vc[1], vt2 = vc[2];
+  const double soft = std::sqrt(vt1 * vt1 + vt2 * vt2 + e * e);  // |v_t|_ε + ε
+  const double t1 = vt1 / soft, t2 = vt2 / soft;
+  *cost = mun * (soft - e) - N;
+  gamma[0] = gn;
+  gamma[1] = -mun * t1;
+  gamma[2] = -mun * t2;
+  // G (§4.7): μn⁰/(|v_t|_ε+ε)·(I − n̂n̂ᵀ − t̂t̂ᵀ) − γ_n' n̂n̂ᵀ.
+  // Majorized (cenic-math §8.1, first Newton iterations): drop the −t̂t̂ᵀ term.
+  const double a = mun / soft, f = majorize_friction ? 0.0 : 1.0;
+  G[0] = -dgn; G[1] = 0;                     G[2] = 0;
+  G[3] = 0;    G[4] = a * (1 - f * t1 * t1); G[5] = -f * a * t1 * t2;
+  G[6] = 0;    G[7] = -f * a * t1 * t2;      G[8] = a * (1 - f * t2 * t2);
+  if (dual && !majorize_friction) {
+    // Primal-dual friction block (cenic-math §8.1): a (I − sym(z t̂ᵀ)); PSD
+    // for |z| ≤ 1 since |t̂| < 1, and the Hessian itself at z = t̂.
+    const double z1 = dual[0], z2 = dual[1];
+    G[4] = a * (1 - z1 * t1);
+    G[5] = G[7] = -0.5 * a * (z1 * t2 + z2 * t1);
+    G[8] = a * (1 - z2 * t2);
+  }
+}
+
 }  // namespace mjcenic::icf

@@ -137,6 +137,17 @@ class RowStore {
   }
 
   // g[dofs(c)] += scale * J(c)^T x
+  // MultiplyTransposeAdd for x = (x0, 0, 0) (three rows): each dof's sum
+  // 0 + J₀x₀ + J₁·0 + J₂·0 is 0 + J₀x₀ to the bit (it is never −0, and adding
+  // ±0 to it changes nothing), so only the first row is read.
+  void MultiplyTransposeAddFirst(int c, double x0, double scale, double* g) const
+    requires(kRows == 3)
+  {
+    const int n = num_[c];
+    const int* dof = dofs_.data() + adr_[c];
+    const double* J0 = J(c);
+    for (int k = 0; k < n; ++k) g[dof[k]] += scale * (0.0 + J0[k] * x0);
+  }
   void MultiplyTransposeAdd(int c, const double* x, double scale, double* g) const {
     if (kRows == 1 && single_) {
       g[dofs_[c]] += scale * (0.0 + J_[c] * x[0]);
