@@ -1015,26 +1015,38 @@ TEST(IcfSolverFacts, QuadraticStepSkipsTheLineSearchWithTheSameResult) {
   EXPECT_LE((r.v_on - v_ref).norm(), 1e-10 * v_ref.norm());
 }
 
+// Two trees with a gain row and a limit on dof 1 (v_1 ≥ v̂ = 0, gap 0 at q0),
+// and an impulse pushing dof 1 hard toward v_1 < 0: from the guess, where the
+// limit is open (v_1 = 1 > v̂), the first Newton step closes it.
+struct ClosingLimit {
+  IcfModel m;
+  Eigen::VectorXd guess;
+};
+ClosingLimit MakeClosingLimit(Random& rng) {
+  ClosingLimit p;
+  IcfModel& m = p.m;
+  MakeBase(&m, {4, 3}, rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 2}, 0.5, 400, 3, -1e6, 1e6), rng);
+  m.limits.Add(std::vector<int>{1}, 0.0, 1 / m.M_diag[1]);
+  m.limits.rows.J(0)[0] = 1.0;
+  m.Finalize(kH);
+  p.guess = rng.Vec(m.nv, 0.1);
+  p.guess[1] = 1.0;
+  std::vector<double> push(m.nv, 0.0);
+  push[1] = -100 * m.ADiag(1);
+  m.AddImpulse(push.data());
+  return p;
+}
+
 TEST(IcfSolverFacts, QuadraticStepIsNotTakenWhenARowChangesPiece) {
   // A limit closing or opening, or a gain reaching its effort limit, inside
   // the step: ℓ changes curvature along it, the step is line-searched.
   Random rng(24);
-  IcfModel m;
-  MakeBase(&m, {4, 3}, rng);
-  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 2}, 0.5, 400, 3, -1e6, 1e6), rng);
-  m.limits.Add(std::vector<int>{1}, 0.0, 1 / m.M_diag[1]);
-  m.limits.rows.J(0)[0] = 1.0;  // v_1 ≥ v̂ ≈ 0 (gap 0 at q0)
-  m.Finalize(kH);
+  ClosingLimit p = MakeClosingLimit(rng);
+  IcfModel& m = p.m;
   ASSERT_STREQ(m.Validate(), "");
-  // An impulse pushing dof 1 hard toward v_1 < 0: from a guess where the
-  // limit is open (v_1 = 1 > v̂ = 0) the first Newton step closes it.
-  Eigen::VectorXd guess = rng.Vec(m.nv, 0.1);
-  guess[1] = 1.0;
   ASSERT_EQ(m.limits.vhat[0], 0.0);
-  std::vector<double> push(m.nv, 0.0);
-  push[1] = -100 * m.ADiag(1);
-  m.AddImpulse(push.data());
-  ShortcutRuns r = SolveWithAndWithoutShortcut(m, guess);
+  ShortcutRuns r = SolveWithAndWithoutShortcut(m, p.guess);
   EXPECT_GE(r.on.iterations, 2);
   EXPECT_LT(r.on.quadratic_steps, r.on.iterations);  // not the step that closed the limit
   EXPECT_GT(r.on.ls_iterations, 0);  // the line search ran on the step that closed the limit
@@ -1184,19 +1196,10 @@ TEST(IcfSolverFacts, SmallProblemPathFallsBackToTheGeneralLoop) {
   // general loop solves it from the guess, to the same bits as without the
   // small path.
   Random rng(24);
-  IcfModel m;
-  MakeBase(&m, {4, 3}, rng);
-  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 2}, 0.5, 400, 3, -1e6, 1e6), rng);
-  m.limits.Add(std::vector<int>{1}, 0.0, 1 / m.M_diag[1]);
-  m.limits.rows.J(0)[0] = 1.0;
-  m.Finalize(kH);
+  ClosingLimit p = MakeClosingLimit(rng);
+  IcfModel& m = p.m;
   ASSERT_STREQ(m.Validate(), "");
-  Eigen::VectorXd guess = rng.Vec(m.nv, 0.1);
-  guess[1] = 1.0;
-  std::vector<double> push(m.nv, 0.0);
-  push[1] = -100 * m.ADiag(1);
-  m.AddImpulse(push.data());
-  const SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
+  const SmallRuns r = SolveWithAndWithoutSmallPath(m, p.guess);
   EXPECT_EQ(r.on.small_path, 0);
   EXPECT_GE(r.on.iterations, 2);
   EXPECT_EQ(r.v_on, r.v_off);

@@ -19,6 +19,7 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/icf/hessian.h"
+#include "icf/with_contacts.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
@@ -215,17 +216,7 @@ TEST(LowRank, StructureIsAnalysedOnceWhateverTheContactSet) {
   const IcfModel& full = ClutterWithWideRows();
   // The same scene with every other contact, and with none.
   auto subset = [&](int every) {
-    IcfModel out = full;
-    out.contacts.Clear();
-    const icf::ContactPool& p = full.contacts;
-    for (int c = 0; every > 0 && c < p.size(); c += every) {
-      const int i = out.contacts.Add(p.rows.dofs(c), p.fe0[c], p.k[c], p.d[c], p.mu_s[c],
-                                     p.mu_d[c], p.Rt[c]);
-      std::copy(p.rows.J(c), p.rows.J(c) + 3 * p.rows.ndof(c), out.contacts.rows.J(i));
-      for (int q = 0; q < 3; ++q) out.contacts.bias[3 * i + q] = p.bias[3 * c + q];
-    }
-    out.Finalize(full.h);
-    return out;
+    return test_util::WithContacts(full, [every](int c) { return every > 0 && c % every == 0; });
   };
   const IcfModel half = subset(2), none = subset(0);
   auto low = icf::MakeHessianFactor(LinearSolverKind::kLowRank);
