@@ -963,21 +963,33 @@ TEST(IcfSolverFacts, QuadraticProblemTakesOneNewtonStep) {
   EXPECT_EQ(st0.iterations, 0);
 }
 
-// Solves from `guess` with the quadratic step on and off (§8.9); both must
-// converge, to the same v up to round-off, with the same Newton iterations.
-struct ShortcutRuns {
+// Two solves from `guess` by the fresh solvers s1 and s2, with the solver
+// option `flag` on (the default) and off; both must converge.
+struct OnOffRuns {
   SolveStats on, off;
   Eigen::VectorXd v_on, v_off;
 };
-ShortcutRuns SolveWithAndWithoutShortcut(const IcfModel& m, const Eigen::VectorXd& guess) {
-  ShortcutRuns r;
+OnOffRuns SolveOnAndOff(const IcfModel& m, const Eigen::VectorXd& guess,
+                        bool SolverOptions::*flag, IcfSolver& s1, IcfSolver& s2,
+                        const double* extrapolated = nullptr) {
+  OnOffRuns r;
   r.v_on.resize(m.nv);
   r.v_off.resize(m.nv);
   SolverOptions on, off;
-  off.quadratic_shortcut = false;
+  off.*flag = false;
+  EXPECT_EQ(s1.Solve(m, guess.data(), on, r.v_on.data(), &r.on, nullptr, nullptr, extrapolated),
+            SolveStatus::kConverged);
+  EXPECT_EQ(s2.Solve(m, guess.data(), off, r.v_off.data(), &r.off, nullptr, nullptr, extrapolated),
+            SolveStatus::kConverged);
+  return r;
+}
+
+// Solves from `guess` with the quadratic step on and off (§8.9); both must
+// converge, to the same v up to round-off, with the same Newton iterations.
+using ShortcutRuns = OnOffRuns;
+ShortcutRuns SolveWithAndWithoutShortcut(const IcfModel& m, const Eigen::VectorXd& guess) {
   IcfSolver s1, s2;
-  EXPECT_EQ(s1.Solve(m, guess.data(), on, r.v_on.data(), &r.on), SolveStatus::kConverged);
-  EXPECT_EQ(s2.Solve(m, guess.data(), off, r.v_off.data(), &r.off), SolveStatus::kConverged);
+  ShortcutRuns r = SolveOnAndOff(m, guess, &SolverOptions::quadratic_shortcut, s1, s2);
   EXPECT_EQ(r.on.iterations, r.off.iterations);
   EXPECT_EQ(r.off.quadratic_steps, 0);
   EXPECT_LE((r.v_on - r.v_off).norm(), 1e-13 * std::max(1.0, r.v_off.norm()));
@@ -1083,22 +1095,11 @@ TEST(IcfSolverFacts, QuadraticStepIsNotTakenWhenARowChangesPiece) {
 // Solves from `guess` with the small-problem path (§8.9, "A path for tiny
 // problems") on and off; off is the general loop. Both converge with the
 // same Newton iterations and statistics, and v agrees to 1e-12.
-struct SmallRuns {
-  SolveStats on, off;
-  Eigen::VectorXd v_on, v_off;
-};
+using SmallRuns = OnOffRuns;
 SmallRuns SolveWithAndWithoutSmallPath(const IcfModel& m, const Eigen::VectorXd& guess,
                                        const double* extrapolated = nullptr) {
-  SmallRuns r;
-  r.v_on.resize(m.nv);
-  r.v_off.resize(m.nv);
-  SolverOptions on, off;
-  off.small_problem_path = false;
   IcfSolver s1, s2;
-  EXPECT_EQ(s1.Solve(m, guess.data(), on, r.v_on.data(), &r.on, nullptr, nullptr, extrapolated),
-            SolveStatus::kConverged);
-  EXPECT_EQ(s2.Solve(m, guess.data(), off, r.v_off.data(), &r.off, nullptr, nullptr, extrapolated),
-            SolveStatus::kConverged);
+  SmallRuns r = SolveOnAndOff(m, guess, &SolverOptions::small_problem_path, s1, s2, extrapolated);
   EXPECT_EQ(r.off.small_path, 0);
   EXPECT_EQ(r.on.iterations, r.off.iterations);
   EXPECT_EQ(r.on.quadratic_steps, r.off.quadratic_steps);
