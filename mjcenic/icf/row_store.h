@@ -136,7 +136,6 @@ class RowStore {
     }
   }
 
-  // g[dofs(c)] += scale * J(c)^T x
   // MultiplyTransposeAdd for x = (x0, 0, 0) (three rows): each dof's sum
   // 0 + J₀x₀ + J₁·0 + J₂·0 is 0 + J₀x₀ to the bit (it is never −0, and adding
   // ±0 to it changes nothing), so only the first row is read.
@@ -148,6 +147,7 @@ class RowStore {
     const double* J0 = J(c);
     for (int k = 0; k < n; ++k) g[dof[k]] += scale * (0.0 + J0[k] * x0);
   }
+  // g[dofs(c)] += scale * J(c)^T x
   void MultiplyTransposeAdd(int c, const double* x, double scale, double* g) const {
     if (kRows == 1 && single_) {
       g[dofs_[c]] += scale * (0.0 + J_[c] * x[0]);
