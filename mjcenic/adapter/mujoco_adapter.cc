@@ -728,7 +728,9 @@ void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const m
   const int n = static_cast<int>(dofs_.size());
   const double* frame = con.frame;
   int q = 0;
-  auto side = [&](int body, auto plus) {
+  // Inline at both calls (left to the compiler, the choice flipped with
+  // unrelated changes elsewhere in this file: +0.2 % on barkour).
+  auto side = [&](int body, auto plus) __attribute__((always_inline)) {
     const int* chain = chain_dofs_.data() + chain_adr_[body];
     const int len = chain_adr_[body + 1] - chain_adr_[body];
     if (len == 0) return;
