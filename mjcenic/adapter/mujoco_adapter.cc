@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstring>
+#include <cmath>
 #include <limits>
 #include <numbers>
 #include <string>
@@ -39,7 +39,7 @@ bool Disabled(const mjModel* m, int flag) { return m->opt.disableflags & flag; }
 // Time scale over which MuJoCo's soft constraint with this solref pulls a
 // violation back: the time constant (refsafe ≥ 2·timestep), or 2/B for a
 // direct solref. Large violations of near-rigid rows recover over it.
-double RecoveryTime(const mjModel* m, const double* solref) {
+[[gnu::always_inline]] inline double RecoveryTime(const mjModel* m, const double* solref) {
   double tau;
   if (solref[0] > 0) {
     tau = solref[0];
@@ -307,16 +307,21 @@ void MujocoAdapter::SortRecords(size_t limit_records, std::vector<RowRecord>* re
   // Both runs are usually sorted on their own (MuJoCo orders its rows by type,
   // then object): then one merge, not a sort; the keys are distinct, so the
   // result is the sorted sequence either way (cenic-math §8.9).
+  // AddLimits' run [0, limit_records) is sorted as made (joints, then tendons,
+  // by id, lower side first). Without ball-joint limits every row of
+  // AddEfcRows (equality, friction loss) sorts before it: a rotation.
   std::vector<RowRecord>& rows = *records;
   const auto mid = rows.begin() + static_cast<std::ptrdiff_t>(limit_records);
-  if (limit_records > 0 && std::is_sorted(rows.begin(), mid) && std::is_sorted(mid, rows.end())) {
-    if (*mid < *(mid - 1)) {
+  if (!std::is_sorted(mid, rows.end())) {
+    std::sort(rows.begin(), rows.end());
+  } else if (limit_records > 0 && *mid < *(mid - 1)) {
+    if (rows.back() < rows.front()) {
+      std::rotate(rows.begin(), mid, rows.end());
+    } else {
       merged_rows_.resize(rows.size());
       std::merge(rows.begin(), mid, mid, rows.end(), merged_rows_.begin());
       std::copy(merged_rows_.begin(), merged_rows_.end(), rows.begin());
     }
-  } else if (!std::is_sorted(rows.begin(), rows.end())) {
-    std::sort(rows.begin(), rows.end());
   }
 }
 
@@ -456,9 +461,12 @@ double MujocoAdapter::FrictionLossSpeed(const mjModel* m, const mjData* d, int r
   // solimp of every dof) takes its d₀ and B (cenic-math §8.9).
   FrictionMemo& f = friction_memo_;
   const bool refsafe = !Disabled(m, mjDSBL_REFSAFE);
-  if (!f.valid || f.refsafe != refsafe || f.key[mjNREF + mjNIMP] != m->opt.timestep ||
-      std::memcmp(solref, f.key, mjNREF * sizeof(double)) != 0 ||
-      std::memcmp(solimp, f.key + mjNREF, mjNIMP * sizeof(double)) != 0) [[unlikely]]
+  // (Compared as numbers: inputs that differ only in the sign of a zero give
+  // the same d₀, and a B of ±0 makes the speed 0 either way; NaN never matches.)
+  bool same = f.valid && f.refsafe == refsafe && f.key[mjNREF + mjNIMP] == m->opt.timestep;
+  for (int k = 0; k < mjNREF && same; ++k) same = f.key[k] == solref[k];
+  for (int k = 0; k < mjNIMP && same; ++k) same = f.key[mjNREF + k] == solimp[k];
+  if (!same) [[unlikely]]
     f.Fill(solref, solimp, m->opt.timestep, refsafe);
   const double d0 = f.d0, B = f.B;
   const double A = d->efc_diagA[row];
