@@ -114,14 +114,19 @@ struct NearRigidPool {
   // the previous build's row c is kept if it is one row on `dof` and every
   // number of it refilled as AddSingle sets it; else the pool is cut at c and
   // the row appended. Returns c.
+  // The refill is inline, the cut and append out of line (so the compiler
+  // inlines the refill into the build's loops).
   int PutSingle(int c, int dof, double J1, double g0_, double w_, double tau_r_) {
-    if (!rows.IsSingleOn(c, dof)) {
-      Truncate(c);
-      return AddSingle(dof, J1, g0_, w_, tau_r_);
-    }
+    if (!rows.IsSingleOn(c, dof)) [[unlikely]]
+      return CutAndAddSingle(c, dof, J1, g0_, w_, tau_r_);
     rows.SetSingleJ(c, J1);
     SetRow(c, g0_, w_, tau_r_);
     return c;
+  }
+  [[gnu::noinline]] int CutAndAddSingle(int c, int dof, double J1, double g0_, double w_,
+                                        double tau_r_) {
+    Truncate(c);
+    return AddSingle(dof, J1, g0_, w_, tau_r_);
   }
   // As PutSingle for a row over `dofs` (its Jacobian block zeroed, as Add's).
   int Put(int c, std::span<const int> dofs, double g0_, double w_, double tau_r_) {
@@ -191,13 +196,16 @@ struct GainPool {
   // As NearRigidPool::PutSingle (docs/cenic-math.md §8.9).
   int PutSingle(int i, int dof, double J1, double c_, double kq_, double kv_, double lo_,
                 double hi_) {
-    if (!rows.IsSingleOn(i, dof)) {
-      Truncate(i);
-      return AddSingle(dof, J1, c_, kq_, kv_, lo_, hi_);
-    }
+    if (!rows.IsSingleOn(i, dof)) [[unlikely]]
+      return CutAndAddSingle(i, dof, J1, c_, kq_, kv_, lo_, hi_);
     rows.SetSingleJ(i, J1);
     SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
+  }
+  [[gnu::noinline]] int CutAndAddSingle(int i, int dof, double J1, double c_, double kq_,
+                                        double kv_, double lo_, double hi_) {
+    Truncate(i);
+    return AddSingle(dof, J1, c_, kq_, kv_, lo_, hi_);
   }
   // As NearRigidPool::Put.
   int Put(int i, std::span<const int> dofs, double c_, double kq_, double kv_, double lo_,
