@@ -130,13 +130,16 @@ struct NearRigidPool {
   }
   // As PutSingle for a row over `dofs` (its Jacobian block zeroed, as Add's).
   int Put(int c, std::span<const int> dofs, double g0_, double w_, double tau_r_) {
-    if (!rows.IsOn(c, dofs)) {
-      Truncate(c);
-      return Add(dofs, g0_, w_, tau_r_);
-    }
+    if (!rows.IsOn(c, dofs)) [[unlikely]]
+      return CutAndAdd(c, dofs, g0_, w_, tau_r_);
     rows.ZeroJ(c);
     SetRow(c, g0_, w_, tau_r_);
     return c;
+  }
+  [[gnu::noinline]] int CutAndAdd(int c, std::span<const int> dofs, double g0_, double w_,
+                                  double tau_r_) {
+    Truncate(c);
+    return Add(dofs, g0_, w_, tau_r_);
   }
   // Drops the constraints from n on.
   void Truncate(int n) {
@@ -210,13 +213,16 @@ struct GainPool {
   // As NearRigidPool::Put.
   int Put(int i, std::span<const int> dofs, double c_, double kq_, double kv_, double lo_,
           double hi_) {
-    if (!rows.IsOn(i, dofs)) {
-      Truncate(i);
-      return Add(dofs, c_, kq_, kv_, lo_, hi_);
-    }
+    if (!rows.IsOn(i, dofs)) [[unlikely]]
+      return CutAndAdd(i, dofs, c_, kq_, kv_, lo_, hi_);
     rows.ZeroJ(i);
     SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
+  }
+  [[gnu::noinline]] int CutAndAdd(int i, std::span<const int> dofs, double c_, double kq_,
+                                  double kv_, double lo_, double hi_) {
+    Truncate(i);
+    return Add(dofs, c_, kq_, kv_, lo_, hi_);
   }
   // Drops the constraints from n on.
   void Truncate(int n) {
@@ -283,13 +289,15 @@ struct DryFrictionPool {
   // refilled in place when it is on the same dofs, else the pool cut at c
   // and the row appended.
   int Put(int c, std::span<const int> dofs, double F_, double eps_) {
-    if (!rows.IsOn(c, dofs)) {
-      Truncate(c);
-      return Add(dofs, F_, eps_);
-    }
+    if (!rows.IsOn(c, dofs)) [[unlikely]]
+      return CutAndAdd(c, dofs, F_, eps_);
     rows.ZeroJ(c);
     F[c] = F_; eps_row[c] = eps_; eps[c] = 0;
     return c;
+  }
+  [[gnu::noinline]] int CutAndAdd(int c, std::span<const int> dofs, double F_, double eps_) {
+    Truncate(c);
+    return Add(dofs, F_, eps_);
   }
   void Truncate(int n) {
     if (n >= size()) return;
