@@ -231,6 +231,18 @@ void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island, double al
   }
 }
 
+namespace {
+// v_c(0) and u = J w of every row of one pool (§3.4): PrepareLineSearch's
+// and SolveSmall's.
+template <class Pool, class Data>
+void StartRowsAlong(const Pool& pool, Data& pd, const double* w) {
+  constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+  const int n = pool.size();
+  std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+  for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+}
+}  // namespace
+
 void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char* frozen) {
   // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
   // constraint. Requires Evaluate() at the base point v (and the island tags
@@ -240,7 +252,8 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char
   const int ni = NumIslands(m);
   ResizeIslandWork(ni);
   if (static_cast<int>(dof_island_.size()) != nv) TagIslands(m);  // (a misuse; cheap guard)
-  DirectionProducts(m, w, frozen, ni);
+  std::copy(w, w + nv, data_.w.begin());
+  m.MultiplyA(w, data_.Aw.data());
   // c_i (data_.ls_c) is Evaluate's.
   double* la = data_.ls_a.data();
   double* lb = data_.ls_b.data();
@@ -265,19 +278,13 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char
     }
     la[0] = a, lb[0] = b, d0[0] = d;
   }
-}
-
-void IcfSolver::DirectionProducts(const IcfModel& m, const double* w, const char* frozen,
-                                  int ni) {
-  std::copy(w, w + m.nv, data_.w.begin());
-  m.MultiplyA(w, data_.Aw.data());
   auto prep = [&](const auto& pool, auto& pd) {
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = pool.size();
     if (n == 0) return;
-    double* u = pd.u.data();
     if (frozen && ni > 1) {  // rows of frozen islands keep v_c(0) and u (never read)
       const int* isl = pd.island.data();
+      double* u = pd.u.data();
       for (int k = 0; k < n; ++k) {
         if (frozen[isl[k]]) continue;
         for (int q = 0; q < R; ++q) pd.vc_base[R * k + q] = pd.vc[R * k + q];
@@ -285,8 +292,7 @@ void IcfSolver::DirectionProducts(const IcfModel& m, const double* w, const char
       }
       return;
     }
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
-    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, u + R * k);
+    StartRowsAlong(pool, pd, w);
   };
   ForEachPool(m, data_, prep);
 }
@@ -735,8 +741,12 @@ double IcfSolver::TakeStep(const IcfModel& m, const double* w, bool per_island, 
   return std::sqrt(step);
 }
 
-inline double IcfSolver::StartSolve(const IcfModel& m, const SolverOptions& o, const double* v_guess,
-                             const double* extrapolated, int ni, NewtonState* s) {
+// StartSolve, Converged and FinishIteration are inline (the tiny problems'
+// per-step cost, cenic-math §8.9: out of line they cost more instructions
+// per step than the code they replaced).
+inline double IcfSolver::StartSolve(const IcfModel& m, const SolverOptions& o,
+                                    const double* v_guess, const double* extrapolated, int ni,
+                                    NewtonState* s) {
   const bool per_island = ni > 1;
   TagIslands(m);  // the model is constant during the solve
   const double tol = ScaledTolerance(m, o, per_island ? ni : 0);  // and the islands' (StartIslands)
@@ -763,8 +773,8 @@ bool IcfSolver::FiniteGradient(const IcfModel& m, bool per_island, double* Dg, S
   return std::isfinite(*Dg) && std::isfinite(data_.cost);
 }
 
-inline bool IcfSolver::Converged(int k, double Dg, double tol, int ni, NewtonState* s, int* nfrozen,
-                          SolveStats* st) {
+inline bool IcfSolver::Converged(int k, double Dg, double tol, int ni, NewtonState* s,
+                                 int* nfrozen, SolveStats* st) {
   // Criterion 1 (optimality, from k = 0 but not for an extrapolated guess)
   // and criterion 2 (Hairer–Wanner), §8.2: for the whole system, or island
   // by island. Criterion 2 assumes Newton's rate, so it (and θ) only use
@@ -801,8 +811,8 @@ void IcfSolver::QuadraticStep(int ni, SolveStats* st) {
   ++st->quadratic_steps;
 }
 
-inline void IcfSolver::FinishIteration(const IcfModel& m, const double* w, int ni, const char* major,
-                                NewtonState* s, SolveStats* st) {
+inline void IcfSolver::FinishIteration(const IcfModel& m, const double* w, int ni,
+                                       const char* major, NewtonState* s, SolveStats* st) {
   const bool per_island = ni > 1;
   s->step_prev2 = s->step_prev;
   s->step_prev = TakeStep(m, w, per_island, ni);
@@ -896,10 +906,10 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     return true;
   }
   if (!(d0 < 0)) return false;
-  // PrepareLineSearch's A w, v_c(0) and u = J w of every row, and
-  // ℓ_i'(0) = ∇ℓ_iᵀ w (ls_.d0) in its order, without the line search's
-  // momentum sums.
-  DirectionProducts(m, w, nullptr, ni);
+  // PrepareLineSearch's A w, ℓ_i'(0) = ∇ℓ_iᵀ w (ls_.d0), v_c(0) and u = J w
+  // of every row, in its order, without the line search's momentum sums.
+  std::copy(w, w + nv, data_.w.begin());
+  m.MultiplyA(w, data_.Aw.data());
   {
     const double* g = data_.grad.data();
     double* d0_i = ls_.d0.data();
@@ -913,6 +923,9 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
       d0_i[0] = d;
     }
   }
+  ForEachPool(m, data_, [&](const auto& pool, auto& pd) {
+    if (pool.size() > 0) StartRowsAlong(pool, pd, w);
+  });
   if (!StepStaysQuadratic(m)) return false;
   QuadraticStep(ni, st);
   FinishIteration(m, w, ni, nullptr, &ns, st);  // (exact: no majorizer)

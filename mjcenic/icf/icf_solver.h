@@ -286,9 +286,6 @@ class IcfSolver {
   bool AcceptGuess(const NewtonState& s, double d0, int ni, SolveStats* st);
   // w = 0 on the frozen islands' dofs.
   void ZeroFrozen(const IcfModel& m, double* w) const;
-  // PrepareLineSearch's products of the direction w: data_.w, A w, and per
-  // row v_c(0) and u = J w (not on the rows of islands marked in `frozen`).
-  void DirectionProducts(const IcfModel& m, const double* w, const char* frozen, int ni);
   // The quadratic step's lengths (§8.9): α_i = 1 where ℓ_i'(0) < 0, else 0.
   void QuadraticStep(int ni, SolveStats* st);
   // v += α w (TakeStep, δ into s), A v (AdvanceProducts), the exact-Hessian
