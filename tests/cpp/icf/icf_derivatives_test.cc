@@ -1131,6 +1131,19 @@ IcfModel SmallQuadraticProblem(const std::vector<int>& trees, bool couple, Rando
   return m;
 }
 
+// The minimizer of m to 1e-14 (the general loop from a random guess): a
+// guess that meets the default tolerance.
+Eigen::VectorXd TightSolution(const IcfModel& m, Random& rng) {
+  SolverOptions o;
+  o.small_problem_path = false;
+  o.tolerance = o.min_tolerance = 1e-14;
+  IcfSolver s;
+  Eigen::VectorXd v_star(m.nv);
+  EXPECT_EQ(s.Solve(m, rng.Vec(m.nv, 0.3).data(), o, v_star.data(), nullptr),
+            SolveStatus::kConverged);
+  return v_star;
+}
+
 TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
   Random rng(31);
   // Several islands (the islands kind; dofs in order): the same bits.
@@ -1164,13 +1177,7 @@ TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
   {
     const IcfModel m = SmallQuadraticProblem({2, 3}, false, rng);
     ASSERT_EQ(m.num_islands, 2);
-    SolverOptions o;
-    o.small_problem_path = false;
-    o.tolerance = o.min_tolerance = 1e-14;
-    IcfSolver s;
-    SolveStats st;
-    Eigen::VectorXd v_star(m.nv);
-    s.Solve(m, rng.Vec(m.nv, 0.3).data(), o, v_star.data(), &st);
+    const Eigen::VectorXd v_star = TightSolution(m, rng);
     Eigen::VectorXd guess = v_star;
     guess.head(2) += rng.Vec(2, 0.3);  // island 0 off its minimum, island 1 at it
     SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
@@ -1203,13 +1210,7 @@ TEST(IcfSolverFacts, SmallProblemPathTreatsAnExtrapolatedGuessLikeTheGeneralLoop
   {
     const IcfModel m = SmallQuadraticProblem({2, 3}, true, rng);
     ASSERT_LE(m.num_islands, 1);
-    SolverOptions tight;
-    tight.small_problem_path = false;
-    tight.tolerance = tight.min_tolerance = 1e-14;
-    IcfSolver s;
-    Eigen::VectorXd v_star(m.nv);
-    ASSERT_EQ(s.Solve(m, rng.Vec(m.nv, 0.3).data(), tight, v_star.data(), nullptr),
-              SolveStatus::kConverged);
+    const Eigen::VectorXd v_star = TightSolution(m, rng);
     SmallRuns r = SolveWithAndWithoutSmallPath(m, v_star);  // control: accepted as is
     EXPECT_EQ(r.on.small_path, 1);
     EXPECT_EQ(r.on.iterations, 0);
