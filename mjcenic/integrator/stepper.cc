@@ -366,6 +366,11 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   // Extended line search (cenic-math §8.3): an island whose Newton step
   // undershoots the line minimum by far searches on past α = 1.
   o.extend_slope = kExtendSlope;
+  // Contact sweep guess (cenic-math §8.1): fixed mode only (a tight
+  // tolerance); under error control the loose solves would carry the other
+  // starting point into the accepted steps.
+  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
+  if (!(fixed_steps && tolerance <= kTightTolerance)) o.guess_sweeps = 0;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;
