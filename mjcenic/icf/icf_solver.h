@@ -76,9 +76,11 @@ struct SolverOptions {
   // Contact sweep guess (cenic-math §8.1, "Contact sweeps"): with n > 0, a
   // second initial guess from n nonlinear Gauss–Seidel sweeps over the
   // contacts (each contact's own normal and friction law solved exactly
-  // against diag(A)), and each island starts from whichever of the two
-  // gives it the lower ℓ_i. The minimizer is the same. The stepper passes
-  // it in fixed mode only (tight tolerance); 0: off.
+  // against diag(A)), and each island not optimal at the guess starts from
+  // whichever of the two gives it the lower ℓ_i. The minimizer is the same.
+  // Not with a guess_direction (Solve's line-searched guess takes
+  // precedence). The stepper passes it in fixed mode only (tight tolerance),
+  // after a solve of ≥ 4 iterations; 0: off.
   int guess_sweeps = 0;
   // Quadratic step (cenic-math §8.9): when the problem has only rows whose
   // cost is piecewise quadratic (limits, couplings, gains: no contacts,
