@@ -335,8 +335,8 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
 namespace {
 constexpr double kTightTolerance = 1e-7;
 constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
-constexpr double kExtendSlope = 0.3;
-constexpr int kSweepAfter = 4;  // contact sweeps after a solve of ≥ 4 iterations (§8.1)  // κ of the extended line search (cenic-math §8.3)
+constexpr double kExtendSlope = 0.3;  // κ of the extended line search (cenic-math §8.3)
+constexpr int kSweepAfter = 4;  // contact sweeps after a solve of ≥ 4 iterations (§8.1)
 constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
 constexpr double kDepthFloor = 1e-3;  // tolerance floor 10⁻³ L (§11.10)
 std::uint64_t PairKey(int g1, int g2) {
