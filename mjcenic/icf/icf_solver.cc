@@ -231,6 +231,18 @@ void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island, double al
   }
 }
 
+namespace {
+// v_c(0) and u = J w of every row of one pool (§3.4): PrepareLineSearch's
+// and SolveSmall's.
+template <class Pool, class Data>
+void StartRowsAlong(const Pool& pool, Data& pd, const double* w) {
+  constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+  const int n = pool.size();
+  std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+  for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+}
+}  // namespace
+
 void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char* frozen) {
   // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
   // constraint. Requires Evaluate() at the base point v (and the island tags
@@ -270,9 +282,9 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = pool.size();
     if (n == 0) return;
-    double* u = pd.u.data();
     if (frozen && ni > 1) {  // rows of frozen islands keep v_c(0) and u (never read)
       const int* isl = pd.island.data();
+      double* u = pd.u.data();
       for (int k = 0; k < n; ++k) {
         if (frozen[isl[k]]) continue;
         for (int q = 0; q < R; ++q) pd.vc_base[R * k + q] = pd.vc[R * k + q];
@@ -280,8 +292,7 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char
       }
       return;
     }
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
-    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, u + R * k);
+    StartRowsAlong(pool, pd, w);
   };
   ForEachPool(m, data_, prep);
 }
@@ -607,6 +618,181 @@ void IcfSolver::PullBackGuess(const IcfModel& m, const double* d, const char* ma
   std::fill(g.alpha.begin(), g.alpha.begin() + ni, 1.0);
 }
 
+int IcfSolver::SweepStart(const IcfModel& m, double tol, int sweeps, const char* majorize,
+                          bool dual) {
+  // Contact sweep guess (cenic-math §8.1). data_ holds the evaluation at the
+  // guess vtmp_ (ls_.l0: ℓ_i there). Islands that already meet the
+  // optimality test there keep it; for the others (candidates) the sweeps
+  // build a second guess, evaluated (only their rows), and each keeps the
+  // point of lower ℓ_i; those that go back are evaluated at the guess again.
+  const int nv = m.nv, ni = NumIslands(m);
+  const bool per_island = ni > 1;
+  guess_l0_.resize(ni);
+  std::copy(ls_.l0.begin(), ls_.l0.begin() + ni, guess_l0_.begin());
+  sweep_took_.resize(ni);
+  sweep_keep_.resize(ni);
+  const double Dg = ScaledGradient(m, per_island);
+  int candidates = 0;
+  for (int i = 0; i < ni; ++i) {
+    const bool optimal = per_island ? std::sqrt(isl_.Dg2[i]) < isl_.tol[i] : Dg < tol;
+    sweep_took_[i] = !optimal;
+    candidates += !optimal;
+  }
+  if (candidates == 0) return 0;
+  SweepGuess(m, sweeps);  // on the candidates (sweep_took_)
+  // The candidates' dofs at the sweep guess, the others at the guess;
+  // sweep_v_ keeps the guess on the candidates' dofs.
+  for (int i = 0; i < nv; ++i)
+    if (sweep_took_[DofIsland(m, i)]) std::swap(vtmp_[i], sweep_v_[i]);
+  for (int i = 0; i < ni; ++i) sweep_keep_[i] = !sweep_took_[i];
+  Evaluate(m, vtmp_.data(), per_island ? sweep_keep_.data() : nullptr, majorize, false, dual);
+  int n = 0, back = 0;
+  for (int i = 0; i < ni; ++i) {
+    sweep_keep_[i] = 1;  // 0: back to the guess, evaluated again below
+    if (sweep_took_[i] && !(ls_.l0[i] < guess_l0_[i])) {
+      sweep_took_[i] = 0;
+      sweep_keep_[i] = 0;
+      ++back;
+    }
+    n += sweep_took_[i];
+  }
+  if (back == 0) return n;
+  for (int i = 0; i < nv; ++i)
+    if (!sweep_keep_[DofIsland(m, i)]) vtmp_[i] = sweep_v_[i];
+  Evaluate(m, vtmp_.data(), per_island ? sweep_keep_.data() : nullptr, majorize, false, dual);
+  return n;
+}
+
+void IcfSolver::SweepGuess(const IcfModel& m, int sweeps) {
+  // Contact sweep guess (cenic-math §8.1), on the islands marked in
+  // sweep_took_. With A replaced by its diagonal (free bodies: nearly
+  // exact), start from v_f = v⁰ + diag(A)⁻¹(r − A v⁰) (no impulse) and visit
+  // the contacts in turn, each solving its own law exactly with the others
+  // held: with W = J_c diag(A)⁻¹ J_cᵀ's diagonal (normal row; mean of the
+  // tangent rows) and the velocity v_c − W γ_c without the contact's own
+  // impulse, the normal impulse of §4.4 below v̂ is quadratic in v_n (a
+  // closed-form root), and the friction of §4.6 (lagged μn⁰) keeps the
+  // slip's direction and solves one monotone scalar equation for its size;
+  // v += diag(A)⁻¹ J_cᵀ Δγ. An island stops sweeping once a sweep changes
+  // its impulses by at most kSweepStop of their size (Σ|Δγ| ≤ ρ Σ|γ|).
+  // Cost: at most `sweeps` passes over the contact rows, no factorization.
+  constexpr double kSweepStop = 1e-3;
+  const int nv = m.nv, nc = m.contacts.size(), ni = NumIslands(m);
+  const ContactPool& P = m.contacts;
+  const int* isl = data_.contacts.island.data();
+  sweep_v_.resize(nv);
+  sweep_Ai_.resize(nv);
+  sweep_W_.resize(2 * nc);
+  sweep_gamma_.assign(3 * nc, 0.0);
+  sweep_change_.resize(2 * ni);
+  sweep_active_.assign(sweep_took_.begin(), sweep_took_.begin() + ni);
+  double* v = sweep_v_.data();
+  double* Ai = sweep_Ai_.data();
+  m.MultiplyA(m.v0.data(), v);
+  for (int i = 0; i < nv; ++i) {
+    Ai[i] = 1.0 / m.ADiag(i);
+    v[i] = m.v0[i] + Ai[i] * (m.r[i] - v[i]);
+  }
+  for (int c = 0; c < nc; ++c) {
+    if (!sweep_active_[isl[c]]) continue;
+    const double* J = P.rows.J(c);
+    const std::span<const int> dofs = P.rows.dofs(c);
+    const int n = static_cast<int>(dofs.size());
+    double wn = 0, wt = 0;
+    for (int k = 0; k < n; ++k) {
+      const double a = Ai[dofs[k]];
+      wn += J[k] * J[k] * a;
+      wt += (J[n + k] * J[n + k] + J[2 * n + k] * J[2 * n + k]) * a;
+    }
+    sweep_W_[2 * c] = wn;
+    sweep_W_[2 * c + 1] = 0.5 * wt;
+  }
+  const double h = P.h;
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
+    std::fill(sweep_change_.begin(), sweep_change_.end(), 0.0);
+    for (int c = 0; c < nc; ++c) {
+      if (!sweep_active_[isl[c]]) continue;
+      const double mun = P.mu[c] * P.n0[c], e = P.eps[c];
+      const double* J = P.rows.J(c);
+      const std::span<const int> dofs = P.rows.dofs(c);
+      const int n = static_cast<int>(dofs.size());
+      double vc[3] = {0, 0, 0};
+      if (mun > 0) {
+        P.rows.Multiply(c, v, vc);
+      } else {  // frictionless: the normal row only
+        double s0 = 0;
+        for (int k = 0; k < n; ++k) s0 += J[k] * v[dofs[k]];
+        vc[0] = s0;
+      }
+      double* g = sweep_gamma_.data() + 3 * c;
+      const double wn = sweep_W_[2 * c], wt = sweep_W_[2 * c + 1];
+      // Normal: v_n = v_f + W γ_n(v_n), γ_n = h (f_e − hk v_n)(1 − d v_n)
+      // below v̂ (both factors positive there), 0 above.
+      const double vf = vc[0] + P.bias[3 * c] - wn * g[0];
+      double gn = 0;
+      if (vf < P.vhat[c]) {
+        const double k = P.k[c], d = P.d[c], fe = P.fe0[c];
+        const double qa = -wn * h * h * k * d;  // qa v² + qb v + qc = 0
+        const double qb = 1 + wn * h * (h * k + d * fe);
+        const double qc = -(vf + wn * h * fe);
+        const double disc = qb * qb - 4 * qa * qc;
+        const double root = std::min(
+            disc >= 0 ? -2 * qc / (qb + std::sqrt(disc)) : P.vhat[c], P.vhat[c]);
+        gn = h * std::max(0.0, fe - h * k * root) * std::max(0.0, 1 - d * root);
+      }
+      double dg[3] = {gn - g[0], 0, 0};
+      g[0] = gn;
+      // Friction: v_t = u − W μn⁰ v_t/sqrt(|v_t|² + ε²), u the slip without
+      // the contact's friction, so v_t = s û with s (1 + W μn⁰/sqrt(s² + ε²))
+      // = |u| (increasing in s; safeguarded Newton).
+      if (mun > 0) {
+        const double u1 = vc[1] + P.bias[3 * c + 1] - wt * g[1];
+        const double u2 = vc[2] + P.bias[3 * c + 2] - wt * g[2];
+        const double U = std::sqrt(u1 * u1 + u2 * u2);
+        double t1 = 0, t2 = 0;
+        if (U > 0) {
+          const double cw = wt * mun;
+          // Start: the root for ε → 0 when sliding (U > W μn⁰), the sticking
+          // linearization s = U ε/(ε + W μn⁰) otherwise; a guess needs no
+          // more than a few digits.
+          double x = U > cw ? U - cw : U * e / (e + cw);
+          for (int it = 0; it < 8; ++it) {
+            const double sq = std::sqrt(x * x + e * e);
+            const double q = x * (1 + cw / sq) - U;
+            const double dq = 1 + cw * e * e / (sq * sq * sq);
+            double xn = x - q / dq;
+            if (xn < 0) xn = 0.5 * x;
+            if (xn > U) xn = 0.5 * (x + U);
+            const double step = xn - x;
+            x = xn;
+            if (std::abs(step) <= 1e-4 * (x + e)) break;
+          }
+          const double f = -mun * x / (std::sqrt(x * x + e * e) * U);
+          t1 = f * u1;
+          t2 = f * u2;
+        }
+        dg[1] = t1 - g[1];
+        dg[2] = t2 - g[2];
+        g[1] = t1;
+        g[2] = t2;
+        for (int k = 0; k < n; ++k)
+          v[dofs[k]] += Ai[dofs[k]] * (J[k] * dg[0] + J[n + k] * dg[1] + J[2 * n + k] * dg[2]);
+      } else if (dg[0] != 0) {
+        for (int k = 0; k < n; ++k) v[dofs[k]] += Ai[dofs[k]] * J[k] * dg[0];
+      }
+      sweep_change_[2 * isl[c]] += std::abs(dg[0]) + std::abs(dg[1]) + std::abs(dg[2]);
+      sweep_change_[2 * isl[c] + 1] += std::abs(g[0]) + std::abs(g[1]) + std::abs(g[2]);
+    }
+    bool any = false;
+    for (int i = 0; i < ni; ++i) {
+      if (sweep_active_[i] && sweep_change_[2 * i] <= kSweepStop * sweep_change_[2 * i + 1])
+        sweep_active_[i] = 0;
+      any = any || sweep_active_[i];
+    }
+    if (!any) break;
+  }
+}
+
 double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o, int ni_split) {
   // §8.2: D = diag(M)^(-1/2), tol = ε max(1, |D r|); with several islands
   // (ni_split > 0, after TagIslands) also each island's ε max(1, |D r|_i)
@@ -638,10 +824,13 @@ const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bo
   H->Bind(m, data_);
   H->Solve(w, w);
   *linear_iterations += H->last_iterations();
-  if (per_island && any_frozen)
-    for (int i = 0; i < m.nv; ++i)
-      if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
+  if (per_island && any_frozen) ZeroFrozen(m, w);
   return w;
+}
+
+void IcfSolver::ZeroFrozen(const IcfModel& m, double* w) const {
+  for (int i = 0; i < m.nv; ++i)
+    if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
 }
 
 void IcfSolver::StartIslands(int ni) {
@@ -727,6 +916,92 @@ double IcfSolver::TakeStep(const IcfModel& m, const double* w, bool per_island, 
   return std::sqrt(step);
 }
 
+// StartSolve, Converged and FinishIteration are inline (the tiny problems'
+// per-step cost, cenic-math §8.9: out of line they cost more instructions
+// per step than the code they replaced).
+inline double IcfSolver::StartSolve(const IcfModel& m, const SolverOptions& o,
+                                    const double* v_guess, const double* extrapolated, int ni,
+                                    NewtonState* s) {
+  const bool per_island = ni > 1;
+  TagIslands(m);  // the model is constant during the solve
+  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);  // and the islands' (StartIslands)
+  if (!std::isfinite(tol)) return tol;
+  // An extrapolated guess (§8.1) is not accepted as the solution: its
+  // island (or the system) takes at least one Newton iteration.
+  if (extrapolated) {
+    if (per_island) {
+      for (int i = 0; i < m.nv; ++i)
+        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
+    } else {
+      for (int i = 0; i < m.nv && !s->iterate_all; ++i) s->iterate_all = extrapolated[i] != 0;
+    }
+  }
+  std::copy(v_guess, v_guess + m.nv, vtmp_.begin());
+  ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
+  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
+  return tol;
+}
+
+bool IcfSolver::FiniteGradient(const IcfModel& m, bool per_island, double* Dg, SolveStats* st) {
+  *Dg = ScaledGradient(m, per_island);
+  st->scaled_gradient = *Dg;
+  return std::isfinite(*Dg) && std::isfinite(data_.cost);
+}
+
+inline bool IcfSolver::Converged(int k, double Dg, double tol, int ni, NewtonState* s,
+                                 int* nfrozen, SolveStats* st) {
+  // Criterion 1 (optimality, from k = 0 but not for an extrapolated guess)
+  // and criterion 2 (Hairer–Wanner), §8.2: for the whole system, or island
+  // by island. Criterion 2 assumes Newton's rate, so it (and θ) only use
+  // steps of exact-Hessian iterations (§8.1).
+  if (ni > 1) {
+    if (k == 0) {
+      s->optimal_at_guess = true;
+      for (int i = 0; i < ni; ++i) s->optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+    }
+    const bool converged = IslandsConverged(k, ni, nfrozen, &st->island_updates);
+    if (k == 0) st->islands_iterated = st->island_updates;  // not converged at the guess
+    return converged;
+  }
+  if (k == 0) {
+    s->optimal_at_guess = Dg < tol;
+    return s->optimal_at_guess && !s->iterate_all;
+  }
+  return Dg < tol || (s->exact_run >= 1 && s->eta * s->step_prev < tol);
+}
+
+bool IcfSolver::AcceptGuess(const NewtonState& s, double d0, int ni, SolveStats* st) {
+  // An extrapolated guess that already met the optimality test and admits
+  // no descent (round-off): it is the solution, and no island iterated
+  // (IslandsConverged counted the extrapolated ones).
+  if (!(s.optimal_at_guess && std::isfinite(d0) && !(d0 < 0))) return false;
+  if (ni > 1) st->island_updates = st->islands_iterated = 0;
+  return true;
+}
+
+void IcfSolver::QuadraticStep(int ni, SolveStats* st) {
+  // ℓ_i is one quadratic along the exact Newton step: α_i = 1 where it
+  // descends, 0 where LineSearch would not move (ℓ_i'(0) ≥ 0).
+  for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
+  ++st->quadratic_steps;
+}
+
+inline void IcfSolver::FinishIteration(const IcfModel& m, const double* w, int ni,
+                                       const char* major, NewtonState* s, SolveStats* st) {
+  const bool per_island = ni > 1;
+  s->step_prev2 = s->step_prev;
+  s->step_prev = TakeStep(m, w, per_island, ni);
+  AdvanceProducts(m);
+  bool all_exact = true;
+  for (int i = 0; i < ni; ++i) {
+    const bool majorized = major && major[i];
+    all_exact = all_exact && !majorized;
+    if (per_island && !isl_.frozen[i]) isl_.exact_run[i] = majorized ? 0 : isl_.exact_run[i] + 1;
+  }
+  s->exact_run = all_exact ? s->exact_run + 1 : 0;
+  ++st->iterations;
+}
+
 namespace {
 // Adds the wall time of its scope to *total (SolveStats' phase times); a
 // null total (SolverOptions::phase_timers off) reads no clock.
@@ -763,37 +1038,16 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   const int nv = m.nv;
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
-  TagIslands(m);
-  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);
+  NewtonState ns;
+  const double tol = StartSolve(m, o, v_guess, extrapolated, ni, &ns);
   if (!std::isfinite(tol)) return false;
   fresh_ = false;  // (no factorization kept for reuse)
   partial_factor_ = false;
-  bool iterate_all = false;
-  if (extrapolated) {
-    if (per_island) {
-      for (int i = 0; i < nv; ++i)
-        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
-    } else {
-      for (int i = 0; i < nv && !iterate_all; ++i) iterate_all = extrapolated[i] != 0;
-    }
-  }
-  std::copy(v_guess, v_guess + nv, vtmp_.begin());
-  ResizeIslandWork(ni);
-  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   Evaluate(m, vtmp_.data(), nullptr);
-  double Dg = ScaledGradient(m, per_island);
-  if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return false;
+  double Dg;
+  if (!FiniteGradient(m, per_island, &Dg, st)) return false;
   int nfrozen = 0;
-  bool converged = Dg < tol && !iterate_all;
-  bool optimal_at_guess = Dg < tol;
-  if (per_island) {
-    optimal_at_guess = true;
-    for (int i = 0; i < ni; ++i) optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
-    converged = IslandsConverged(0, ni, &nfrozen, &st->island_updates);
-    st->islands_iterated = st->island_updates;
-  }
-  st->scaled_gradient = Dg;
-  if (converged) {
+  if (Converged(0, Dg, tol, ni, &ns, &nfrozen, st)) {
     std::copy(vtmp_.begin(), vtmp_.end(), v);
     return true;
   }
@@ -820,12 +1074,9 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     H->Solve(w, w);
   }
   ++st->factorizations;
-  if (per_island && nfrozen > 0)
-    for (int i = 0; i < nv; ++i)
-      if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
+  if (per_island && nfrozen > 0) ZeroFrozen(m, w);
   const double d0 = Dot(data_.grad, w, nv);
-  if (optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
-    if (per_island) st->island_updates = st->islands_iterated = 0;
+  if (AcceptGuess(ns, d0, ni, st)) {
     std::copy(vtmp_.begin(), vtmp_.end(), v);
     return true;
   }
@@ -848,28 +1099,14 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     }
   }
   ForEachPool(m, data_, [&](const auto& pool, auto& pd) {
-    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    const int n = pool.size();
-    if (n == 0) return;
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
-    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+    if (pool.size() > 0) StartRowsAlong(pool, pd, w);
   });
   if (!StepStaysQuadratic(m)) return false;
-  for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
-  ++st->quadratic_steps;
-  const double step = TakeStep(m, w, per_island, ni);
-  AdvanceProducts(m);
-  if (per_island)
-    for (int i = 0; i < ni; ++i)
-      if (!isl_.frozen[i]) isl_.exact_run[i] = 1;
-  ++st->iterations;
+  QuadraticStep(ni, st);
+  FinishIteration(m, w, ni, nullptr, &ns, st);  // (exact: no majorizer)
   Evaluate(m, vtmp_.data(), nfrozen > 0 ? isl_.frozen.data() : nullptr, nullptr, true);
-  Dg = ScaledGradient(m, per_island);
-  if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return false;
-  st->scaled_gradient = Dg;
-  converged = per_island ? IslandsConverged(1, ni, &nfrozen, &st->island_updates)
-                         : (Dg < tol || step < tol);  // η = 1 after one exact step
-  if (!converged) return false;
+  if (!FiniteGradient(m, per_island, &Dg, st)) return false;
+  if (!Converged(1, Dg, tol, ni, &ns, &nfrozen, st)) return false;  // (η = 1 after one step)
   std::copy(vtmp_.begin(), vtmp_.end(), v);
   return true;
 }
@@ -906,8 +1143,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   // is frozen: no more evaluation, assembly, factorization or line search.
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
-  TagIslands(m);  // the model is constant during the solve
-  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);  // and the islands' (StartIslands)
+  NewtonState ns;
+  const double tol = StartSolve(m, o, v_guess, extrapolated, ni, &ns);
   if (!std::isfinite(tol)) return finish(SolveStatus::kNonFinite);
 
   const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
@@ -926,17 +1163,6 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
 
   split = per_island;
   const char* frozen = per_island ? isl_.frozen.data() : nullptr;
-  // An extrapolated guess (§8.1) is not accepted as the solution: its
-  // island (or the system) takes at least one Newton iteration.
-  bool iterate_all = false;
-  bool optimal_at_guess = false;  // every island met the optimality test at k = 0
-  if (per_island) {
-    if (extrapolated)
-      for (int i = 0; i < nv; ++i)
-        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
-  } else if (extrapolated) {
-    for (int i = 0; i < nv && !iterate_all; ++i) iterate_all = extrapolated[i] != 0;
-  }
   int nfrozen = 0;
   H->SetFrozen(nullptr);
   // The factor must not keep a pointer into isl_ once this solve returns.
@@ -945,15 +1171,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     ~UnsetFrozen() { h->SetFrozen(nullptr); }
   } unset_frozen{H};
 
-  std::copy(v_guess, v_guess + nv, vtmp_.begin());
-  ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
-  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   isl_.major.assign(ni, 0);
   bool advanced = false;  // data_ holds A v and J v + b at vtmp_ (AdvanceProducts)
   const bool dual_on = o.friction_dual && !o.hessian_reuse;  // §8.1
-  int exact_run = 0;  // trailing exact-Hessian steps of the whole system
-  double eta = 1.0;
-  double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
   double Dg_prev = 0;  // |D ∇ℓ| of the last iteration (PCG forcing)
   for (int k = 0; k < o.max_iterations; ++k) {
     {
@@ -980,34 +1200,23 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       if (k == 0 && guess_direction)
         PullBackGuess(m, guess_direction, any_major ? isl_.major.data() : nullptr, dual,
                       &st.ls_iterations);
+      else if (k == 0 && o.guess_sweeps > 0 && m.contacts.size() > 0) {
+        st.sweep_islands =
+            SweepStart(m, tol, o.guess_sweeps, any_major ? isl_.major.data() : nullptr, dual);
+      }
       if (dual_on && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m);
     }
     if (history) history->push_back(data_.cost);
-    const double Dg = ScaledGradient(m, per_island);
-    st.scaled_gradient = Dg;
-    if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return finish(SolveStatus::kNonFinite);
-    // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
-    // whole system, or island by island. Criterion 2 assumes Newton's rate, so
-    // it (and θ) only use steps of exact-Hessian iterations (§8.1).
-    bool converged = (Dg < tol && (k > 0 || !iterate_all)) ||
-                     (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
-    if (k == 0) optimal_at_guess = Dg < tol;
-    if (per_island) {
-      if (k == 0) {
-        optimal_at_guess = true;
-        for (int i = 0; i < ni; ++i) optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
-      }
-      converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
-      if (k == 0) st.islands_iterated = st.island_updates;  // not converged at the guess
-    }
-    if (converged) {
+    double Dg;
+    if (!FiniteGradient(m, per_island, &Dg, &st)) return finish(SolveStatus::kNonFinite);
+    if (Converged(k, Dg, tol, ni, &ns, &nfrozen, &st)) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
     }
-    if (k >= 2 && exact_run >= 2) {
-      const double theta = std::clamp(step_prev / step_prev2, 0.0, 0.9999);
-      eta = theta / (1 - theta);
-      if (std::pow(theta, o.reuse_target_iterations - k) / (1 - theta) * step_prev > tol)
+    if (k >= 2 && ns.exact_run >= 2) {
+      const double theta = std::clamp(ns.step_prev / ns.step_prev2, 0.0, 0.9999);
+      ns.eta = theta / (1 - theta);
+      if (std::pow(theta, o.reuse_target_iterations - k) / (1 - theta) * ns.step_prev > tol)
         fresh_ = false;  // (P35)
     }
     const bool same_pattern = k >= 1 || !pattern_changed;
@@ -1046,11 +1255,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const double* w = NewtonDirection(m, H, per_island, nfrozen > 0, &st.linear_iterations);
     factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
-    if (k == 0 && optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
-      // An extrapolated guess that already met the optimality test and
-      // admits no descent (round-off): it is the solution, and no island
-      // iterated (IslandsConverged counted the extrapolated ones).
-      if (split) st.island_updates = st.islands_iterated = 0;
+    if (k == 0 && AcceptGuess(ns, d0, ni, &st)) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
     }
@@ -1063,26 +1268,14 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       // StepStaysQuadratic reads every limit and gain row.
       PrepareLineSearch(m, w, nfrozen > 0 && !quadratic_rows ? frozen : nullptr);
       if (quadratic_rows && StepStaysQuadratic(m)) {
-        // ℓ_i is one quadratic along the exact Newton step: α_i = 1 where it
-        // descends, 0 where LineSearch would not move (ℓ_i'(0) ≥ 0).
-        for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
-        ++st.quadratic_steps;
+        QuadraticStep(ni, &st);
       } else if (!LineSearch(m, o, &st.ls_iterations, &st.extended_searches)) {
         return finish(SolveStatus::kLineSearchFailed);
       }
     }
-    step_prev2 = step_prev;
-    step_prev = TakeStep(m, w, per_island, ni);
-    AdvanceProducts(m);
+    FinishIteration(m, w, ni, isl_.major.data(), &ns, &st);
     advanced = true;
     if (dual_on) UpdateFrictionDual(m, per_island, o.alpha_max);
-    bool all_exact = true;
-    for (int i = 0; i < ni; ++i) {
-      all_exact = all_exact && !isl_.major[i];
-      if (per_island && !isl_.frozen[i]) isl_.exact_run[i] = isl_.major[i] ? 0 : isl_.exact_run[i] + 1;
-    }
-    exact_run = all_exact ? exact_run + 1 : 0;
-    ++st.iterations;
   }
   Evaluate(m, vtmp_.data(), frozen, nullptr, advanced);
   std::copy(vtmp_.begin(), vtmp_.end(), v);

@@ -73,6 +73,15 @@ struct SolverOptions {
   // guess_direction). Fixed mode only; off by default (measured: fewer
   // Newton iterations, wall time mixed).
   bool pull_back_guess = false;
+  // Contact sweep guess (cenic-math §8.1, "Contact sweeps"): with n > 0, a
+  // second initial guess from n nonlinear Gauss–Seidel sweeps over the
+  // contacts (each contact's own normal and friction law solved exactly
+  // against diag(A)), and each island not optimal at the guess starts from
+  // whichever of the two gives it the lower ℓ_i. The minimizer is the same.
+  // Not with a guess_direction (Solve's line-searched guess takes
+  // precedence). The stepper passes it in fixed mode only (tight tolerance),
+  // after a solve of ≥ 4 iterations; 0: off.
+  int guess_sweeps = 0;
   // Quadratic step (cenic-math §8.9): when the problem has only rows whose
   // cost is piecewise quadratic (limits, couplings, gains: no contacts,
   // contact torques or dry friction), the direction is an exact Newton step
@@ -121,6 +130,8 @@ struct SolveStats {
   int small_path = 0;
   // Island line searches that went past α_max (SolverOptions::extend_slope).
   int extended_searches = 0;
+  // Islands started from the contact sweep guess (SolverOptions::guess_sweeps).
+  int sweep_islands = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
   // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian
@@ -225,6 +236,16 @@ class IcfSolver {
   void PullBackGuess(const IcfModel& model, const double* d, const char* majorize, bool dual,
                      int* evals);
   std::vector<char> guess_kept_;  // per island: not moved by PullBackGuess
+  // Contact sweep guess (§8.1): at k = 0, after the evaluation at the guess
+  // vtmp_, builds the sweep guess for the islands not optimal there
+  // (SweepGuess) and moves every such island whose ℓ_i is lower there.
+  // tol: the whole system's (one island; several use isl_.tol). Returns the
+  // number of islands moved.
+  int SweepStart(const IcfModel& model, double tol, int sweeps, const char* majorize, bool dual);
+  // Into sweep_v_, on the islands marked in sweep_took_, from the model alone.
+  void SweepGuess(const IcfModel& model, int sweeps);
+  std::vector<double> sweep_v_, sweep_Ai_, sweep_W_, sweep_gamma_, sweep_change_, guess_l0_;
+  std::vector<char> sweep_took_, sweep_keep_, sweep_active_;
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
@@ -258,6 +279,41 @@ class IcfSolver {
   }
   bool SolveSmall(const IcfModel& m, const double* v_guess, const SolverOptions& o, double* v,
                   SolveStats* st, const double* extrapolated);
+  // The whole system's Newton state (§8.2) and the guess's flags (§8.1),
+  // one for Solve's loop and SolveSmall: the steps below serve both paths, so
+  // they start, test and count alike.
+  struct NewtonState {
+    bool iterate_all = false;       // one island, extrapolated guess: ≥ 1 iteration
+    bool optimal_at_guess = false;  // every island (the system) met criterion 1 at k = 0
+    int exact_run = 0;              // trailing exact-Hessian steps of the whole system
+    double eta = 1.0;
+    double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
+  };
+  // TagIslands and tol (ScaledTolerance with the islands' own, returned);
+  // if tol is finite, also the extrapolated guess's flags (isl_.iterate, or
+  // s->iterate_all with one island), vtmp_ = the guess and ls_.alpha = 1.
+  double StartSolve(const IcfModel& m, const SolverOptions& o, const double* v_guess,
+                    const double* extrapolated, int ni, NewtonState* s);
+  // |D ∇ℓ| into *Dg and st->scaled_gradient; false if it or ℓ is not finite.
+  bool FiniteGradient(const IcfModel& m, bool per_island, double* Dg, SolveStats* st);
+  // Criteria 1 and 2 of §8.2 after the evaluation of iteration k, for the
+  // whole system or island by island (IslandsConverged, freezing converged
+  // islands); at k = 0 also s->optimal_at_guess and st->islands_iterated.
+  bool Converged(int k, double Dg, double tol, int ni, NewtonState* s, int* nfrozen,
+                 SolveStats* st);
+  // At k = 0, with the direction's ℓ'(0) = d0: a guess that met criterion 1
+  // and admits no descent (round-off) is the solution, no island iterated
+  // (§8.1). True if so (the caller returns vtmp_).
+  bool AcceptGuess(const NewtonState& s, double d0, int ni, SolveStats* st);
+  // w = 0 on the frozen islands' dofs.
+  void ZeroFrozen(const IcfModel& m, double* w) const;
+  // The quadratic step's lengths (§8.9): α_i = 1 where ℓ_i'(0) < 0, else 0.
+  void QuadraticStep(int ni, SolveStats* st);
+  // v += α w (TakeStep, δ into s), A v (AdvanceProducts), the exact-Hessian
+  // runs (`major`: per island majorized in this iteration, or null: none)
+  // and the iteration count.
+  void FinishIteration(const IcfModel& m, const double* w, int ni, const char* major,
+                       NewtonState* s, SolveStats* st);
   double ScaledGradient(const IcfModel& m, bool per_island);
   bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
   double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);
