@@ -25,14 +25,22 @@ void ConstraintForces::WriteRows(const mjModel* m, const std::vector<RowRecord>&
   // step) stay 0.
   if (rows.empty() || !(h > 0)) return;
   RowRecord prev{-1, -1, -1, -1};
+  // d's rows come in the records' order (MuJoCo orders them by type, then
+  // object, then side): the lower bound of a key above the last one is at or
+  // after the last one's, usually within a few records (cenic-math §8.9).
+  auto from = rows.begin();
   for (int i = 0; i < d->nefc; ++i) {
     const int type = d->efc_type[i];
     if (type == mjCNSTR_CONTACT_FRICTIONLESS || type == mjCNSTR_CONTACT_PYRAMIDAL ||
         type == mjCNSTR_CONTACT_ELLIPTIC)
       continue;
     const RowRecord key{type, d->efc_id[i], EfcRowSub(m, d, i, prev), -1};
+    if (!(prev < key)) from = rows.begin();
     prev = key;
-    const auto it = std::lower_bound(rows.begin(), rows.end(), key);
+    auto it = from;
+    for (int k = 0; k < 4 && it != rows.end() && *it < key; ++k) ++it;
+    if (it != rows.end() && *it < key) it = std::lower_bound(it, rows.end(), key);
+    from = it;
     if (it == rows.end() || key < *it) continue;
     const bool friction = type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON;
     const std::vector<double>& gamma = type == mjCNSTR_EQUALITY ? data.couplings.gamma

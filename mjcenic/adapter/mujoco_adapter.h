@@ -125,8 +125,13 @@ class MujocoAdapter {
   // dofs_b_ / dofs_a_ (contact rows in the contact frame).
   void FrameRows(const double frame[9], const std::vector<double>& cols_a,
                  const std::vector<double>& cols_b, double* J) const;
-  void EfcRow(const mjModel* m, const mjData* d, int row);
-  double FrictionLossSpeed(const mjModel* m, const mjData* d, int row) const;
+  // Sorts the build's row records: [0, limit_records) from AddLimits, the rest
+  // from AddEfcRows (out of line: its merge kept inline changed the inlining
+  // of the pools' Put in Build).
+  [[gnu::noinline]] void SortRecords(size_t limit_records, std::vector<RowRecord>* records);
+  // dofs_ and row_ of efc row `row` (sparse: mj_isSparse(m)).
+  void EfcRow(const mjModel* m, const mjData* d, int row, bool sparse);
+  double FrictionLossSpeed(const mjModel* m, const mjData* d, int row);
   static double ReferenceGravity(const mjModel* m);  // |gravity|, else 9.81
   double OmegaMax(const mjModel* m) const;           // cap on sqrt(k/m_c), 0: none
   void ContactKey(const mjModel* m, const mjContact& con, double key[11]) const;
@@ -153,10 +158,20 @@ class MujocoAdapter {
     bool used = false;
   };
   std::vector<MapEntry> map_cache_;
+  // The last friction-loss row's (solref, solimp, timestep), refsafe, and
+  // its d₀ and B (FrictionLossSpeed).
+  struct FrictionMemo {
+    double key[mjNREF + mjNIMP + 1];
+    bool refsafe = false, valid = false;
+    double d0 = 0, B = 0;
+    [[gnu::noinline, gnu::cold]] void Fill(const double* solref, const double* solimp,
+                                           double timestep, bool refsafe_);
+  } friction_memo_;
   // Scratch (grows, never shrinks).
   std::vector<int> dofs_a_, dofs_b_, dofs_;
   std::vector<double> cols_a_, cols_b_, rot_a_, rot_b_, row_;
   std::vector<int> perm_;
+  std::vector<RowRecord> merged_rows_;
   // Rows of the limit, gain, coupling and dry-friction pools made so far by the current Build: the
   // pools still hold the previous build's rows past them (PutSingle, cenic-math §8.9).
   int limit_rows_ = 0, gain_rows_ = 0, coupling_rows_ = 0, friction_rows_ = 0;

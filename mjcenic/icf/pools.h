@@ -114,24 +114,32 @@ struct NearRigidPool {
   // the previous build's row c is kept if it is one row on `dof` and every
   // number of it refilled as AddSingle sets it; else the pool is cut at c and
   // the row appended. Returns c.
+  // The refill is inline, the cut and append out of line (so the compiler
+  // inlines the refill into the build's loops).
   int PutSingle(int c, int dof, double J1, double g0_, double w_, double tau_r_) {
-    if (!rows.IsSingleOn(c, dof)) {
-      Truncate(c);
-      return AddSingle(dof, J1, g0_, w_, tau_r_);
-    }
+    if (!rows.IsSingleOn(c, dof)) [[unlikely]]
+      return CutAndAddSingle(c, dof, J1, g0_, w_, tau_r_);
     rows.SetSingleJ(c, J1);
     SetRow(c, g0_, w_, tau_r_);
     return c;
   }
+  [[gnu::noinline]] int CutAndAddSingle(int c, int dof, double J1, double g0_, double w_,
+                                        double tau_r_) {
+    Truncate(c);
+    return AddSingle(dof, J1, g0_, w_, tau_r_);
+  }
   // As PutSingle for a row over `dofs` (its Jacobian block zeroed, as Add's).
   int Put(int c, std::span<const int> dofs, double g0_, double w_, double tau_r_) {
-    if (!rows.IsOn(c, dofs)) {
-      Truncate(c);
-      return Add(dofs, g0_, w_, tau_r_);
-    }
+    if (!rows.IsOn(c, dofs)) [[unlikely]]
+      return CutAndAdd(c, dofs, g0_, w_, tau_r_);
     rows.ZeroJ(c);
     SetRow(c, g0_, w_, tau_r_);
     return c;
+  }
+  [[gnu::noinline]] int CutAndAdd(int c, std::span<const int> dofs, double g0_, double w_,
+                                  double tau_r_) {
+    Truncate(c);
+    return Add(dofs, g0_, w_, tau_r_);
   }
   // Drops the constraints from n on.
   void Truncate(int n) {
@@ -191,24 +199,30 @@ struct GainPool {
   // As NearRigidPool::PutSingle (docs/cenic-math.md §8.9).
   int PutSingle(int i, int dof, double J1, double c_, double kq_, double kv_, double lo_,
                 double hi_) {
-    if (!rows.IsSingleOn(i, dof)) {
-      Truncate(i);
-      return AddSingle(dof, J1, c_, kq_, kv_, lo_, hi_);
-    }
+    if (!rows.IsSingleOn(i, dof)) [[unlikely]]
+      return CutAndAddSingle(i, dof, J1, c_, kq_, kv_, lo_, hi_);
     rows.SetSingleJ(i, J1);
     SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
   }
+  [[gnu::noinline]] int CutAndAddSingle(int i, int dof, double J1, double c_, double kq_,
+                                        double kv_, double lo_, double hi_) {
+    Truncate(i);
+    return AddSingle(dof, J1, c_, kq_, kv_, lo_, hi_);
+  }
   // As NearRigidPool::Put.
   int Put(int i, std::span<const int> dofs, double c_, double kq_, double kv_, double lo_,
           double hi_) {
-    if (!rows.IsOn(i, dofs)) {
-      Truncate(i);
-      return Add(dofs, c_, kq_, kv_, lo_, hi_);
-    }
+    if (!rows.IsOn(i, dofs)) [[unlikely]]
+      return CutAndAdd(i, dofs, c_, kq_, kv_, lo_, hi_);
     rows.ZeroJ(i);
     SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
+  }
+  [[gnu::noinline]] int CutAndAdd(int i, std::span<const int> dofs, double c_, double kq_,
+                                  double kv_, double lo_, double hi_) {
+    Truncate(i);
+    return Add(dofs, c_, kq_, kv_, lo_, hi_);
   }
   // Drops the constraints from n on.
   void Truncate(int n) {
@@ -275,13 +289,15 @@ struct DryFrictionPool {
   // refilled in place when it is on the same dofs, else the pool cut at c
   // and the row appended.
   int Put(int c, std::span<const int> dofs, double F_, double eps_) {
-    if (!rows.IsOn(c, dofs)) {
-      Truncate(c);
-      return Add(dofs, F_, eps_);
-    }
+    if (!rows.IsOn(c, dofs)) [[unlikely]]
+      return CutAndAdd(c, dofs, F_, eps_);
     rows.ZeroJ(c);
     F[c] = F_; eps_row[c] = eps_; eps[c] = 0;
     return c;
+  }
+  [[gnu::noinline]] int CutAndAdd(int c, std::span<const int> dofs, double F_, double eps_) {
+    Truncate(c);
+    return Add(dofs, F_, eps_);
   }
   void Truncate(int n) {
     if (n >= size()) return;

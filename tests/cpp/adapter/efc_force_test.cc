@@ -5,6 +5,7 @@
 // works with mjcenic. Checked at static equilibria, where the constraint
 // force is known in closed form and mj_step's rows settle to the same values.
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,87 @@ TEST_P(EfcForce, SaturatedFrictionLossIsItsBound) {
   EXPECT_NEAR(d->efc_force[fr[0]], -5.0, 1e-3);
   EXPECT_EQ(d->efc_state[fr[0]], mjCNSTRSTATE_LINEARPOS);
   EXPECT_NEAR(d->qvel[m->jnt_dofadr[slide]], 3.0 * 0.5, 0.02);
+}
+
+// Limit rows from both sources at once: hinge limits (made by the adapter for
+// every limited hinge) and a ball-joint cone limit (taken from MuJoCo's row),
+// with the ball joint's id between the hinges' (the write-back's records of
+// the two sources interleave), and a friction-loss row.
+//   left    1 kg rod (COM 0.25 m) on a hinge, resting on its upper limit: f = m g l_c
+//   cone    1 kg upright rod (COM 0.25 m) on a ball joint leaning on its 30° cone
+//           limit: f = m g l_c sin 30° (damped: at rest, no drift around the cone)
+//   right   the left rod mirrored, resting on its lower limit: f = m g l_c
+//   slider  1 kg on a slide with frictionloss 5 N, pushed by 2 N: f = −2
+constexpr char kLimitsXml[] = R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="left">
+      <joint name="left" type="hinge" axis="0 1 0" limited="true" range="-90 0"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1"/>
+    </body>
+    <body name="cone" pos="2 0 0">
+      <joint name="cone" type="ball" limited="true" range="0 30" damping="0.5"/>
+      <geom type="capsule" fromto="0 0 0 0 0 0.5" size="0.02" mass="1"/>
+    </body>
+    <body name="right" pos="4 0 0">
+      <joint name="right" type="hinge" axis="0 1 0" limited="true" range="0 90"/>
+      <geom type="capsule" fromto="0 0 0 -0.5 0 0" size="0.02" mass="1"/>
+    </body>
+    <body name="slider" pos="6 0 0">
+      <joint name="slide" type="slide" axis="1 0 0" frictionloss="5"/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+
+TEST_P(EfcForce, HingeAndBallLimitRowsEachCarryTheirOwnForce) {
+  const Mode mode = GetParam();
+  std::string err;
+  ModelPtr mp = test_util::ModelFromXml(kLimitsXml, &err);
+  ASSERT_NE(mp, nullptr) << err;
+  const mjModel* m = mp.get();
+  DataPtr dp(mj_makeData(m)), ep(mj_makeData(m));
+  mjData* d = dp.get();
+  mjData* e = ep.get();
+  const int cone = mj_name2id(m, mjOBJ_JOINT, "cone");
+  const int slide = mj_name2id(m, mjOBJ_JOINT, "slide");
+  for (mjData* x : {d, e}) {
+    // The upright rod tilted 30° about y (onto its cone limit), the slider pushed.
+    double* q = x->qpos + m->jnt_qposadr[cone];
+    q[0] = std::cos(std::numbers::pi / 12);
+    q[2] = std::sin(std::numbers::pi / 12);
+    x->qfrc_applied[m->jnt_dofadr[slide]] = 2.0;
+    mj_forward(m, x);
+  }
+  StepperOptions o;
+  o.mode = mode;
+  auto st = Stepper::Create(m, o);
+  ASSERT_TRUE(st.ok()) << st.status();
+  const long n = std::lround(1.5 / m->opt.timestep);
+  for (long i = 0; i < n; ++i) {
+    ASSERT_TRUE((*st)->Step(d).ok());
+    mj_step(m, e);
+  }
+  ASSERT_EQ(d->nefc, e->nefc);
+  for (const char* name : {"left", "right"}) {
+    const std::vector<int> r = Rows(d, mjCNSTR_LIMIT_JOINT, mj_name2id(m, mjOBJ_JOINT, name));
+    ASSERT_EQ(r.size(), 1u) << name;
+    EXPECT_NEAR(d->efc_force[r[0]], 1.0 * kG * 0.25, 1e-3 * kG) << name;
+    EXPECT_NEAR(d->efc_force[r[0]], e->efc_force[r[0]], 1e-3 * kG) << name;
+  }
+  const std::vector<int> c = Rows(d, mjCNSTR_LIMIT_JOINT, cone);
+  ASSERT_EQ(c.size(), 1u);
+  // At the rod's settled tilt θ (just past 30°: the soft limit yields; more so
+  // in mj_step, whose row is not compared): f = m g l_c sin θ.
+  const double cos_tilt = d->xmat[9 * mj_name2id(m, mjOBJ_BODY, "cone") + 8];
+  const double sin_tilt = std::sqrt(1 - cos_tilt * cos_tilt);
+  EXPECT_NEAR(sin_tilt, 0.5, 0.01);
+  EXPECT_NEAR(d->efc_force[c[0]], 1.0 * kG * 0.25 * sin_tilt, 1e-3 * kG * 0.25);
+  EXPECT_GT(e->efc_force[c[0]], 0.0);
+  const std::vector<int> fr = Rows(d, mjCNSTR_FRICTION_DOF, m->jnt_dofadr[slide]);
+  ASSERT_EQ(fr.size(), 1u);
+  EXPECT_NEAR(d->efc_force[fr[0]], -2.0, 1e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, EfcForce, ::testing::Values(Mode::kCenic, Mode::kFixed),
