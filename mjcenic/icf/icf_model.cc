@@ -32,6 +32,18 @@ void IcfModel::Reset(int n) {
 
 void IcfModel::ComputeIslands() {
   const int ncl = static_cast<int>(clique_start.size()) - 1;
+  if (ncl == 1) {
+    // One clique (a chain, a free body): one island, what the general path
+    // below computes for it, without its workspace passes (cenic-math §8.9,
+    // "Tiny problems").
+    island_of_clique.resize(1);
+    island_of_clique[0] = 0;
+    num_islands = 1;
+    island_parent_.resize(1);
+    island_parent_[0] = clique_start[1] - clique_start[0];
+    largest_island = std::max(0, island_parent_[0]);
+    return;
+  }
   island_parent_.resize(std::max(ncl, 0));
   for (int c = 0; c < ncl; ++c) island_parent_[c] = c;
   auto find = [&](int c) {
@@ -134,6 +146,24 @@ void IcfModel::MarkPieceChanges(const double* v0, const double* v1, char* change
     gains.rows.Multiply(i, v1, &b);
     if (gains.Piece(i, a) != gains.Piece(i, b)) changed[IslandOf(gains.rows.dofs(i))] = 1;
   }
+}
+
+bool IcfModel::PieceChanges(const double* v0, const double* v1) const {
+  // MarkPieceChanges' tests, row by row in its order, for one island.
+  for (int c = 0; c < limits.size(); ++c) {
+    double a, b;
+    limits.rows.Multiply(c, v0, &a);
+    limits.rows.Multiply(c, v1, &b);
+    if (limits.Active(c, a) != limits.Active(c, b)) return true;
+  }
+  for (int i = 0; i < gains.size(); ++i) {
+    if (!(gains.kappa[i] > 0)) continue;
+    double a, b;
+    gains.rows.Multiply(i, v0, &a);
+    gains.rows.Multiply(i, v1, &b);
+    if (gains.Piece(i, a) != gains.Piece(i, b)) return true;
+  }
+  return false;
 }
 
 void IcfModel::ShiftConfiguration(const double* dq) {

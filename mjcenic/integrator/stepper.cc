@@ -657,7 +657,41 @@ bool Stepper::FullStep(double h, double tolerance) {
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
   const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
   bool any_warm = false;
-  if (warm && fixed_steps && warm_old_valid_) {
+  if (warm && fixed_steps && warm_old_valid_ && model_start_.num_islands <= 1) {
+    // One island (cenic-math §8.9, "Tiny problems"): the rule below with its
+    // sums in registers, the same terms in the same order; the pieces are
+    // compared only when they can change c (c ≠ 0 on an island without
+    // smooth rows), and the comparison stops at the first change.
+    const icf::IcfModel& mm = model_start_;
+    double aa = 0.0, dd = 0.0, ao = 0.0, oo = 0.0, rr = 0.0;
+    for (int i = 0; i < nv; ++i) {
+      const double a = s.warm_accel[i], o = s.warm_accel_old[i], Mi = mm.M_diag[i];
+      aa += Mi * a * a;
+      dd += Mi * (a - o) * (a - o);
+      ao += Mi * a * o;
+      oo += Mi * o * o;
+      rr += mm.r[i] * mm.r[i] / Mi;
+    }
+    const bool smooth = mm.HasSmoothRows();
+    double c;
+    if (smooth) {
+      c = dd < aa ? 1.0 : 0.0;
+    } else {
+      c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
+      if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;
+    }
+    const double tol = tolerance * std::max(1.0, std::sqrt(rr));
+    if (h * h * aa < tol * tol) c = 0.0;
+    if (c != 0.0 && !smooth) {
+      for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + c * h * s.warm_accel[i];
+      if (mm.PieceChanges(s.v_start.data(), s.v_guess.data())) c = 0.0;
+    }
+    for (int i = 0; i < nv; ++i) {
+      s.guess_dir[i] = c * h * s.warm_accel[i];
+      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+    }
+    any_warm = nv > 0 && c != 0.0;
+  } else if (warm && fixed_steps && warm_old_valid_) {
     const icf::IcfModel& mm = model_start_;
     const int ni = std::max(mm.num_islands, 1);
     auto island = [&mm](int i) {
