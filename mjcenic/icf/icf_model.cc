@@ -74,6 +74,32 @@ void IcfModel::ComputeIslands() {
       }
     }
   };
+  // No row over two cliques (each dof tree alone, e.g. slider_crank's two
+  // trees): each clique its own island, numbered in clique order, as the
+  // union–find below numbers them (cenic-math §8.9, "Tiny problems").
+  auto spans_cliques = [&](const auto& pool) {
+    if (pool.rows.all_single()) return false;
+    for (int k = 0; k < pool.size(); ++k) {
+      const std::span<const int> dofs = pool.rows.dofs(k);
+      if (dofs.size() >= 2 && clique_of_dof[dofs.front()] != clique_of_dof[dofs.back()])
+        return true;
+    }
+    return false;
+  };
+  if (!spans_cliques(contacts) && !spans_cliques(limits) && !spans_cliques(couplings) &&
+      !spans_cliques(gains) && !spans_cliques(dry_friction) && !spans_cliques(contact_torques)) {
+    island_of_clique.resize(std::max(ncl, 0));
+    island_parent_.resize(std::max(ncl, 0));
+    largest_island = 0;
+    for (int c = 0; c < ncl; ++c) {
+      island_of_clique[c] = c;
+      const int n = clique_start[c + 1] - clique_start[c];
+      island_parent_[c] = n;
+      largest_island = std::max(largest_island, n);
+    }
+    num_islands = std::max(ncl, 0);
+    return;
+  }
   if (ncl > 1) {  // one clique: one island
     join(contacts);
     join(limits);

@@ -708,7 +708,13 @@ bool Stepper::FullStep(double h, double tolerance) {
       s.island_oo[k] += Mi * ao * ao;
       s.island_r[k] += mm.r[i] * mm.r[i] / Mi;
     }
-    mm.MarkSmoothIslands(s.island_smooth.data());
+    // (Without contact, contact-torque or dry-friction rows no island is
+    // smooth; the pieces are compared only if some island's c can change.)
+    if (mm.HasSmoothRows())
+      mm.MarkSmoothIslands(s.island_smooth.data());
+    else
+      std::fill(s.island_smooth.begin(), s.island_smooth.begin() + ni, 0);
+    bool check_pieces = false;
     for (int k = 0; k < ni; ++k) {
       double c;
       if (s.island_smooth[k]) {
@@ -724,12 +730,15 @@ bool Stepper::FullStep(double h, double tolerance) {
       const double tol_k = tolerance * std::max(1.0, std::sqrt(s.island_r[k]));
       if (h * h * s.island_aa[k] < tol_k * tol_k) c = 0.0;
       s.island_c[k] = c;
+      check_pieces = check_pieces || (c != 0.0 && !s.island_smooth[k]);
     }
-    for (int i = 0; i < nv; ++i)
-      s.v_guess[i] = s.v_start[i] + s.island_c[island(i)] * h * s.warm_accel[i];
-    mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
-    for (int k = 0; k < ni; ++k)
-      if (!s.island_smooth[k] && s.island_piece[k]) s.island_c[k] = 0.0;
+    if (check_pieces) {
+      for (int i = 0; i < nv; ++i)
+        s.v_guess[i] = s.v_start[i] + s.island_c[island(i)] * h * s.warm_accel[i];
+      mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
+      for (int k = 0; k < ni; ++k)
+        if (!s.island_smooth[k] && s.island_piece[k]) s.island_c[k] = 0.0;
+    }
     for (int i = 0; i < nv; ++i) {
       const double c = s.island_c[island(i)];
       any_warm = any_warm || c != 0.0;
