@@ -21,6 +21,10 @@ double FrictionCoefficient(double s, double mu_s, double mu_d, double width) {
 // ---------------------------------------------------------------- contacts --
 
 void ContactPool::Clear() {
+  // Every array holds one entry (or block) per row, appended by Add: an
+  // empty pool has nothing to clear (each build of a scene without contacts;
+  // cenic-math §8.9, "Tiny problems").
+  if (rows.size() == 0) return;
   rows.Clear();
   fe0.clear(); k.clear(); d.clear(); mu_s.clear(); mu_d.clear(); Rt.clear();
   bias.clear(); anchor.clear(); anchor_bias.clear(); eps_step.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
@@ -201,6 +205,7 @@ void DryFrictionPool::SetTimeStep(double h_, const IcfParameters& p) {
 }
 
 void ContactTorquePool::Clear() {
+  if (rows.size() == 0) return;  // nothing to clear (ContactPool::Clear)
   rows.Clear();
   contact.clear();
   mu_spin.clear();
