@@ -769,10 +769,13 @@ bool Stepper::FullStep(double h, double tolerance) {
 }
 
 void Stepper::FixedStep() {
+  // The full step is the step. Its buffers are swapped in, not copied: a
+  // fixed step reads the full-step buffers only after FullStep has written
+  // them again (cenic-math §8.9, "Tiny problems").
   Scratch& s = scratch_;
-  s.q_end = s.q_full;
-  s.v_end = s.v_full;
-  s.act_end = s.act_full;
+  s.q_end.swap(s.q_full);
+  s.v_end.swap(s.v_full);
+  s.act_end.swap(s.act_full);
 }
 
 bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst) {
