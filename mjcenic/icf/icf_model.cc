@@ -128,9 +128,11 @@ void IcfModel::ComputeIslands() {
 
 void IcfModel::Finalize(double h_) {
   ComputeIslands();
-  contacts.Lag(v0.data(), params);
-  contact_torques.Lag(contacts);
-  gains.Lag(v0.data());
+  // (An empty pool's Lag and SetTimeStep loop over no rows: they are not
+  // called, its h is set; cenic-math §8.9, "Tiny problems".)
+  if (contacts.size() > 0) contacts.Lag(v0.data(), params);
+  if (contact_torques.size() > 0) contact_torques.Lag(contacts);
+  if (gains.size() > 0) gains.Lag(v0.data());
   SetTimeStep(h_);
 }
 
@@ -139,12 +141,12 @@ void IcfModel::SetTimeStep(double h_) {
   // r = M v0 + h D v0 + h f   (§3.2; K acts on v only, see header)
   MultiplyM(v0.data(), r.data());
   for (int i = 0; i < nv; ++i) r[i] += h * D[i] * v0[i] + h * f[i];
-  contacts.SetTimeStep(h, params);
-  limits.SetTimeStep(h, params);
-  couplings.SetTimeStep(h, params);
-  gains.SetTimeStep(h, params);
-  dry_friction.SetTimeStep(h, params);
-  contact_torques.SetTimeStep(h);
+  if (contacts.size() > 0) contacts.SetTimeStep(h, params); else contacts.h = h;
+  if (limits.size() > 0) limits.SetTimeStep(h, params);
+  if (couplings.size() > 0) couplings.SetTimeStep(h, params);
+  if (gains.size() > 0) gains.SetTimeStep(h, params); else gains.h = h;
+  if (dry_friction.size() > 0) dry_friction.SetTimeStep(h, params); else dry_friction.h = h;
+  if (contact_torques.size() > 0) contact_torques.SetTimeStep(h); else contact_torques.h = h;
 }
 
 void IcfModel::MarkSmoothIslands(char* smooth) const {

@@ -106,7 +106,10 @@ struct Stepper::Mujoco {
   ControllerLinearizer controller;
 };
 
-double MaxPenetration(const mjData* d) { return adapter::MujocoStages::MaxPenetration(d); }
+// (0 without contacts, what the loop over them returns, without the call.)
+double MaxPenetration(const mjData* d) {
+  return d->ncon > 0 ? adapter::MujocoStages::MaxPenetration(d) : 0.0;
+}
 
 absl::Status CheckMujocoVersion(int library_version, const char* library_string) {
   if (library_version == mjVERSION_HEADER) return absl::OkStatus();
