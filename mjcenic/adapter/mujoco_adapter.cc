@@ -280,12 +280,13 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
       model->gains.PutSingle(gain_rows_++, i, 1.0,
                              feedback->tau[i] + feedback->kv[i] * d->qvel[i], feedback->kq[i],
                              feedback->kv[i], -inf, inf);
-  } else if (!Disabled(m, mjDSBL_ACTUATION)) {
+  } else if (m->nactuator > 0 && !Disabled(m, mjDSBL_ACTUATION)) {
     AddActuators(m, d, model);
   }
   model->gains.Truncate(gain_rows_);  // the previous build's rows past this one's
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
-    if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model, &records->rows);
+    if ((!limited_joints_.empty() || m->ntendon > 0) && !Disabled(m, mjDSBL_LIMIT))
+      AddLimits(m, d, model, &records->rows);
     limit_records = records->rows.size();
     if (d->nefc > 0) AddEfcRows(m, d, model, &records->rows);
     if (d->ncon > 0 && phase_timers_) {

@@ -324,7 +324,9 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
                          records, &info);
   // The problem at a step's start state advances the anchors (once per
   // state) by the contacts' slip at its velocity.
-  if (model->params.stiction_anchors)
+  // (Without contacts and anchors Apply does nothing: no call.)
+  if (model->params.stiction_anchors &&
+      (model->contacts.size() > 0 || !mujoco_->anchors.empty()))
     mujoco_->anchors.Apply(m_, d, records->contacts, AnchorSlipStep(model->v0.data(), h),
                            model == &model_start_, model->v0.data(), model);
   *penetration = std::max(*penetration, info.max_penetration);
@@ -685,7 +687,7 @@ bool Stepper::FullStep(double h, double tolerance) {
     }
     const double tol = tolerance * std::max(1.0, std::sqrt(rr));
     if (h * h * aa < tol * tol) c = 0.0;
-    if (c != 0.0 && !smooth) {
+    if (c != 0.0 && !smooth && (mm.limits.size() > 0 || mm.gains.size() > 0)) {
       for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + c * h * s.warm_accel[i];
       if (mm.PieceChanges(s.v_start.data(), s.v_guess.data())) c = 0.0;
     }
