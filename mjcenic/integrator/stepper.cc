@@ -230,25 +230,40 @@ void Stepper::RecordStep(double h) {
   ++h_hist_[hist_bin_];
 }
 
-absl::Status Stepper::CheckInputs(const mjData* d) const {
+namespace {
+// The first non-finite input of d, named (CheckInputs' message): out of line
+// and cold, the per-call test only sums (cenic-math §8.9, "Tiny problems").
+[[gnu::cold, gnu::noinline]] absl::Status NonFiniteInput(const mjModel* m, const mjData* d) {
   struct Field { const char* name; const double* x; long n; };
   const Field fields[] = {
-      {"qpos", d->qpos, m_->nq},         {"qvel", d->qvel, m_->nv},
-      {"act", d->act, m_->na},           {"ctrl", d->ctrl, m_->nu},
-      {"qfrc_applied", d->qfrc_applied, m_->nv},
-      {"xfrc_applied", d->xfrc_applied, 6 * m_->nbody},
-      {"mocap_pos", d->mocap_pos, 3 * m_->nmocap},
-      {"mocap_quat", d->mocap_quat, 4 * m_->nmocap}};
+      {"qpos", d->qpos, m->nq},         {"qvel", d->qvel, m->nv},
+      {"act", d->act, m->na},           {"ctrl", d->ctrl, m->nu},
+      {"qfrc_applied", d->qfrc_applied, m->nv},
+      {"xfrc_applied", d->xfrc_applied, 6 * m->nbody},
+      {"mocap_pos", d->mocap_pos, 3 * m->nmocap},
+      {"mocap_quat", d->mocap_quat, 4 * m->nmocap}};
+  for (const Field& f : fields) {
+    const int i = FirstNonFinite(f.x, f.n);
+    if (i >= 0)
+      return ErrorStatus(absl::StatusCode::kInvalidArgument, "mjcenic: ", f.name, "[", i,
+                         "] is ", f.x[i], " at time ", d->time, "; the state was not advanced");
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status Stepper::CheckInputs(const mjData* d) const {
   ZeroSum acc = {0.0, 0.0};
-  for (const Field& f : fields) AddTimesZero(f.x, f.n, &acc);
+  AddTimesZero(d->qpos, m_->nq, &acc);
+  AddTimesZero(d->qvel, m_->nv, &acc);
+  AddTimesZero(d->act, m_->na, &acc);
+  AddTimesZero(d->ctrl, m_->nu, &acc);
+  AddTimesZero(d->qfrc_applied, m_->nv, &acc);
+  AddTimesZero(d->xfrc_applied, 6 * m_->nbody, &acc);
+  AddTimesZero(d->mocap_pos, 3 * m_->nmocap, &acc);
+  AddTimesZero(d->mocap_quat, 4 * m_->nmocap, &acc);
   if (acc[0] + acc[1] != 0.0) [[unlikely]] {
-    for (const Field& f : fields) {
-      const int i = FirstNonFinite(f.x, f.n);
-      if (i >= 0)
-        return ErrorStatus(absl::StatusCode::kInvalidArgument, "mjcenic: ", f.name, "[", i,
-                           "] is ", f.x[i], " at time ", d->time,
-                           "; the state was not advanced");
-    }
+    if (absl::Status st = NonFiniteInput(m_, d); !st.ok()) return st;
   }
   if (!(m_->opt.timestep > 0) || !std::isfinite(m_->opt.timestep)) [[unlikely]]
     return ErrorStatus(absl::StatusCode::kInvalidArgument,
@@ -475,9 +490,17 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
   if (!ProblemAtStart(d, h)) return false;
   if (!FullStep(h, tolerance)) return false;
   switch (options_.mode) {
-    case Mode::kFixed:
-      FixedStep();
+    case Mode::kFixed: {
+      // The full step is the step. In fixed mode its buffers are swapped in,
+      // not copied (FixedStep, which the embedded estimate uses, copies): the
+      // full-step buffers are read again only after the next FullStep has
+      // written them (cenic-math §8.9, "Tiny problems").
+      Scratch& s = scratch_;
+      s.q_end.swap(s.q_full);
+      s.v_end.swap(s.v_full);
+      s.act_end.swap(s.act_full);
       return true;
+    }
     case Mode::kCenic:
       if (options_.error_estimate == ErrorEstimate::kEmbedded) {
         const bool history = EmbeddedHistory(d);
@@ -774,13 +797,10 @@ bool Stepper::FullStep(double h, double tolerance) {
 }
 
 void Stepper::FixedStep() {
-  // The full step is the step. Its buffers are swapped in, not copied: a
-  // fixed step reads the full-step buffers only after FullStep has written
-  // them again (cenic-math §8.9, "Tiny problems").
   Scratch& s = scratch_;
-  s.q_end.swap(s.q_full);
-  s.v_end.swap(s.v_full);
-  s.act_end.swap(s.act_full);
+  s.q_end = s.q_full;
+  s.v_end = s.v_full;
+  s.act_end = s.act_full;
 }
 
 bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst) {
