@@ -35,6 +35,26 @@ TEST(IcfModel, AddImpulseShiftsTheMomentumBalanceUntilTheNextSetTimeStep) {
   for (int i = 0; i < m.nv; ++i) EXPECT_EQ(m.r[i], r0[i]) << "dof " << i;
 }
 
+// Finalize and SetTimeStep skip an empty pool's Lag and SetTimeStep (cenic-math
+// §8.9, "Tiny problems"), but every pool still takes the step h: a contact
+// added afterwards (the stiction anchors' SetAnchor) reads the pool's h.
+TEST(IcfModel, EmptyPoolsStillTakeTheTimeStep) {
+  Random rng(3);
+  IcfModel m;
+  MakeBase(&m, {3}, rng);
+  m.Finalize(5e-3);
+  for (double h : {m.contacts.h, m.gains.h, m.dry_friction.h, m.contact_torques.h})
+    EXPECT_EQ(h, 5e-3);
+  m.SetTimeStep(2e-3);
+  for (double h : {m.contacts.h, m.gains.h, m.dry_friction.h, m.contact_torques.h})
+    EXPECT_EQ(h, 2e-3);
+  // A gain row added later: its pool takes h (and its κ) at the next SetTimeStep.
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 2}, 0.5, 100, 2, -1, 1), rng);
+  m.SetTimeStep(4e-3);
+  EXPECT_EQ(m.gains.h, 4e-3);
+  EXPECT_EQ(m.gains.kappa[0], 4e-3 * 100 + 2);
+}
+
 // ComputeIslands' shortcuts (one clique; no row over two cliques) and its
 // union–find: the islands are the connected components of the cliques under
 // "a row touches both", numbered in clique order, each with its dof count.
