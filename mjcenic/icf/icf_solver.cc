@@ -231,6 +231,18 @@ void IcfSolver::UpdateFrictionDual(const IcfModel& m, bool per_island, double al
   }
 }
 
+namespace {
+// v_c(0) and u = J w of every row of one pool (§3.4): PrepareLineSearch's
+// and SolveSmall's.
+template <class Pool, class Data>
+void StartRowsAlong(const Pool& pool, Data& pd, const double* w) {
+  constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+  const int n = pool.size();
+  std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+  for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+}
+}  // namespace
+
 void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char* frozen) {
   // §3.4 per island i: momentum part ½a_iα² + b_iα + c_i; u = J w per
   // constraint. Requires Evaluate() at the base point v (and the island tags
@@ -270,9 +282,9 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char
     constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
     const int n = pool.size();
     if (n == 0) return;
-    double* u = pd.u.data();
     if (frozen && ni > 1) {  // rows of frozen islands keep v_c(0) and u (never read)
       const int* isl = pd.island.data();
+      double* u = pd.u.data();
       for (int k = 0; k < n; ++k) {
         if (frozen[isl[k]]) continue;
         for (int q = 0; q < R; ++q) pd.vc_base[R * k + q] = pd.vc[R * k + q];
@@ -280,8 +292,7 @@ void IcfSolver::PrepareLineSearch(const IcfModel& m, const double* w, const char
       }
       return;
     }
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
-    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, u + R * k);
+    StartRowsAlong(pool, pd, w);
   };
   ForEachPool(m, data_, prep);
 }
@@ -638,10 +649,13 @@ const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bo
   H->Bind(m, data_);
   H->Solve(w, w);
   *linear_iterations += H->last_iterations();
-  if (per_island && any_frozen)
-    for (int i = 0; i < m.nv; ++i)
-      if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
+  if (per_island && any_frozen) ZeroFrozen(m, w);
   return w;
+}
+
+void IcfSolver::ZeroFrozen(const IcfModel& m, double* w) const {
+  for (int i = 0; i < m.nv; ++i)
+    if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
 }
 
 void IcfSolver::StartIslands(int ni) {
@@ -727,6 +741,92 @@ double IcfSolver::TakeStep(const IcfModel& m, const double* w, bool per_island, 
   return std::sqrt(step);
 }
 
+// StartSolve, Converged and FinishIteration are inline (the tiny problems'
+// per-step cost, cenic-math §8.9: out of line they cost more instructions
+// per step than the code they replaced).
+inline double IcfSolver::StartSolve(const IcfModel& m, const SolverOptions& o,
+                                    const double* v_guess, const double* extrapolated, int ni,
+                                    NewtonState* s) {
+  const bool per_island = ni > 1;
+  TagIslands(m);  // the model is constant during the solve
+  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);  // and the islands' (StartIslands)
+  if (!std::isfinite(tol)) return tol;
+  // An extrapolated guess (§8.1) is not accepted as the solution: its
+  // island (or the system) takes at least one Newton iteration.
+  if (extrapolated) {
+    if (per_island) {
+      for (int i = 0; i < m.nv; ++i)
+        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
+    } else {
+      for (int i = 0; i < m.nv && !s->iterate_all; ++i) s->iterate_all = extrapolated[i] != 0;
+    }
+  }
+  std::copy(v_guess, v_guess + m.nv, vtmp_.begin());
+  ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
+  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
+  return tol;
+}
+
+bool IcfSolver::FiniteGradient(const IcfModel& m, bool per_island, double* Dg, SolveStats* st) {
+  *Dg = ScaledGradient(m, per_island);
+  st->scaled_gradient = *Dg;
+  return std::isfinite(*Dg) && std::isfinite(data_.cost);
+}
+
+inline bool IcfSolver::Converged(int k, double Dg, double tol, int ni, NewtonState* s,
+                                 int* nfrozen, SolveStats* st) {
+  // Criterion 1 (optimality, from k = 0 but not for an extrapolated guess)
+  // and criterion 2 (Hairer–Wanner), §8.2: for the whole system, or island
+  // by island. Criterion 2 assumes Newton's rate, so it (and θ) only use
+  // steps of exact-Hessian iterations (§8.1).
+  if (ni > 1) {
+    if (k == 0) {
+      s->optimal_at_guess = true;
+      for (int i = 0; i < ni; ++i) s->optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+    }
+    const bool converged = IslandsConverged(k, ni, nfrozen, &st->island_updates);
+    if (k == 0) st->islands_iterated = st->island_updates;  // not converged at the guess
+    return converged;
+  }
+  if (k == 0) {
+    s->optimal_at_guess = Dg < tol;
+    return s->optimal_at_guess && !s->iterate_all;
+  }
+  return Dg < tol || (s->exact_run >= 1 && s->eta * s->step_prev < tol);
+}
+
+bool IcfSolver::AcceptGuess(const NewtonState& s, double d0, int ni, SolveStats* st) {
+  // An extrapolated guess that already met the optimality test and admits
+  // no descent (round-off): it is the solution, and no island iterated
+  // (IslandsConverged counted the extrapolated ones).
+  if (!(s.optimal_at_guess && std::isfinite(d0) && !(d0 < 0))) return false;
+  if (ni > 1) st->island_updates = st->islands_iterated = 0;
+  return true;
+}
+
+void IcfSolver::QuadraticStep(int ni, SolveStats* st) {
+  // ℓ_i is one quadratic along the exact Newton step: α_i = 1 where it
+  // descends, 0 where LineSearch would not move (ℓ_i'(0) ≥ 0).
+  for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
+  ++st->quadratic_steps;
+}
+
+inline void IcfSolver::FinishIteration(const IcfModel& m, const double* w, int ni,
+                                       const char* major, NewtonState* s, SolveStats* st) {
+  const bool per_island = ni > 1;
+  s->step_prev2 = s->step_prev;
+  s->step_prev = TakeStep(m, w, per_island, ni);
+  AdvanceProducts(m);
+  bool all_exact = true;
+  for (int i = 0; i < ni; ++i) {
+    const bool majorized = major && major[i];
+    all_exact = all_exact && !majorized;
+    if (per_island && !isl_.frozen[i]) isl_.exact_run[i] = majorized ? 0 : isl_.exact_run[i] + 1;
+  }
+  s->exact_run = all_exact ? s->exact_run + 1 : 0;
+  ++st->iterations;
+}
+
 namespace {
 // Adds the wall time of its scope to *total (SolveStats' phase times); a
 // null total (SolverOptions::phase_timers off) reads no clock.
@@ -763,37 +863,16 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   const int nv = m.nv;
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
-  TagIslands(m);
-  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);
+  NewtonState ns;
+  const double tol = StartSolve(m, o, v_guess, extrapolated, ni, &ns);
   if (!std::isfinite(tol)) return false;
   fresh_ = false;  // (no factorization kept for reuse)
   partial_factor_ = false;
-  bool iterate_all = false;
-  if (extrapolated) {
-    if (per_island) {
-      for (int i = 0; i < nv; ++i)
-        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
-    } else {
-      for (int i = 0; i < nv && !iterate_all; ++i) iterate_all = extrapolated[i] != 0;
-    }
-  }
-  std::copy(v_guess, v_guess + nv, vtmp_.begin());
-  ResizeIslandWork(ni);
-  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   Evaluate(m, vtmp_.data(), nullptr);
-  double Dg = ScaledGradient(m, per_island);
-  if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return false;
+  double Dg;
+  if (!FiniteGradient(m, per_island, &Dg, st)) return false;
   int nfrozen = 0;
-  bool converged = Dg < tol && !iterate_all;
-  bool optimal_at_guess = Dg < tol;
-  if (per_island) {
-    optimal_at_guess = true;
-    for (int i = 0; i < ni; ++i) optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
-    converged = IslandsConverged(0, ni, &nfrozen, &st->island_updates);
-    st->islands_iterated = st->island_updates;
-  }
-  st->scaled_gradient = Dg;
-  if (converged) {
+  if (Converged(0, Dg, tol, ni, &ns, &nfrozen, st)) {
     std::copy(vtmp_.begin(), vtmp_.end(), v);
     return true;
   }
@@ -820,12 +899,9 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     H->Solve(w, w);
   }
   ++st->factorizations;
-  if (per_island && nfrozen > 0)
-    for (int i = 0; i < nv; ++i)
-      if (isl_.frozen[DofIsland(m, i)]) w[i] = 0;
+  if (per_island && nfrozen > 0) ZeroFrozen(m, w);
   const double d0 = Dot(data_.grad, w, nv);
-  if (optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
-    if (per_island) st->island_updates = st->islands_iterated = 0;
+  if (AcceptGuess(ns, d0, ni, st)) {
     std::copy(vtmp_.begin(), vtmp_.end(), v);
     return true;
   }
@@ -848,28 +924,14 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     }
   }
   ForEachPool(m, data_, [&](const auto& pool, auto& pd) {
-    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-    const int n = pool.size();
-    if (n == 0) return;
-    std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
-    for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
+    if (pool.size() > 0) StartRowsAlong(pool, pd, w);
   });
   if (!StepStaysQuadratic(m)) return false;
-  for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
-  ++st->quadratic_steps;
-  const double step = TakeStep(m, w, per_island, ni);
-  AdvanceProducts(m);
-  if (per_island)
-    for (int i = 0; i < ni; ++i)
-      if (!isl_.frozen[i]) isl_.exact_run[i] = 1;
-  ++st->iterations;
+  QuadraticStep(ni, st);
+  FinishIteration(m, w, ni, nullptr, &ns, st);  // (exact: no majorizer)
   Evaluate(m, vtmp_.data(), nfrozen > 0 ? isl_.frozen.data() : nullptr, nullptr, true);
-  Dg = ScaledGradient(m, per_island);
-  if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return false;
-  st->scaled_gradient = Dg;
-  converged = per_island ? IslandsConverged(1, ni, &nfrozen, &st->island_updates)
-                         : (Dg < tol || step < tol);  // η = 1 after one exact step
-  if (!converged) return false;
+  if (!FiniteGradient(m, per_island, &Dg, st)) return false;
+  if (!Converged(1, Dg, tol, ni, &ns, &nfrozen, st)) return false;  // (η = 1 after one step)
   std::copy(vtmp_.begin(), vtmp_.end(), v);
   return true;
 }
@@ -906,8 +968,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   // is frozen: no more evaluation, assembly, factorization or line search.
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
-  TagIslands(m);  // the model is constant during the solve
-  const double tol = ScaledTolerance(m, o, per_island ? ni : 0);  // and the islands' (StartIslands)
+  NewtonState ns;
+  const double tol = StartSolve(m, o, v_guess, extrapolated, ni, &ns);
   if (!std::isfinite(tol)) return finish(SolveStatus::kNonFinite);
 
   const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
@@ -926,17 +988,6 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
 
   split = per_island;
   const char* frozen = per_island ? isl_.frozen.data() : nullptr;
-  // An extrapolated guess (§8.1) is not accepted as the solution: its
-  // island (or the system) takes at least one Newton iteration.
-  bool iterate_all = false;
-  bool optimal_at_guess = false;  // every island met the optimality test at k = 0
-  if (per_island) {
-    if (extrapolated)
-      for (int i = 0; i < nv; ++i)
-        if (extrapolated[i] != 0) isl_.iterate[DofIsland(m, i)] = 1;
-  } else if (extrapolated) {
-    for (int i = 0; i < nv && !iterate_all; ++i) iterate_all = extrapolated[i] != 0;
-  }
   int nfrozen = 0;
   H->SetFrozen(nullptr);
   // The factor must not keep a pointer into isl_ once this solve returns.
@@ -945,15 +996,9 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     ~UnsetFrozen() { h->SetFrozen(nullptr); }
   } unset_frozen{H};
 
-  std::copy(v_guess, v_guess + nv, vtmp_.begin());
-  ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
-  std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   isl_.major.assign(ni, 0);
   bool advanced = false;  // data_ holds A v and J v + b at vtmp_ (AdvanceProducts)
   const bool dual_on = o.friction_dual && !o.hessian_reuse;  // §8.1
-  int exact_run = 0;  // trailing exact-Hessian steps of the whole system
-  double eta = 1.0;
-  double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
   double Dg_prev = 0;  // |D ∇ℓ| of the last iteration (PCG forcing)
   for (int k = 0; k < o.max_iterations; ++k) {
     {
@@ -983,31 +1028,16 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       if (dual_on && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m);
     }
     if (history) history->push_back(data_.cost);
-    const double Dg = ScaledGradient(m, per_island);
-    st.scaled_gradient = Dg;
-    if (!std::isfinite(Dg) || !std::isfinite(data_.cost)) return finish(SolveStatus::kNonFinite);
-    // Criterion 1 (optimality) and criterion 2 (Hairer–Wanner), §8.2: for the
-    // whole system, or island by island. Criterion 2 assumes Newton's rate, so
-    // it (and θ) only use steps of exact-Hessian iterations (§8.1).
-    bool converged = (Dg < tol && (k > 0 || !iterate_all)) ||
-                     (k >= 1 && exact_run >= 1 && eta * step_prev < tol);
-    if (k == 0) optimal_at_guess = Dg < tol;
-    if (per_island) {
-      if (k == 0) {
-        optimal_at_guess = true;
-        for (int i = 0; i < ni; ++i) optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
-      }
-      converged = IslandsConverged(k, ni, &nfrozen, &st.island_updates);
-      if (k == 0) st.islands_iterated = st.island_updates;  // not converged at the guess
-    }
-    if (converged) {
+    double Dg;
+    if (!FiniteGradient(m, per_island, &Dg, &st)) return finish(SolveStatus::kNonFinite);
+    if (Converged(k, Dg, tol, ni, &ns, &nfrozen, &st)) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
     }
-    if (k >= 2 && exact_run >= 2) {
-      const double theta = std::clamp(step_prev / step_prev2, 0.0, 0.9999);
-      eta = theta / (1 - theta);
-      if (std::pow(theta, o.reuse_target_iterations - k) / (1 - theta) * step_prev > tol)
+    if (k >= 2 && ns.exact_run >= 2) {
+      const double theta = std::clamp(ns.step_prev / ns.step_prev2, 0.0, 0.9999);
+      ns.eta = theta / (1 - theta);
+      if (std::pow(theta, o.reuse_target_iterations - k) / (1 - theta) * ns.step_prev > tol)
         fresh_ = false;  // (P35)
     }
     const bool same_pattern = k >= 1 || !pattern_changed;
@@ -1046,11 +1076,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     const double* w = NewtonDirection(m, H, per_island, nfrozen > 0, &st.linear_iterations);
     factor_timer.reset();
     const double d0 = Dot(data_.grad, w, nv);  // ℓ'(0) = ∇ℓᵀ w
-    if (k == 0 && optimal_at_guess && std::isfinite(d0) && !(d0 < 0)) {
-      // An extrapolated guess that already met the optimality test and
-      // admits no descent (round-off): it is the solution, and no island
-      // iterated (IslandsConverged counted the extrapolated ones).
-      if (split) st.island_updates = st.islands_iterated = 0;
+    if (k == 0 && AcceptGuess(ns, d0, ni, &st)) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return finish(SolveStatus::kConverged);
     }
@@ -1063,26 +1089,14 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       // StepStaysQuadratic reads every limit and gain row.
       PrepareLineSearch(m, w, nfrozen > 0 && !quadratic_rows ? frozen : nullptr);
       if (quadratic_rows && StepStaysQuadratic(m)) {
-        // ℓ_i is one quadratic along the exact Newton step: α_i = 1 where it
-        // descends, 0 where LineSearch would not move (ℓ_i'(0) ≥ 0).
-        for (int i = 0; i < ni; ++i) ls_.alpha[i] = ls_.d0[i] < 0 ? 1.0 : 0.0;
-        ++st.quadratic_steps;
+        QuadraticStep(ni, &st);
       } else if (!LineSearch(m, o, &st.ls_iterations, &st.extended_searches)) {
         return finish(SolveStatus::kLineSearchFailed);
       }
     }
-    step_prev2 = step_prev;
-    step_prev = TakeStep(m, w, per_island, ni);
-    AdvanceProducts(m);
+    FinishIteration(m, w, ni, isl_.major.data(), &ns, &st);
     advanced = true;
     if (dual_on) UpdateFrictionDual(m, per_island, o.alpha_max);
-    bool all_exact = true;
-    for (int i = 0; i < ni; ++i) {
-      all_exact = all_exact && !isl_.major[i];
-      if (per_island && !isl_.frozen[i]) isl_.exact_run[i] = isl_.major[i] ? 0 : isl_.exact_run[i] + 1;
-    }
-    exact_run = all_exact ? exact_run + 1 : 0;
-    ++st.iterations;
   }
   Evaluate(m, vtmp_.data(), frozen, nullptr, advanced);
   std::copy(vtmp_.begin(), vtmp_.end(), v);

@@ -258,6 +258,41 @@ class IcfSolver {
   }
   bool SolveSmall(const IcfModel& m, const double* v_guess, const SolverOptions& o, double* v,
                   SolveStats* st, const double* extrapolated);
+  // The whole system's Newton state (§8.2) and the guess's flags (§8.1),
+  // one for Solve's loop and SolveSmall: the steps below serve both paths, so
+  // they start, test and count alike.
+  struct NewtonState {
+    bool iterate_all = false;       // one island, extrapolated guess: ≥ 1 iteration
+    bool optimal_at_guess = false;  // every island (the system) met criterion 1 at k = 0
+    int exact_run = 0;              // trailing exact-Hessian steps of the whole system
+    double eta = 1.0;
+    double step_prev = 0, step_prev2 = 0;  // δ_{k-1}, δ_{k-2}
+  };
+  // TagIslands and tol (ScaledTolerance with the islands' own, returned);
+  // if tol is finite, also the extrapolated guess's flags (isl_.iterate, or
+  // s->iterate_all with one island), vtmp_ = the guess and ls_.alpha = 1.
+  double StartSolve(const IcfModel& m, const SolverOptions& o, const double* v_guess,
+                    const double* extrapolated, int ni, NewtonState* s);
+  // |D ∇ℓ| into *Dg and st->scaled_gradient; false if it or ℓ is not finite.
+  bool FiniteGradient(const IcfModel& m, bool per_island, double* Dg, SolveStats* st);
+  // Criteria 1 and 2 of §8.2 after the evaluation of iteration k, for the
+  // whole system or island by island (IslandsConverged, freezing converged
+  // islands); at k = 0 also s->optimal_at_guess and st->islands_iterated.
+  bool Converged(int k, double Dg, double tol, int ni, NewtonState* s, int* nfrozen,
+                 SolveStats* st);
+  // At k = 0, with the direction's ℓ'(0) = d0: a guess that met criterion 1
+  // and admits no descent (round-off) is the solution, no island iterated
+  // (§8.1). True if so (the caller returns vtmp_).
+  bool AcceptGuess(const NewtonState& s, double d0, int ni, SolveStats* st);
+  // w = 0 on the frozen islands' dofs.
+  void ZeroFrozen(const IcfModel& m, double* w) const;
+  // The quadratic step's lengths (§8.9): α_i = 1 where ℓ_i'(0) < 0, else 0.
+  void QuadraticStep(int ni, SolveStats* st);
+  // v += α w (TakeStep, δ into s), A v (AdvanceProducts), the exact-Hessian
+  // runs (`major`: per island majorized in this iteration, or null: none)
+  // and the iteration count.
+  void FinishIteration(const IcfModel& m, const double* w, int ni, const char* major,
+                       NewtonState* s, SolveStats* st);
   double ScaledGradient(const IcfModel& m, bool per_island);
   bool IslandsConverged(int k, int ni, int* nfrozen, int* island_updates);
   double TakeStep(const IcfModel& m, const double* w, bool per_island, int ni);

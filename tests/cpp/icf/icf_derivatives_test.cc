@@ -1131,6 +1131,19 @@ IcfModel SmallQuadraticProblem(const std::vector<int>& trees, bool couple, Rando
   return m;
 }
 
+// The minimizer of m to 1e-14 (the general loop from a random guess): a
+// guess that meets the default tolerance.
+Eigen::VectorXd TightSolution(const IcfModel& m, Random& rng) {
+  SolverOptions o;
+  o.small_problem_path = false;
+  o.tolerance = o.min_tolerance = 1e-14;
+  IcfSolver s;
+  Eigen::VectorXd v_star(m.nv);
+  EXPECT_EQ(s.Solve(m, rng.Vec(m.nv, 0.3).data(), o, v_star.data(), nullptr),
+            SolveStatus::kConverged);
+  return v_star;
+}
+
 TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
   Random rng(31);
   // Several islands (the islands kind; dofs in order): the same bits.
@@ -1164,13 +1177,7 @@ TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
   {
     const IcfModel m = SmallQuadraticProblem({2, 3}, false, rng);
     ASSERT_EQ(m.num_islands, 2);
-    SolverOptions o;
-    o.small_problem_path = false;
-    o.tolerance = o.min_tolerance = 1e-14;
-    IcfSolver s;
-    SolveStats st;
-    Eigen::VectorXd v_star(m.nv);
-    s.Solve(m, rng.Vec(m.nv, 0.3).data(), o, v_star.data(), &st);
+    const Eigen::VectorXd v_star = TightSolution(m, rng);
     Eigen::VectorXd guess = v_star;
     guess.head(2) += rng.Vec(2, 0.3);  // island 0 off its minimum, island 1 at it
     SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
@@ -1189,6 +1196,62 @@ TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
     EXPECT_EQ(r.on.small_path, 1);
     EXPECT_EQ(r.on.iterations, 0);
     EXPECT_EQ(r.v_on, v_star);
+  }
+}
+
+// An extrapolated guess (§8.1) on the small path, one island and several:
+// not accepted by the optimality test at k = 0, so one Newton iteration from
+// a guess that is optimal to the tolerance, and none (no island counted)
+// from the exact minimizer, where no direction descends. The same rules,
+// iteration counts and bits as the general loop.
+TEST(IcfSolverFacts, SmallProblemPathTreatsAnExtrapolatedGuessLikeTheGeneralLoop) {
+  Random rng(37);
+  // One island, a guess optimal at the default tolerance (a tight solution).
+  {
+    const IcfModel m = SmallQuadraticProblem({2, 3}, true, rng);
+    ASSERT_LE(m.num_islands, 1);
+    const Eigen::VectorXd v_star = TightSolution(m, rng);
+    SmallRuns r = SolveWithAndWithoutSmallPath(m, v_star);  // control: accepted as is
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.iterations, 0);
+    EXPECT_EQ(r.on.factorizations, 0);
+    EXPECT_EQ(r.v_on, v_star);
+    std::vector<double> extrapolated(m.nv, 0.0);
+    extrapolated[m.nv - 1] = 1e-3;
+    r = SolveWithAndWithoutSmallPath(m, v_star, extrapolated.data());
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.iterations, 1);
+    EXPECT_EQ(r.on.factorizations, 1);
+    EXPECT_EQ(r.v_on, r.v_off);
+    EXPECT_LE((r.v_on - v_star).norm(), 1e-10 * std::max(1.0, v_star.norm()));
+  }
+  // The exact minimizer: r = 0 (an impulse cancels it) and v = 0 with only
+  // a far open limit (γ = 0), so ∇ℓ = A·0 − 0 = 0 to the bit and w = 0.
+  for (const std::vector<int>& trees : {std::vector<int>{3}, std::vector<int>{2, 3}}) {
+    IcfModel m;
+    MakeBase(&m, trees, rng);
+    FillJ(m.limits.rows, m.limits.Add(std::vector<int>{1}, 10.0, 1 / m.M_diag[1]), rng);
+    m.Finalize(kH);
+    std::vector<double> cancel(m.r);
+    for (double& x : cancel) x = -x;
+    m.AddImpulse(cancel.data());
+    ASSERT_STREQ(m.Validate(), "");
+    const int ni = std::max(m.num_islands, 1);
+    ASSERT_EQ(ni, static_cast<int>(trees.size()));
+    const Eigen::VectorXd zero = Eigen::VectorXd::Zero(m.nv);
+    IcfSolver s;
+    ASSERT_EQ(Grad(s, m, zero), zero);
+    std::vector<double> extrapolated(m.nv, 0.0);
+    extrapolated[m.nv - 1] = 1e-3;  // the last island
+    const SmallRuns r = SolveWithAndWithoutSmallPath(m, zero, extrapolated.data());
+    EXPECT_EQ(r.on.small_path, 1);
+    EXPECT_EQ(r.on.iterations, 0);
+    EXPECT_EQ(r.off.factorizations, 1);  // not accepted before the direction
+    EXPECT_EQ(r.on.factorizations, 1);
+    EXPECT_EQ(r.on.islands_iterated, 0);
+    EXPECT_EQ(r.on.island_updates, 0);
+    EXPECT_EQ(r.v_on, zero);
+    EXPECT_EQ(r.v_off, zero);
   }
 }
 
