@@ -253,15 +253,13 @@ namespace {
 }  // namespace
 
 absl::Status Stepper::CheckInputs(const mjData* d) const {
+  struct Array { const double* x; long n; };
+  const Array arrays[] = {{d->qpos, m_->nq},         {d->qvel, m_->nv},
+                          {d->act, m_->na},          {d->ctrl, m_->nu},
+                          {d->qfrc_applied, m_->nv}, {d->xfrc_applied, 6 * m_->nbody},
+                          {d->mocap_pos, 3 * m_->nmocap}, {d->mocap_quat, 4 * m_->nmocap}};
   ZeroSum acc = {0.0, 0.0};
-  AddTimesZero(d->qpos, m_->nq, &acc);
-  AddTimesZero(d->qvel, m_->nv, &acc);
-  AddTimesZero(d->act, m_->na, &acc);
-  AddTimesZero(d->ctrl, m_->nu, &acc);
-  AddTimesZero(d->qfrc_applied, m_->nv, &acc);
-  AddTimesZero(d->xfrc_applied, 6 * m_->nbody, &acc);
-  AddTimesZero(d->mocap_pos, 3 * m_->nmocap, &acc);
-  AddTimesZero(d->mocap_quat, 4 * m_->nmocap, &acc);
+  for (const Array& a : arrays) AddTimesZero(a.x, a.n, &acc);
   if (acc[0] + acc[1] != 0.0) [[unlikely]] {
     if (absl::Status st = NonFiniteInput(m_, d); !st.ok()) return st;
   }
