@@ -618,6 +618,181 @@ void IcfSolver::PullBackGuess(const IcfModel& m, const double* d, const char* ma
   std::fill(g.alpha.begin(), g.alpha.begin() + ni, 1.0);
 }
 
+int IcfSolver::SweepStart(const IcfModel& m, double tol, int sweeps, const char* majorize,
+                          bool dual) {
+  // Contact sweep guess (cenic-math §8.1). data_ holds the evaluation at the
+  // guess vtmp_ (ls_.l0: ℓ_i there). Islands that already meet the
+  // optimality test there keep it; for the others (candidates) the sweeps
+  // build a second guess, evaluated (only their rows), and each keeps the
+  // point of lower ℓ_i; those that go back are evaluated at the guess again.
+  const int nv = m.nv, ni = NumIslands(m);
+  const bool per_island = ni > 1;
+  guess_l0_.resize(ni);
+  std::copy(ls_.l0.begin(), ls_.l0.begin() + ni, guess_l0_.begin());
+  sweep_took_.resize(ni);
+  sweep_keep_.resize(ni);
+  const double Dg = ScaledGradient(m, per_island);
+  int candidates = 0;
+  for (int i = 0; i < ni; ++i) {
+    const bool optimal = per_island ? std::sqrt(isl_.Dg2[i]) < isl_.tol[i] : Dg < tol;
+    sweep_took_[i] = !optimal;
+    candidates += !optimal;
+  }
+  if (candidates == 0) return 0;
+  SweepGuess(m, sweeps);  // on the candidates (sweep_took_)
+  // The candidates' dofs at the sweep guess, the others at the guess;
+  // sweep_v_ keeps the guess on the candidates' dofs.
+  for (int i = 0; i < nv; ++i)
+    if (sweep_took_[DofIsland(m, i)]) std::swap(vtmp_[i], sweep_v_[i]);
+  for (int i = 0; i < ni; ++i) sweep_keep_[i] = !sweep_took_[i];
+  Evaluate(m, vtmp_.data(), per_island ? sweep_keep_.data() : nullptr, majorize, false, dual);
+  int n = 0, back = 0;
+  for (int i = 0; i < ni; ++i) {
+    sweep_keep_[i] = 1;  // 0: back to the guess, evaluated again below
+    if (sweep_took_[i] && !(ls_.l0[i] < guess_l0_[i])) {
+      sweep_took_[i] = 0;
+      sweep_keep_[i] = 0;
+      ++back;
+    }
+    n += sweep_took_[i];
+  }
+  if (back == 0) return n;
+  for (int i = 0; i < nv; ++i)
+    if (!sweep_keep_[DofIsland(m, i)]) vtmp_[i] = sweep_v_[i];
+  Evaluate(m, vtmp_.data(), per_island ? sweep_keep_.data() : nullptr, majorize, false, dual);
+  return n;
+}
+
+void IcfSolver::SweepGuess(const IcfModel& m, int sweeps) {
+  // Contact sweep guess (cenic-math §8.1), on the islands marked in
+  // sweep_took_. With A replaced by its diagonal (free bodies: nearly
+  // exact), start from v_f = v⁰ + diag(A)⁻¹(r − A v⁰) (no impulse) and visit
+  // the contacts in turn, each solving its own law exactly with the others
+  // held: with W = J_c diag(A)⁻¹ J_cᵀ's diagonal (normal row; mean of the
+  // tangent rows) and the velocity v_c − W γ_c without the contact's own
+  // impulse, the normal impulse of §4.4 below v̂ is quadratic in v_n (a
+  // closed-form root), and the friction of §4.6 (lagged μn⁰) keeps the
+  // slip's direction and solves one monotone scalar equation for its size;
+  // v += diag(A)⁻¹ J_cᵀ Δγ. An island stops sweeping once a sweep changes
+  // its impulses by at most kSweepStop of their size (Σ|Δγ| ≤ ρ Σ|γ|).
+  // Cost: at most `sweeps` passes over the contact rows, no factorization.
+  constexpr double kSweepStop = 1e-3;
+  const int nv = m.nv, nc = m.contacts.size(), ni = NumIslands(m);
+  const ContactPool& P = m.contacts;
+  const int* isl = data_.contacts.island.data();
+  sweep_v_.resize(nv);
+  sweep_Ai_.resize(nv);
+  sweep_W_.resize(2 * nc);
+  sweep_gamma_.assign(3 * nc, 0.0);
+  sweep_change_.resize(2 * ni);
+  sweep_active_.assign(sweep_took_.begin(), sweep_took_.begin() + ni);
+  double* v = sweep_v_.data();
+  double* Ai = sweep_Ai_.data();
+  m.MultiplyA(m.v0.data(), v);
+  for (int i = 0; i < nv; ++i) {
+    Ai[i] = 1.0 / m.ADiag(i);
+    v[i] = m.v0[i] + Ai[i] * (m.r[i] - v[i]);
+  }
+  for (int c = 0; c < nc; ++c) {
+    if (!sweep_active_[isl[c]]) continue;
+    const double* J = P.rows.J(c);
+    const std::span<const int> dofs = P.rows.dofs(c);
+    const int n = static_cast<int>(dofs.size());
+    double wn = 0, wt = 0;
+    for (int k = 0; k < n; ++k) {
+      const double a = Ai[dofs[k]];
+      wn += J[k] * J[k] * a;
+      wt += (J[n + k] * J[n + k] + J[2 * n + k] * J[2 * n + k]) * a;
+    }
+    sweep_W_[2 * c] = wn;
+    sweep_W_[2 * c + 1] = 0.5 * wt;
+  }
+  const double h = P.h;
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
+    std::fill(sweep_change_.begin(), sweep_change_.end(), 0.0);
+    for (int c = 0; c < nc; ++c) {
+      if (!sweep_active_[isl[c]]) continue;
+      const double mun = P.mu[c] * P.n0[c], e = P.eps[c];
+      const double* J = P.rows.J(c);
+      const std::span<const int> dofs = P.rows.dofs(c);
+      const int n = static_cast<int>(dofs.size());
+      double vc[3] = {0, 0, 0};
+      if (mun > 0) {
+        P.rows.Multiply(c, v, vc);
+      } else {  // frictionless: the normal row only
+        double s0 = 0;
+        for (int k = 0; k < n; ++k) s0 += J[k] * v[dofs[k]];
+        vc[0] = s0;
+      }
+      double* g = sweep_gamma_.data() + 3 * c;
+      const double wn = sweep_W_[2 * c], wt = sweep_W_[2 * c + 1];
+      // Normal: v_n = v_f + W γ_n(v_n), γ_n = h (f_e − hk v_n)(1 − d v_n)
+      // below v̂ (both factors positive there), 0 above.
+      const double vf = vc[0] + P.bias[3 * c] - wn * g[0];
+      double gn = 0;
+      if (vf < P.vhat[c]) {
+        const double k = P.k[c], d = P.d[c], fe = P.fe0[c];
+        const double qa = -wn * h * h * k * d;  // qa v² + qb v + qc = 0
+        const double qb = 1 + wn * h * (h * k + d * fe);
+        const double qc = -(vf + wn * h * fe);
+        const double disc = qb * qb - 4 * qa * qc;
+        const double root = std::min(
+            disc >= 0 ? -2 * qc / (qb + std::sqrt(disc)) : P.vhat[c], P.vhat[c]);
+        gn = h * std::max(0.0, fe - h * k * root) * std::max(0.0, 1 - d * root);
+      }
+      double dg[3] = {gn - g[0], 0, 0};
+      g[0] = gn;
+      // Friction: v_t = u − W μn⁰ v_t/sqrt(|v_t|² + ε²), u the slip without
+      // the contact's friction, so v_t = s û with s (1 + W μn⁰/sqrt(s² + ε²))
+      // = |u| (increasing in s; safeguarded Newton).
+      if (mun > 0) {
+        const double u1 = vc[1] + P.bias[3 * c + 1] - wt * g[1];
+        const double u2 = vc[2] + P.bias[3 * c + 2] - wt * g[2];
+        const double U = std::sqrt(u1 * u1 + u2 * u2);
+        double t1 = 0, t2 = 0;
+        if (U > 0) {
+          const double cw = wt * mun;
+          // Start: the root for ε → 0 when sliding (U > W μn⁰), the sticking
+          // linearization s = U ε/(ε + W μn⁰) otherwise; a guess needs no
+          // more than a few digits.
+          double x = U > cw ? U - cw : U * e / (e + cw);
+          for (int it = 0; it < 8; ++it) {
+            const double sq = std::sqrt(x * x + e * e);
+            const double q = x * (1 + cw / sq) - U;
+            const double dq = 1 + cw * e * e / (sq * sq * sq);
+            double xn = x - q / dq;
+            if (xn < 0) xn = 0.5 * x;
+            if (xn > U) xn = 0.5 * (x + U);
+            const double step = xn - x;
+            x = xn;
+            if (std::abs(step) <= 1e-4 * (x + e)) break;
+          }
+          const double f = -mun * x / (std::sqrt(x * x + e * e) * U);
+          t1 = f * u1;
+          t2 = f * u2;
+        }
+        dg[1] = t1 - g[1];
+        dg[2] = t2 - g[2];
+        g[1] = t1;
+        g[2] = t2;
+        for (int k = 0; k < n; ++k)
+          v[dofs[k]] += Ai[dofs[k]] * (J[k] * dg[0] + J[n + k] * dg[1] + J[2 * n + k] * dg[2]);
+      } else if (dg[0] != 0) {
+        for (int k = 0; k < n; ++k) v[dofs[k]] += Ai[dofs[k]] * J[k] * dg[0];
+      }
+      sweep_change_[2 * isl[c]] += std::abs(dg[0]) + std::abs(dg[1]) + std::abs(dg[2]);
+      sweep_change_[2 * isl[c] + 1] += std::abs(g[0]) + std::abs(g[1]) + std::abs(g[2]);
+    }
+    bool any = false;
+    for (int i = 0; i < ni; ++i) {
+      if (sweep_active_[i] && sweep_change_[2 * i] <= kSweepStop * sweep_change_[2 * i + 1])
+        sweep_active_[i] = 0;
+      any = any || sweep_active_[i];
+    }
+    if (!any) break;
+  }
+}
+
 double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o, int ni_split) {
   // §8.2: D = diag(M)^(-1/2), tol = ε max(1, |D r|); with several islands
   // (ni_split > 0, after TagIslands) also each island's ε max(1, |D r|_i)
@@ -1025,6 +1200,10 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       if (k == 0 && guess_direction)
         PullBackGuess(m, guess_direction, any_major ? isl_.major.data() : nullptr, dual,
                       &st.ls_iterations);
+      else if (k == 0 && o.guess_sweeps > 0 && m.contacts.size() > 0) {
+        st.sweep_islands =
+            SweepStart(m, tol, o.guess_sweeps, any_major ? isl_.major.data() : nullptr, dual);
+      }
       if (dual_on && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m);
     }
     if (history) history->push_back(data_.cost);

@@ -73,6 +73,15 @@ struct SolverOptions {
   // guess_direction). Fixed mode only; off by default (measured: fewer
   // Newton iterations, wall time mixed).
   bool pull_back_guess = false;
+  // Contact sweep guess (cenic-math §8.1, "Contact sweeps"): with n > 0, a
+  // second initial guess from n nonlinear Gauss–Seidel sweeps over the
+  // contacts (each contact's own normal and friction law solved exactly
+  // against diag(A)), and each island not optimal at the guess starts from
+  // whichever of the two gives it the lower ℓ_i. The minimizer is the same.
+  // Not with a guess_direction (Solve's line-searched guess takes
+  // precedence). The stepper passes it in fixed mode only (tight tolerance),
+  // after a solve of ≥ 4 iterations; 0: off.
+  int guess_sweeps = 0;
   // Quadratic step (cenic-math §8.9): when the problem has only rows whose
   // cost is piecewise quadratic (limits, couplings, gains: no contacts,
   // contact torques or dry friction), the direction is an exact Newton step
@@ -121,6 +130,8 @@ struct SolveStats {
   int small_path = 0;
   // Island line searches that went past α_max (SolverOptions::extend_slope).
   int extended_searches = 0;
+  // Islands started from the contact sweep guess (SolverOptions::guess_sweeps).
+  int sweep_islands = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
   // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian
@@ -225,6 +236,16 @@ class IcfSolver {
   void PullBackGuess(const IcfModel& model, const double* d, const char* majorize, bool dual,
                      int* evals);
   std::vector<char> guess_kept_;  // per island: not moved by PullBackGuess
+  // Contact sweep guess (§8.1): at k = 0, after the evaluation at the guess
+  // vtmp_, builds the sweep guess for the islands not optimal there
+  // (SweepGuess) and moves every such island whose ℓ_i is lower there.
+  // tol: the whole system's (one island; several use isl_.tol). Returns the
+  // number of islands moved.
+  int SweepStart(const IcfModel& model, double tol, int sweeps, const char* majorize, bool dual);
+  // Into sweep_v_, on the islands marked in sweep_took_, from the model alone.
+  void SweepGuess(const IcfModel& model, int sweeps);
+  std::vector<double> sweep_v_, sweep_Ai_, sweep_W_, sweep_gamma_, sweep_change_, guess_l0_;
+  std::vector<char> sweep_took_, sweep_keep_, sweep_active_;
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.

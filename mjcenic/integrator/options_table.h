@@ -75,6 +75,13 @@ struct StepCount {  // an integer in [0, 1e15]; 0: no cap
   static std::string Expect() { return "an integer >= 0 (0: no cap)"; }
 };
 
+struct SweepCount {  // an integer in [0, 1000]; 0: off
+  using Value = int;
+  static bool Parse(std::string_view s, int* n);
+  static std::string Format(int n) { return std::to_string(n); }
+  static std::string Expect() { return "an integer in [0, 1000] (0: off)"; }
+};
+
 struct Count {  // an integer in [1, 1e6]
   using Value = int;
   static bool Parse(std::string_view s, int* n);
@@ -199,6 +206,11 @@ struct FrictionlossName {
     "fixed mode: Newton starts at (a cubic estimate of) the line minimum of the cost along the "  \
     "warm start v_t + h·a_prev where the warm start overshoots it more than twice (fewer Newton " \
     "iterations on flowing piles; wall time mixed, see docs/cenic-math.md §8.1)")                 \
+  X(guess_sweeps, solver.guess_sweeps, SweepCount,                                              \
+    "fixed mode: Gauss–Seidel sweeps over the contacts that build a second initial guess; an "    \
+    "island not optimal at the usual guess starts from whichever has the lower cost (fewer "      \
+    "Newton iterations on piles; wall time mixed, see docs/cenic-math.md §8.1, \"Contact "        \
+    "sweeps\"); 0: off")                                                                           \
   X(island_line_search, solver.island_line_search, Flag,                                          \
     "one exact line search per island (trees joined by constraints) instead of one step length "  \
     "for the whole system")                                                                        \

@@ -354,6 +354,7 @@ namespace {
 constexpr double kTightTolerance = 1e-7;
 constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
 constexpr double kExtendSlope = 0.3;  // κ of the extended line search (cenic-math §8.3)
+constexpr int kSweepAfter = 4;  // contact sweeps after a solve of ≥ 4 iterations (§8.1)
 constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
 constexpr double kDepthFloor = 1e-3;  // tolerance floor 10⁻³ L (§11.10)
 std::uint64_t PairKey(int g1, int g2) {
@@ -384,6 +385,14 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   // Extended line search (cenic-math §8.3): an island whose Newton step
   // undershoots the line minimum by far searches on past α = 1.
   o.extend_slope = kExtendSlope;
+  // Contact sweep guess (cenic-math §8.1): fixed mode only (a tight
+  // tolerance; under error control the loose solves would carry the other
+  // starting point into the accepted steps), and only after a solve that
+  // needed ≥ kSweepAfter iterations (a scene that Newton solves in a few
+  // would pay the sweeps for nothing).
+  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
+  if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter)
+    o.guess_sweeps = 0;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;

@@ -82,7 +82,7 @@ namespace {
 
 long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmup, double run,
                               mjcenic::ErrorNormKind norm = mjcenic::ErrorNormKind::kWeighted,
-                              bool pull_back_guess = false) {
+                              bool pull_back_guess = false, int guess_sweeps = 0) {
   char err[1000];
   mjModel* m = mj_loadXML(file, nullptr, err, sizeof(err));
   EXPECT_NE(m, nullptr) << err;
@@ -93,6 +93,7 @@ long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmu
   o.accuracy = 1e-2;
   o.error_norm = norm;
   o.solver.pull_back_guess = pull_back_guess;
+  o.solver.guess_sweeps = guess_sweeps;
   auto s = mjcenic::Stepper::Create(m, o).value();
   while (d->time < warmup) EXPECT_TRUE(s->Step(d).ok());
   const long before = g_allocations.load();
@@ -128,6 +129,13 @@ TEST(Allocation, NoneAfterWarmupFixed) {
 TEST(Allocation, NoneAfterWarmupFixedPullBackGuess) {
   EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/clutter.xml",
                                      2.5, 0.5, mjcenic::ErrorNormKind::kWeighted, true),
+            0);
+}
+
+// The contact sweep guess (cenic-math §8.1) keeps its buffers across solves.
+TEST(Allocation, NoneAfterWarmupFixedGuessSweeps) {
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/clutter.xml",
+                                     2.5, 0.5, mjcenic::ErrorNormKind::kWeighted, false, 20),
             0);
 }
 
