@@ -13,8 +13,9 @@ void ConstraintForces::Write(const mjModel* m, const BuildRecords* records,
     d->efc_state[i] = 0;
   }
   if (!records) return;
-  WriteRows(m, records->rows, data, h, d);
-  WriteContacts(m, records->contacts, data, h, d);
+  // (Each returns at once without records: no call then.)
+  if (!records->rows.empty()) WriteRows(m, records->rows, data, h, d);
+  if (!records->contacts.empty()) WriteContacts(m, records->contacts, data, h, d);
 }
 
 void ConstraintForces::WriteRows(const mjModel* m, const std::vector<RowRecord>& rows,

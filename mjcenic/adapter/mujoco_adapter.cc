@@ -270,7 +270,9 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   records->contacts.clear();
   limit_rows_ = gain_rows_ = coupling_rows_ = friction_rows_ = 0;
   size_t limit_records = 0;
-  AddTendonSprings(m, d, model);
+  // (AddTendonSprings, AddEfcRows and AddContacts loop over tendons, efc
+  // rows and contacts and do nothing else: not called without them.)
+  if (m->ntendon > 0) AddTendonSprings(m, d, model);
   if (feedback) {
     // A linearized user controller stands in for actuators and qfrc_applied.
     const double inf = std::numeric_limits<double>::infinity();
@@ -278,20 +280,21 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
       model->gains.PutSingle(gain_rows_++, i, 1.0,
                              feedback->tau[i] + feedback->kv[i] * d->qvel[i], feedback->kq[i],
                              feedback->kv[i], -inf, inf);
-  } else if (!Disabled(m, mjDSBL_ACTUATION)) {
+  } else if (m->nactuator > 0 && !Disabled(m, mjDSBL_ACTUATION)) {
     AddActuators(m, d, model);
   }
   model->gains.Truncate(gain_rows_);  // the previous build's rows past this one's
   if (!Disabled(m, mjDSBL_CONSTRAINT)) {
-    if (!Disabled(m, mjDSBL_LIMIT)) AddLimits(m, d, model, &records->rows);
+    if ((!limited_joints_.empty() || m->ntendon > 0) && !Disabled(m, mjDSBL_LIMIT))
+      AddLimits(m, d, model, &records->rows);
     limit_records = records->rows.size();
-    AddEfcRows(m, d, model, &records->rows);
-    if (phase_timers_) {
+    if (d->nefc > 0) AddEfcRows(m, d, model, &records->rows);
+    if (d->ncon > 0 && phase_timers_) {
       const auto t0 = std::chrono::steady_clock::now();
       AddContacts(m, d, params, model, &records->contacts, info);
       info->time_contacts =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    } else {
+    } else if (d->ncon > 0) {
       AddContacts(m, d, params, model, &records->contacts, info);
     }
   }
@@ -736,8 +739,8 @@ void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const m
   const int n = static_cast<int>(dofs_.size());
   const double* frame = con.frame;
   int q = 0;
-  // Inline at both calls (left to the compiler, the choice flipped with
-  // unrelated changes elsewhere in this file: +0.2 % on barkour).
+  // Inline at both calls: GCC's file-wide inlining budget dropped it after
+  // unrelated edits elsewhere in this file (+60 instructions per contact).
   auto side = [&](int body, auto plus) __attribute__((always_inline)) {
     const int* chain = chain_dofs_.data() + chain_adr_[body];
     const int len = chain_adr_[body + 1] - chain_adr_[body];

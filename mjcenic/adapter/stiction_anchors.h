@@ -79,6 +79,8 @@ class StictionAnchors {
   // (the model is set to its step already); nothing else of the model changes.
   void Apply(const mjModel* m, const mjData* d, const std::vector<ContactRecord>& records,
              double h_slip, bool advance, const double* v_slip, icf::IcfModel* model);
+  // No anchor kept (Apply on a model without contacts then does nothing).
+  bool empty() const { return anchors_.empty(); }
 
  private:
   struct Anchor {

@@ -32,6 +32,18 @@ void IcfModel::Reset(int n) {
 
 void IcfModel::ComputeIslands() {
   const int ncl = static_cast<int>(clique_start.size()) - 1;
+  if (ncl == 1) {
+    // One clique (a chain, a free body): one island, what the general path
+    // below computes for it, without its workspace passes (cenic-math §8.9,
+    // "Tiny problems").
+    island_of_clique.resize(1);
+    island_of_clique[0] = 0;
+    num_islands = 1;
+    island_parent_.resize(1);
+    island_parent_[0] = clique_start[1] - clique_start[0];
+    largest_island = std::max(0, island_parent_[0]);
+    return;
+  }
   island_parent_.resize(std::max(ncl, 0));
   for (int c = 0; c < ncl; ++c) island_parent_[c] = c;
   auto find = [&](int c) {
@@ -62,6 +74,32 @@ void IcfModel::ComputeIslands() {
       }
     }
   };
+  // No row over two cliques (each dof tree alone, e.g. slider_crank's two
+  // trees): each clique its own island, numbered in clique order, as the
+  // union–find below numbers them (cenic-math §8.9, "Tiny problems").
+  auto spans_cliques = [&](const auto& pool) {
+    if (pool.rows.all_single()) return false;
+    for (int k = 0; k < pool.size(); ++k) {
+      const std::span<const int> dofs = pool.rows.dofs(k);
+      if (dofs.size() >= 2 && clique_of_dof[dofs.front()] != clique_of_dof[dofs.back()])
+        return true;
+    }
+    return false;
+  };
+  if (!spans_cliques(contacts) && !spans_cliques(limits) && !spans_cliques(couplings) &&
+      !spans_cliques(gains) && !spans_cliques(dry_friction) && !spans_cliques(contact_torques)) {
+    island_of_clique.resize(std::max(ncl, 0));
+    island_parent_.resize(std::max(ncl, 0));
+    largest_island = 0;
+    for (int c = 0; c < ncl; ++c) {
+      island_of_clique[c] = c;
+      const int n = clique_start[c + 1] - clique_start[c];
+      island_parent_[c] = n;
+      largest_island = std::max(largest_island, n);
+    }
+    num_islands = std::max(ncl, 0);
+    return;
+  }
   if (ncl > 1) {  // one clique: one island
     join(contacts);
     join(limits);
@@ -90,9 +128,11 @@ void IcfModel::ComputeIslands() {
 
 void IcfModel::Finalize(double h_) {
   ComputeIslands();
-  contacts.Lag(v0.data(), params);
-  contact_torques.Lag(contacts);
-  gains.Lag(v0.data());
+  // (An empty pool's Lag and SetTimeStep loop over no rows: they are not
+  // called, its h is set; cenic-math §8.9, "Tiny problems".)
+  if (contacts.size() > 0) contacts.Lag(v0.data(), params);
+  if (contact_torques.size() > 0) contact_torques.Lag(contacts);
+  if (gains.size() > 0) gains.Lag(v0.data());
   SetTimeStep(h_);
 }
 
@@ -101,12 +141,12 @@ void IcfModel::SetTimeStep(double h_) {
   // r = M v0 + h D v0 + h f   (§3.2; K acts on v only, see header)
   MultiplyM(v0.data(), r.data());
   for (int i = 0; i < nv; ++i) r[i] += h * D[i] * v0[i] + h * f[i];
-  contacts.SetTimeStep(h, params);
-  limits.SetTimeStep(h, params);
-  couplings.SetTimeStep(h, params);
-  gains.SetTimeStep(h, params);
-  dry_friction.SetTimeStep(h, params);
-  contact_torques.SetTimeStep(h);
+  if (contacts.size() > 0) contacts.SetTimeStep(h, params); else contacts.h = h;
+  if (limits.size() > 0) limits.SetTimeStep(h, params);
+  if (couplings.size() > 0) couplings.SetTimeStep(h, params);
+  if (gains.size() > 0) gains.SetTimeStep(h, params); else gains.h = h;
+  if (dry_friction.size() > 0) dry_friction.SetTimeStep(h, params); else dry_friction.h = h;
+  if (contact_torques.size() > 0) contact_torques.SetTimeStep(h); else contact_torques.h = h;
 }
 
 void IcfModel::MarkSmoothIslands(char* smooth) const {
@@ -134,6 +174,24 @@ void IcfModel::MarkPieceChanges(const double* v0, const double* v1, char* change
     gains.rows.Multiply(i, v1, &b);
     if (gains.Piece(i, a) != gains.Piece(i, b)) changed[IslandOf(gains.rows.dofs(i))] = 1;
   }
+}
+
+bool IcfModel::PieceChanges(const double* v0, const double* v1) const {
+  // MarkPieceChanges' tests, row by row in its order, for one island.
+  for (int c = 0; c < limits.size(); ++c) {
+    double a, b;
+    limits.rows.Multiply(c, v0, &a);
+    limits.rows.Multiply(c, v1, &b);
+    if (limits.Active(c, a) != limits.Active(c, b)) return true;
+  }
+  for (int i = 0; i < gains.size(); ++i) {
+    if (!(gains.kappa[i] > 0)) continue;
+    double a, b;
+    gains.rows.Multiply(i, v0, &a);
+    gains.rows.Multiply(i, v1, &b);
+    if (gains.Piece(i, a) != gains.Piece(i, b)) return true;
+  }
+  return false;
 }
 
 void IcfModel::ShiftConfiguration(const double* dq) {

@@ -72,6 +72,14 @@ struct IcfModel {
   // cost (§3.5, §6) at v1 than at v0, else 0. After SetTimeStep.
   void MarkSmoothIslands(char* smooth) const;
   void MarkPieceChanges(const double* v0, const double* v1, char* changed) const;
+  // The same tests for the whole model as one island (the stepper's
+  // one-island guess, cenic-math §8.9 "Tiny problems"): HasSmoothRows is
+  // MarkSmoothIslands' flag, PieceChanges MarkPieceChanges' (stops at the
+  // first row that changes piece).
+  bool HasSmoothRows() const {
+    return contacts.size() > 0 || contact_torques.size() > 0 || dry_friction.size() > 0;
+  }
+  bool PieceChanges(const double* v0, const double* v1) const;
   // Moves the configuration at which position-dependent terms are linearized
   // by dq (velocity coordinates): contact gaps, limit and coupling residuals,
   // actuator lengths and springs. Call after Finalize(), then SetTimeStep().

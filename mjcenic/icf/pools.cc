@@ -21,6 +21,10 @@ double FrictionCoefficient(double s, double mu_s, double mu_d, double width) {
 // ---------------------------------------------------------------- contacts --
 
 void ContactPool::Clear() {
+  // Every array holds one entry (or block) per row, appended by Add: an
+  // empty pool has nothing to clear (each build of a scene without contacts;
+  // cenic-math §8.9, "Tiny problems").
+  if (rows.size() == 0) return;
   rows.Clear();
   fe0.clear(); k.clear(); d.clear(); mu_s.clear(); mu_d.clear(); Rt.clear();
   bias.clear(); anchor.clear(); anchor_bias.clear(); eps_step.clear(); fn0.clear(); mu.clear(); n0.clear(); eps.clear(); vhat.clear();
@@ -48,6 +52,7 @@ void ContactPool::Lag(const double* v0, const IcfParameters& p) {
   // and v_t guarantee (s and s − Δ finite, σ(Δ) > 0): μ = μ_d without the
   // norm and the sigmoids, the same bits (cenic-math §8.9). Otherwise
   // (static friction, or extreme values) the full blend.
+  if (size() == 0) return;  // (every build of a scene without contacts)
   const double tol = p.stiction_tolerance, width = p.transition_width;
   const bool tame = tol > 1e-100 && tol < 1e100 && width > 1e-100 && width < 1e100;
   for (int c = 0; c < size(); ++c) {
@@ -132,7 +137,9 @@ int NearRigidPool<kUnilateral>::Add(std::span<const int> dofs, double g0_, doubl
 template <bool kUnilateral>
 void NearRigidPool<kUnilateral>::SetTimeStep(double h, const IcfParameters& p) {
   // NearRigid (P18) with its row-independent factors computed once: the same
-  // operations in the same order, so R is NearRigid's to the bit.
+  // operations in the same order, so R is NearRigid's to the bit. (Nothing
+  // but the rows' R and v̂ is set: an empty pool returns at once.)
+  if (size() == 0) return;
   const double pi = std::numbers::pi;
   const double hbar = std::max(h, p.h_min_near_rigid);
   const double tau_d = p.beta * hbar / pi;
@@ -201,6 +208,7 @@ void DryFrictionPool::SetTimeStep(double h_, const IcfParameters& p) {
 }
 
 void ContactTorquePool::Clear() {
+  if (rows.size() == 0) return;  // nothing to clear (ContactPool::Clear)
   rows.Clear();
   contact.clear();
   mu_spin.clear();

@@ -28,13 +28,13 @@ void ForEachArray(const mjModel* m, const mjData* d, bool with_inputs, Fn&& fn) 
 void StateSnapshot::Capture(const mjModel* m, const mjData* d) {
   long n = 0;
   ForEachArray(m, d, with_inputs_, [&](const double*, long k) { n += k; });
-  values_.resize(n);  // grows only on the first capture
+  if (static_cast<long>(values_.size()) != n) values_.resize(n);  // the first capture
   double* out = values_.data();
   ForEachArray(m, d, with_inputs_, [&](const double* x, long k) {
     if (k > 0) std::copy(x, x + k, out);
     out += k;
   });
-  eq_active_.assign(d->eq_active, d->eq_active + m->neq);
+  if (m->neq > 0 || !eq_active_.empty()) eq_active_.assign(d->eq_active, d->eq_active + m->neq);
   std::memcpy(&opt_, &m->opt, sizeof(mjOption));
   data_ = d;
   valid_ = true;

@@ -106,7 +106,10 @@ struct Stepper::Mujoco {
   ControllerLinearizer controller;
 };
 
-double MaxPenetration(const mjData* d) { return adapter::MujocoStages::MaxPenetration(d); }
+// (0 without contacts, what the loop over them returns, without the call.)
+double MaxPenetration(const mjData* d) {
+  return d->ncon > 0 ? adapter::MujocoStages::MaxPenetration(d) : 0.0;
+}
 
 absl::Status CheckMujocoVersion(int library_version, const char* library_string) {
   if (library_version == mjVERSION_HEADER) return absl::OkStatus();
@@ -227,25 +230,38 @@ void Stepper::RecordStep(double h) {
   ++h_hist_[hist_bin_];
 }
 
-absl::Status Stepper::CheckInputs(const mjData* d) const {
+namespace {
+// The first non-finite input of d, named (CheckInputs' message): out of line
+// and cold, the per-call test only sums (cenic-math §8.9, "Tiny problems").
+[[gnu::cold, gnu::noinline]] absl::Status NonFiniteInput(const mjModel* m, const mjData* d) {
   struct Field { const char* name; const double* x; long n; };
   const Field fields[] = {
-      {"qpos", d->qpos, m_->nq},         {"qvel", d->qvel, m_->nv},
-      {"act", d->act, m_->na},           {"ctrl", d->ctrl, m_->nu},
-      {"qfrc_applied", d->qfrc_applied, m_->nv},
-      {"xfrc_applied", d->xfrc_applied, 6 * m_->nbody},
-      {"mocap_pos", d->mocap_pos, 3 * m_->nmocap},
-      {"mocap_quat", d->mocap_quat, 4 * m_->nmocap}};
+      {"qpos", d->qpos, m->nq},         {"qvel", d->qvel, m->nv},
+      {"act", d->act, m->na},           {"ctrl", d->ctrl, m->nu},
+      {"qfrc_applied", d->qfrc_applied, m->nv},
+      {"xfrc_applied", d->xfrc_applied, 6 * m->nbody},
+      {"mocap_pos", d->mocap_pos, 3 * m->nmocap},
+      {"mocap_quat", d->mocap_quat, 4 * m->nmocap}};
+  for (const Field& f : fields) {
+    const int i = FirstNonFinite(f.x, f.n);
+    if (i >= 0)
+      return ErrorStatus(absl::StatusCode::kInvalidArgument, "mjcenic: ", f.name, "[", i,
+                         "] is ", f.x[i], " at time ", d->time, "; the state was not advanced");
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status Stepper::CheckInputs(const mjData* d) const {
+  struct Array { const double* x; long n; };
+  const Array arrays[] = {{d->qpos, m_->nq},         {d->qvel, m_->nv},
+                          {d->act, m_->na},          {d->ctrl, m_->nu},
+                          {d->qfrc_applied, m_->nv}, {d->xfrc_applied, 6 * m_->nbody},
+                          {d->mocap_pos, 3 * m_->nmocap}, {d->mocap_quat, 4 * m_->nmocap}};
   ZeroSum acc = {0.0, 0.0};
-  for (const Field& f : fields) AddTimesZero(f.x, f.n, &acc);
+  for (const Array& a : arrays) AddTimesZero(a.x, a.n, &acc);
   if (acc[0] + acc[1] != 0.0) [[unlikely]] {
-    for (const Field& f : fields) {
-      const int i = FirstNonFinite(f.x, f.n);
-      if (i >= 0)
-        return ErrorStatus(absl::StatusCode::kInvalidArgument, "mjcenic: ", f.name, "[", i,
-                           "] is ", f.x[i], " at time ", d->time,
-                           "; the state was not advanced");
-    }
+    if (absl::Status st = NonFiniteInput(m_, d); !st.ok()) return st;
   }
   if (!(m_->opt.timestep > 0) || !std::isfinite(m_->opt.timestep)) [[unlikely]]
     return ErrorStatus(absl::StatusCode::kInvalidArgument,
@@ -321,7 +337,9 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
                          records, &info);
   // The problem at a step's start state advances the anchors (once per
   // state) by the contacts' slip at its velocity.
-  if (model->params.stiction_anchors)
+  // (Without contacts and anchors Apply does nothing: no call.)
+  if (model->params.stiction_anchors &&
+      (model->contacts.size() > 0 || !mujoco_->anchors.empty()))
     mujoco_->anchors.Apply(m_, d, records->contacts, AnchorSlipStep(model->v0.data(), h),
                            model == &model_start_, model->v0.data(), model);
   *penetration = std::max(*penetration, info.max_penetration);
@@ -479,9 +497,17 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
   if (!ProblemAtStart(d, h)) return false;
   if (!FullStep(h, tolerance)) return false;
   switch (options_.mode) {
-    case Mode::kFixed:
-      FixedStep();
+    case Mode::kFixed: {
+      // The full step is the step. In fixed mode its buffers are swapped in,
+      // not copied (FixedStep, which the embedded estimate uses, copies): the
+      // full-step buffers are read again only after the next FullStep has
+      // written them (cenic-math §8.9, "Tiny problems").
+      Scratch& s = scratch_;
+      s.q_end.swap(s.q_full);
+      s.v_end.swap(s.v_full);
+      s.act_end.swap(s.act_full);
       return true;
+    }
     case Mode::kCenic:
       if (options_.error_estimate == ErrorEstimate::kEmbedded) {
         const bool history = EmbeddedHistory(d);
@@ -666,7 +692,41 @@ bool Stepper::FullStep(double h, double tolerance) {
                     std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
   const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
   bool any_warm = false;
-  if (warm && fixed_steps && warm_old_valid_) {
+  if (warm && fixed_steps && warm_old_valid_ && model_start_.num_islands <= 1) {
+    // One island (cenic-math §8.9, "Tiny problems"): the rule below with its
+    // sums in registers, the same terms in the same order; the pieces are
+    // compared only when they can change c (c ≠ 0 on an island without
+    // smooth rows), and the comparison stops at the first change.
+    const icf::IcfModel& mm = model_start_;
+    double aa = 0.0, dd = 0.0, ao = 0.0, oo = 0.0, rr = 0.0;
+    for (int i = 0; i < nv; ++i) {
+      const double a = s.warm_accel[i], o = s.warm_accel_old[i], Mi = mm.M_diag[i];
+      aa += Mi * a * a;
+      dd += Mi * (a - o) * (a - o);
+      ao += Mi * a * o;
+      oo += Mi * o * o;
+      rr += mm.r[i] * mm.r[i] / Mi;
+    }
+    const bool smooth = mm.HasSmoothRows();
+    double c;
+    if (smooth) {
+      c = dd < aa ? 1.0 : 0.0;
+    } else {
+      c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
+      if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;
+    }
+    const double tol = tolerance * std::max(1.0, std::sqrt(rr));
+    if (h * h * aa < tol * tol) c = 0.0;
+    if (c != 0.0 && !smooth && (mm.limits.size() > 0 || mm.gains.size() > 0)) {
+      for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + c * h * s.warm_accel[i];
+      if (mm.PieceChanges(s.v_start.data(), s.v_guess.data())) c = 0.0;
+    }
+    for (int i = 0; i < nv; ++i) {
+      s.guess_dir[i] = c * h * s.warm_accel[i];
+      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+    }
+    any_warm = nv > 0 && c != 0.0;
+  } else if (warm && fixed_steps && warm_old_valid_) {
     const icf::IcfModel& mm = model_start_;
     const int ni = std::max(mm.num_islands, 1);
     auto island = [&mm](int i) {
@@ -683,7 +743,13 @@ bool Stepper::FullStep(double h, double tolerance) {
       s.island_oo[k] += Mi * ao * ao;
       s.island_r[k] += mm.r[i] * mm.r[i] / Mi;
     }
-    mm.MarkSmoothIslands(s.island_smooth.data());
+    // (Without contact, contact-torque or dry-friction rows no island is
+    // smooth; the pieces are compared only if some island's c can change.)
+    if (mm.HasSmoothRows())
+      mm.MarkSmoothIslands(s.island_smooth.data());
+    else
+      std::fill(s.island_smooth.begin(), s.island_smooth.begin() + ni, 0);
+    bool check_pieces = false;
     for (int k = 0; k < ni; ++k) {
       double c;
       if (s.island_smooth[k]) {
@@ -699,12 +765,15 @@ bool Stepper::FullStep(double h, double tolerance) {
       const double tol_k = tolerance * std::max(1.0, std::sqrt(s.island_r[k]));
       if (h * h * s.island_aa[k] < tol_k * tol_k) c = 0.0;
       s.island_c[k] = c;
+      check_pieces = check_pieces || (c != 0.0 && !s.island_smooth[k]);
     }
-    for (int i = 0; i < nv; ++i)
-      s.v_guess[i] = s.v_start[i] + s.island_c[island(i)] * h * s.warm_accel[i];
-    mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
-    for (int k = 0; k < ni; ++k)
-      if (!s.island_smooth[k] && s.island_piece[k]) s.island_c[k] = 0.0;
+    if (check_pieces) {
+      for (int i = 0; i < nv; ++i)
+        s.v_guess[i] = s.v_start[i] + s.island_c[island(i)] * h * s.warm_accel[i];
+      mm.MarkPieceChanges(s.v_start.data(), s.v_guess.data(), s.island_piece.data());
+      for (int k = 0; k < ni; ++k)
+        if (!s.island_smooth[k] && s.island_piece[k]) s.island_c[k] = 0.0;
+    }
     for (int i = 0; i < nv; ++i) {
       const double c = s.island_c[island(i)];
       any_warm = any_warm || c != 0.0;

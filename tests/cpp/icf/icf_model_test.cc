@@ -1,4 +1,5 @@
 // IcfModel operations on hand-built problems (no MuJoCo).
+#include <cmath>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -32,6 +33,110 @@ TEST(IcfModel, AddImpulseShiftsTheMomentumBalanceUntilTheNextSetTimeStep) {
   EXPECT_LT((Av - rhs).norm(), 1e-10 * rhs.norm());
   m.SetTimeStep(5e-3);
   for (int i = 0; i < m.nv; ++i) EXPECT_EQ(m.r[i], r0[i]) << "dof " << i;
+}
+
+// Finalize and SetTimeStep skip an empty pool's Lag and SetTimeStep (cenic-math
+// §8.9, "Tiny problems"), but every pool still takes the step h: a contact
+// added afterwards (the stiction anchors' SetAnchor) reads the pool's h.
+TEST(IcfModel, EmptyPoolsStillTakeTheTimeStep) {
+  Random rng(3);
+  IcfModel m;
+  MakeBase(&m, {3}, rng);
+  m.Finalize(5e-3);
+  for (double h : {m.contacts.h, m.gains.h, m.dry_friction.h, m.contact_torques.h})
+    EXPECT_EQ(h, 5e-3);
+  m.SetTimeStep(2e-3);
+  for (double h : {m.contacts.h, m.gains.h, m.dry_friction.h, m.contact_torques.h})
+    EXPECT_EQ(h, 2e-3);
+  // A gain row added later: its pool takes h (and its κ) at the next SetTimeStep.
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 2}, 0.5, 100, 2, -1, 1), rng);
+  m.SetTimeStep(4e-3);
+  EXPECT_EQ(m.gains.h, 4e-3);
+  EXPECT_EQ(m.gains.kappa[0], 4e-3 * 100 + 2);
+}
+
+// ComputeIslands' shortcuts (one clique; no row over two cliques) and its
+// union–find: the islands are the connected components of the cliques under
+// "a row touches both", numbered in clique order, each with its dof count.
+TEST(IcfModel, IslandsOfEveryPathAreTheConnectedComponents) {
+  Random rng(11);
+  IcfModel m;
+  MakeBase(&m, {2, 3, 2}, rng);  // dofs 0-1 | 2-4 | 5-6
+  FillJ(m.limits.rows, m.limits.Add(std::vector<int>{1}, 1e-3, 1.0), rng);
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{2, 4}, 0.5, 100, 2, -1, 1), rng);
+  FillJ(m.couplings.rows, m.couplings.Add(std::vector<int>{5, 6}, 1e-3, 0.5), rng);
+  m.ComputeIslands();  // no row over two cliques
+  EXPECT_EQ(m.num_islands, 3);
+  EXPECT_EQ(m.island_of_clique, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(m.largest_island, 3);
+  // A gain row over cliques 0 and 2: {0, 2} and {1}.
+  FillJ(m.gains.rows, m.gains.Add(std::vector<int>{0, 6}, 0.5, 100, 2, -1, 1), rng);
+  m.ComputeIslands();
+  EXPECT_EQ(m.num_islands, 2);
+  EXPECT_EQ(m.island_of_clique, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(m.largest_island, 4);
+  EXPECT_EQ(m.IslandOf(m.gains.rows.dofs(1)), 0);
+  EXPECT_EQ(m.IslandOf(m.gains.rows.dofs(0)), 1);
+  // The same model after that row is cut again: nothing stale is kept.
+  m.gains.Truncate(1);
+  m.ComputeIslands();
+  EXPECT_EQ(m.num_islands, 3);
+  EXPECT_EQ(m.island_of_clique, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(m.largest_island, 3);
+  // One clique, with and without rows over several of its dofs.
+  IcfModel one;
+  MakeBase(&one, {4}, rng);
+  one.ComputeIslands();
+  EXPECT_EQ(one.num_islands, 1);
+  EXPECT_EQ(one.island_of_clique, (std::vector<int>{0}));
+  EXPECT_EQ(one.largest_island, 4);
+  FillJ(one.gains.rows, one.gains.Add(std::vector<int>{0, 3}, 0.5, 100, 2, -1, 1), rng);
+  one.ComputeIslands();
+  EXPECT_EQ(one.num_islands, 1);
+  EXPECT_EQ(one.largest_island, 4);
+}
+
+// The one-island tests of the stepper's initial guess (cenic-math §8.9, "Tiny
+// problems") against the per-island marks they stand in for: HasSmoothRows is
+// MarkSmoothIslands' flag, PieceChanges MarkPieceChanges' on one island.
+TEST(IcfModel, OneIslandPieceTestsAreThePerIslandMarks) {
+  Random rng(5);
+  IcfModel m;
+  MakeBase(&m, {5}, rng);
+  auto limit = [&](std::vector<int> dofs, double g0) {
+    FillJ(m.limits.rows, m.limits.Add(dofs, g0, 0.8), rng);
+  };
+  limit({1}, 1e-3);
+  limit({0, 2, 4}, -2e-3);
+  auto gain = [&](std::vector<int> dofs, double c, double kq, double kv, double lo, double hi) {
+    FillJ(m.gains.rows, m.gains.Add(dofs, c, kq, kv, lo, hi), rng);
+  };
+  gain({0, 3}, 0.5, 300, 2, -1, 1);
+  gain({2}, -0.3, 0, 10, -0.5, 0.5);
+  gain({1, 4}, 0.2, -2e4, 1, -1, 1);  // κ < 0: explicit, one piece
+  m.Finalize(5e-3);
+  ASSERT_EQ(m.num_islands, 1);
+  char smooth = 1;
+  m.MarkSmoothIslands(&smooth);
+  EXPECT_FALSE(m.HasSmoothRows());
+  EXPECT_EQ(smooth, 0);
+  int changed = 0, kept = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const double scale = std::pow(10.0, rng.U(-4, 1));
+    const Eigen::VectorXd v0 = rng.Vec(m.nv, scale), v1 = v0 + rng.Vec(m.nv, scale);
+    char mark = 2;
+    m.MarkPieceChanges(v0.data(), v1.data(), &mark);
+    const bool any = m.PieceChanges(v0.data(), v1.data());
+    EXPECT_EQ(any, mark != 0) << "trial " << trial;
+    ++(any ? changed : kept);
+  }
+  EXPECT_GT(changed, 20);  // both outcomes are exercised
+  EXPECT_GT(kept, 20);
+  FillJ(m.dry_friction.rows, m.dry_friction.Add(std::vector<int>{3}, 0.4), rng);
+  m.ComputeIslands();
+  m.MarkSmoothIslands(&smooth);
+  EXPECT_TRUE(m.HasSmoothRows());
+  EXPECT_EQ(smooth, 1);
 }
 
 }  // namespace
