@@ -662,6 +662,28 @@ double Stepper::LimitUnit(int type, int id) const {
   return 1.0;
 }
 
+namespace {
+// The initial guess's factor c of one island (cenic-math §8.1), from its
+// M-weighted sums aa = |a|², dd = |a − a_old|², ao = ⟨a, a_old⟩, oo = |a_old|²
+// and rr = |D r|²: for the one-island and the per-island paths of FullStep.
+inline double GuessFactor(bool smooth, double aa, double dd, double ao, double oo, double rr,
+                          double h, double tolerance) {
+  double c;
+  if (smooth) {
+    c = dd < aa ? 1.0 : 0.0;  // the acceleration is predictable
+  } else {
+    c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
+    if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
+  }
+  // A change h|a|_M below ε_req max(1, |D r|) (the requested tolerance, never
+  // looser than the solver's island tolerance): v_t is (nearly) the solution
+  // already, keep it.
+  const double tol = tolerance * std::max(1.0, std::sqrt(rr));
+  if (h * h * aa < tol * tol) c = 0.0;
+  return c;
+}
+}  // namespace
+
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
   // Newton's initial guess (cenic-math §8.1, "Initial guess"): without error
@@ -708,15 +730,7 @@ bool Stepper::FullStep(double h, double tolerance) {
       rr += mm.r[i] * mm.r[i] / Mi;
     }
     const bool smooth = mm.HasSmoothRows();
-    double c;
-    if (smooth) {
-      c = dd < aa ? 1.0 : 0.0;
-    } else {
-      c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
-      if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;
-    }
-    const double tol = tolerance * std::max(1.0, std::sqrt(rr));
-    if (h * h * aa < tol * tol) c = 0.0;
+    double c = GuessFactor(smooth, aa, dd, ao, oo, rr, h, tolerance);
     if (c != 0.0 && !smooth && (mm.limits.size() > 0 || mm.gains.size() > 0)) {
       for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + c * h * s.warm_accel[i];
       if (mm.PieceChanges(s.v_start.data(), s.v_guess.data())) c = 0.0;
@@ -751,19 +765,8 @@ bool Stepper::FullStep(double h, double tolerance) {
       std::fill(s.island_smooth.begin(), s.island_smooth.begin() + ni, 0);
     bool check_pieces = false;
     for (int k = 0; k < ni; ++k) {
-      double c;
-      if (s.island_smooth[k]) {
-        c = s.island_dd[k] < s.island_aa[k] ? 1.0 : 0.0;
-      } else {
-        const double aa = s.island_aa[k], ao = s.island_ao[k], oo = s.island_oo[k];
-        c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
-        if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
-      }
-      // A change h|a|_M below ε_req max(1, |D r|) (§8.1; the requested
-      // tolerance, never looser than the solver's island tolerance):
-      // v_t is (nearly) the solution already, keep it.
-      const double tol_k = tolerance * std::max(1.0, std::sqrt(s.island_r[k]));
-      if (h * h * s.island_aa[k] < tol_k * tol_k) c = 0.0;
+      const double c = GuessFactor(s.island_smooth[k], s.island_aa[k], s.island_dd[k],
+                                   s.island_ao[k], s.island_oo[k], s.island_r[k], h, tolerance);
       s.island_c[k] = c;
       check_pieces = check_pieces || (c != 0.0 && !s.island_smooth[k]);
     }
