@@ -660,7 +660,7 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
     // Slow from the usual guess, and not slower from the sweep guess the
     // last time it started there.
     const bool slow = !by_history || (sweep_history_[i] >= o.sweep_min_history &&
-                                      sweep_history_swept_[i] < sweep_history_[i]);
+                                      sweep_history_swept_[i] <= sweep_history_[i] - o.sweep_min_saving);
     sweep_took_[i] = !optimal && slow;
     candidates += sweep_took_[i];
   }

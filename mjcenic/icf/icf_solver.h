@@ -87,6 +87,10 @@ struct SolverOptions {
   // each dof's count across solves; cenic-math §8.1, "h23e"); 0: every
   // island not optimal at the guess.
   int sweep_min_history = 0;
+  // With sweep_min_history: an island whose dofs started from the sweep guess
+  // before is swept again only if that took ≥ this many iterations fewer
+  // than their last start from the usual guess.
+  int sweep_min_saving = 1;
   // With guess_sweeps: an island stops sweeping once a sweep changes its
   // impulses by at most this fraction of their size (Σ|Δγ| ≤ ρ Σ|γ|).
   double sweep_stop = 1e-3;
