@@ -338,9 +338,9 @@ constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
 constexpr double kExtendSlope = 0.3;  // κ of the extended line search (cenic-math §8.3)
 constexpr int kSweepAfter = 4;  // contact sweeps after a solve of ≥ 4 iterations (§8.1)
 // ... and only on islands whose dofs' island needed ≥ 6 iterations last time
-// (SolverOptions::sweep_min_history, cenic-math §8.1, "h23e"), and again after a swept start only if
-// that saved ≥ 2 of them (sweep_min_saving: the sweeps cost about as much as
-// one or two Newton iterations of the island they sweep).
+// (SolverOptions::sweep_min_history, cenic-math §8.1, "h23e"), and again
+// after a swept start only if that saved ≥ 2 of them (sweep_min_saving: the
+// sweeps cost about as much as one or two Newton iterations of the island).
 constexpr int kSweepHistory = 6;
 constexpr int kSweepSaving = 2;
 constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
