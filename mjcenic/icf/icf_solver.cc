@@ -618,8 +618,8 @@ void IcfSolver::PullBackGuess(const IcfModel& m, const double* d, const char* ma
   std::fill(g.alpha.begin(), g.alpha.begin() + ni, 1.0);
 }
 
-int IcfSolver::SweepStart(const IcfModel& m, double tol, int sweeps, const char* majorize,
-                          bool dual) {
+int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
+                          const char* majorize, bool dual) {
   // Contact sweep guess (cenic-math §8.1). data_ holds the evaluation at the
   // guess vtmp_ (ls_.l0: ℓ_i there). Islands that already meet the
   // optimality test there keep it; for the others (candidates) the sweeps
@@ -631,15 +631,42 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, int sweeps, const char*
   std::copy(ls_.l0.begin(), ls_.l0.begin() + ni, guess_l0_.begin());
   sweep_took_.resize(ni);
   sweep_keep_.resize(ni);
+  // SweepGuess's work, sized on every call (it may run rarely: the history
+  // rule), so that no solve after warm-up allocates.
+  const int nc = m.contacts.size();
+  sweep_v_.resize(nv);
+  sweep_Ai_.resize(nv);
+  sweep_W_.resize(2 * nc);
+  sweep_gamma_.resize(3 * nc);
+  sweep_change_.resize(2 * ni);
+  sweep_active_.resize(ni);
   const double Dg = ScaledGradient(m, per_island);
+  // Targeting by history: only islands holding a dof whose island needed
+  // ≥ sweep_min_history iterations in the last solve (the slow islands keep
+  // their trees from step to step).
+  const bool by_history = o.sweep_min_history > 0 && static_cast<int>(dof_iterations_.size()) == nv;
+  if (by_history) {
+    sweep_history_.assign(ni, 0);
+    sweep_history_swept_.assign(ni, -1);
+    for (int i = 0; i < nv; ++i) {
+      const int isl = per_island ? DofIsland(m, i) : 0;
+      sweep_history_[isl] = std::max(sweep_history_[isl], dof_iterations_[i]);
+      sweep_history_swept_[isl] = std::max(sweep_history_swept_[isl], dof_swept_iterations_[i]);
+    }
+  }
   int candidates = 0;
   for (int i = 0; i < ni; ++i) {
     const bool optimal = per_island ? std::sqrt(isl_.Dg2[i]) < isl_.tol[i] : Dg < tol;
-    sweep_took_[i] = !optimal;
-    candidates += !optimal;
+    // Slow from the usual guess, and not slower from the sweep guess the
+    // last time it started there.
+    const bool slow = !by_history || (sweep_history_[i] >= o.sweep_min_history &&
+                                      sweep_history_swept_[i] <= sweep_history_[i] - o.sweep_min_saving);
+    sweep_took_[i] = !optimal && slow;
+    candidates += sweep_took_[i];
   }
   if (candidates == 0) return 0;
-  SweepGuess(m, sweeps);  // on the candidates (sweep_took_)
+  sweep_ran_ = true;
+  SweepGuess(m, o.guess_sweeps, o.sweep_stop);  // on the candidates (sweep_took_)
   // The candidates' dofs at the sweep guess, the others at the guess;
   // sweep_v_ keeps the guess on the candidates' dofs.
   for (int i = 0; i < nv; ++i)
@@ -663,7 +690,27 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, int sweeps, const char*
   return n;
 }
 
-void IcfSolver::SweepGuess(const IcfModel& m, int sweeps) {
+void IcfSolver::RecordIterations(const IcfModel& m, bool per_island, int iterations) {
+  // SolverOptions::sweep_min_history: each dof keeps the Newton iterations
+  // its island needed (the whole solve's count with one island), from the
+  // usual guess and, separately, from the sweep guess.
+  const int nv = m.nv;
+  if (static_cast<int>(dof_iterations_.size()) != nv) {
+    dof_iterations_.assign(nv, 0);
+    dof_swept_iterations_.assign(nv, -1);
+  }
+  const bool split = per_island && static_cast<int>(dof_island_.size()) == nv;
+  for (int i = 0; i < nv; ++i) {
+    const int isl = split ? dof_island_[i] : 0;
+    const int d = !split || isl_.done_at[isl] < 0 ? iterations : isl_.done_at[isl];
+    if (sweep_ran_ && sweep_took_[isl])
+      dof_swept_iterations_[i] = d;
+    else
+      dof_iterations_[i] = d;
+  }
+}
+
+void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop) {
   // Contact sweep guess (cenic-math §8.1), on the islands marked in
   // sweep_took_. With A replaced by its diagonal (free bodies: nearly
   // exact), start from v_f = v⁰ + diag(A)⁻¹(r − A v⁰) (no impulse) and visit
@@ -674,24 +721,23 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps) {
   // closed-form root), and the friction of §4.6 (lagged μn⁰) keeps the
   // slip's direction and solves one monotone scalar equation for its size;
   // v += diag(A)⁻¹ J_cᵀ Δγ. An island stops sweeping once a sweep changes
-  // its impulses by at most kSweepStop of their size (Σ|Δγ| ≤ ρ Σ|γ|).
+  // its impulses by at most `stop` of their size (Σ|Δγ| ≤ ρ Σ|γ|).
   // Cost: at most `sweeps` passes over the contact rows, no factorization.
-  constexpr double kSweepStop = 1e-3;
   const int nv = m.nv, nc = m.contacts.size(), ni = NumIslands(m);
   const ContactPool& P = m.contacts;
   const int* isl = data_.contacts.island.data();
-  sweep_v_.resize(nv);
-  sweep_Ai_.resize(nv);
-  sweep_W_.resize(2 * nc);
-  sweep_gamma_.assign(3 * nc, 0.0);
-  sweep_change_.resize(2 * ni);
+  std::fill(sweep_gamma_.begin(), sweep_gamma_.begin() + 3 * nc, 0.0);
   sweep_active_.assign(sweep_took_.begin(), sweep_took_.begin() + ni);
   double* v = sweep_v_.data();
   double* Ai = sweep_Ai_.data();
-  m.MultiplyA(m.v0.data(), v);
+  // One Jacobi step from the guess vtmp_ (data_.Av = A vtmp_ from the
+  // evaluation there), on the candidates' dofs only (islands are closed
+  // under the contacts' dofs).
+  const double* Av = data_.Av.data();
   for (int i = 0; i < nv; ++i) {
+    if (!sweep_active_[ni > 1 ? DofIsland(m, i) : 0]) continue;
     Ai[i] = 1.0 / m.ADiag(i);
-    v[i] = m.v0[i] + Ai[i] * (m.r[i] - v[i]);
+    v[i] = vtmp_[i] + Ai[i] * (m.r[i] - Av[i]);
   }
   for (int c = 0; c < nc; ++c) {
     if (!sweep_active_[isl[c]]) continue;
@@ -756,7 +802,9 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps) {
           // linearization s = U ε/(ε + W μn⁰) otherwise; a guess needs no
           // more than a few digits.
           double x = U > cw ? U - cw : U * e / (e + cw);
-          for (int it = 0; it < 8; ++it) {
+          // At most 3 Newton steps to 1 % (h23e: the friction root dominated
+          // the sweeps' cost; 8 steps to 10⁻⁴ bought no Newton iteration).
+          for (int it = 0; it < 3; ++it) {
             const double sq = std::sqrt(x * x + e * e);
             const double q = x * (1 + cw / sq) - U;
             const double dq = 1 + cw * e * e / (sq * sq * sq);
@@ -765,7 +813,7 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps) {
             if (xn > U) xn = 0.5 * (x + U);
             const double step = xn - x;
             x = xn;
-            if (std::abs(step) <= 1e-4 * (x + e)) break;
+            if (std::abs(step) <= 1e-2 * (x + e)) break;
           }
           const double f = -mun * x / (std::sqrt(x * x + e * e) * U);
           t1 = f * u1;
@@ -785,7 +833,7 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps) {
     }
     bool any = false;
     for (int i = 0; i < ni; ++i) {
-      if (sweep_active_[i] && sweep_change_[2 * i] <= kSweepStop * sweep_change_[2 * i + 1])
+      if (sweep_active_[i] && sweep_change_[2 * i] <= stop * sweep_change_[2 * i + 1])
         sweep_active_[i] = 0;
       any = any || sweep_active_[i];
     }
@@ -839,6 +887,7 @@ void IcfSolver::StartIslands(int ni) {
                     &isl_.eta})
       x->resize(ni);
     isl_.exact_run.resize(ni);
+    isl_.done_at.resize(ni);
     isl_.frozen.resize(ni);
     isl_.iterate.resize(ni);
   }
@@ -846,6 +895,7 @@ void IcfSolver::StartIslands(int ni) {
     isl_.tol[i] = isl_.Dg2[i] = isl_.step2[i] = isl_.step_prev[i] = isl_.step_prev2[i] = 0.0;
     isl_.eta[i] = 1.0;
     isl_.exact_run[i] = 0;
+    isl_.done_at[i] = -1;
     isl_.frozen[i] = 0;
     isl_.iterate[i] = 0;
   }
@@ -889,7 +939,7 @@ bool IcfSolver::IslandsConverged(int k, int ni, int* nfrozen, int* island_update
     const bool moved = isl_.step_prev[i] > 0;
     if ((std::sqrt(isl_.Dg2[i]) < tol_i && (k > 0 || !isl_.iterate[i])) ||
         (k >= 1 && isl_.exact_run[i] >= 1 && moved && isl_.eta[i] * isl_.step_prev[i] < tol_i))
-      isl_.frozen[i] = 1, ++*nfrozen;
+      isl_.frozen[i] = 1, isl_.done_at[i] = k, ++*nfrozen;
     else
       converged = false, ++*island_updates;
   }
@@ -1120,6 +1170,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   auto finish = [&](SolveStatus s) {
     st.status = s;
     if (!split) st.island_updates = st.iterations, st.islands_iterated = st.iterations > 0;
+    RecordIterations(m, split && !st.small_path, st.iterations);
     st.cost = data_.cost;
     if (stats) *stats = st;
     return s;
@@ -1130,6 +1181,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     vtmp_.resize(nv);
   }
   islands_on_ = o.island_line_search;
+  sweep_ran_ = false;
   if (!history && !guess_direction && SmallEligible(m, o)) {
     if (SolveSmall(m, v_guess, o, v, &st, extrapolated)) {
       split = NumIslands(m) > 1;
@@ -1202,7 +1254,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
                       &st.ls_iterations);
       else if (k == 0 && o.guess_sweeps > 0 && m.contacts.size() > 0) {
         st.sweep_islands =
-            SweepStart(m, tol, o.guess_sweeps, any_major ? isl_.major.data() : nullptr, dual);
+            SweepStart(m, tol, o, any_major ? isl_.major.data() : nullptr, dual);
       }
       if (dual_on && k == 0 && o.friction_dual_exact_start) StartFrictionDual(m);
     }

@@ -80,8 +80,20 @@ struct SolverOptions {
   // whichever of the two gives it the lower ℓ_i. The minimizer is the same.
   // Not with a guess_direction (Solve's line-searched guess takes
   // precedence). The stepper passes it in fixed mode only (tight tolerance),
-  // after a solve of ≥ 4 iterations; 0: off.
+  // after a solve of ≥ 4 iterations, with sweep_min_history = 6; 0: off.
   int guess_sweeps = 0;
+  // With guess_sweeps: sweep only the islands holding a dof whose island
+  // needed ≥ this many Newton iterations in the last solve (the solver keeps
+  // each dof's count across solves; cenic-math §8.1, "h23e"); 0: every
+  // island not optimal at the guess.
+  int sweep_min_history = 0;
+  // With sweep_min_history: an island whose dofs started from the sweep guess
+  // before is swept again only if that took ≥ this many iterations fewer
+  // than their last start from the usual guess.
+  int sweep_min_saving = 1;
+  // With guess_sweeps: an island stops sweeping once a sweep changes its
+  // impulses by at most this fraction of their size (Σ|Δγ| ≤ ρ Σ|γ|).
+  double sweep_stop = 1e-3;
   // Quadratic step (cenic-math §8.9): when the problem has only rows whose
   // cost is piecewise quadratic (limits, couplings, gains: no contacts,
   // contact torques or dry friction), the direction is an exact Newton step
@@ -241,11 +253,17 @@ class IcfSolver {
   // (SweepGuess) and moves every such island whose ℓ_i is lower there.
   // tol: the whole system's (one island; several use isl_.tol). Returns the
   // number of islands moved.
-  int SweepStart(const IcfModel& model, double tol, int sweeps, const char* majorize, bool dual);
+  int SweepStart(const IcfModel& model, double tol, const SolverOptions& o, const char* majorize,
+                 bool dual);
   // Into sweep_v_, on the islands marked in sweep_took_, from the model alone.
-  void SweepGuess(const IcfModel& model, int sweeps);
+  void SweepGuess(const IcfModel& model, int sweeps, double stop);
   std::vector<double> sweep_v_, sweep_Ai_, sweep_W_, sweep_gamma_, sweep_change_, guess_l0_;
   std::vector<char> sweep_took_, sweep_keep_, sweep_active_;
+  // Per dof: the Newton iterations its island needed in the last solve
+  // (SolverOptions::sweep_min_history); per island: their maximum.
+  std::vector<int> dof_iterations_, dof_swept_iterations_, sweep_history_, sweep_history_swept_;
+  bool sweep_ran_ = false;  // this solve's sweep_took_ marks the islands moved
+  void RecordIterations(const IcfModel& model, bool per_island, int iterations);
   void TagIslands(const IcfModel& model);  // data_.<pool>.island
   // Exact line search per island; the step lengths are left in ls_.alpha.
   // False if some island's search did not converge.
@@ -340,6 +358,7 @@ class IcfSolver {
     // Majorized G in this iteration (§8.1); trailing run of exact-Hessian steps.
     std::vector<char> major;
     std::vector<int> exact_run;
+    std::vector<int> done_at;  // iteration at which the island froze, -1: not yet
   };
   IslandNewton isl_;
 

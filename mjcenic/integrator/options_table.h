@@ -208,7 +208,8 @@ struct FrictionlossName {
     "iterations on flowing piles; wall time mixed, see docs/cenic-math.md §8.1)")                 \
   X(guess_sweeps, solver.guess_sweeps, SweepCount,                                              \
     "fixed mode: Gauss–Seidel sweeps over the contacts that build a second initial guess; an "    \
-    "island not optimal at the usual guess starts from whichever has the lower cost (fewer "      \
+    "island not optimal at the usual guess whose dofs needed ≥ 6 Newton iterations last time "    \
+    "starts from whichever has the lower cost (fewer "                                            \
     "Newton iterations on piles; wall time mixed, see docs/cenic-math.md §8.1, \"Contact "        \
     "sweeps\"); 0: off")                                                                           \
   X(island_line_search, solver.island_line_search, Flag,                                          \

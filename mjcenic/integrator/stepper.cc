@@ -355,6 +355,12 @@ constexpr double kTightTolerance = 1e-7;
 constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
 constexpr double kExtendSlope = 0.3;  // κ of the extended line search (cenic-math §8.3)
 constexpr int kSweepAfter = 4;  // contact sweeps after a solve of ≥ 4 iterations (§8.1)
+// ... and only on islands whose dofs' island needed ≥ 6 iterations last time
+// (SolverOptions::sweep_min_history, cenic-math §8.1, "h23e"), and again
+// after a swept start only if that saved ≥ 2 of them (sweep_min_saving: the
+// sweeps cost about as much as one or two Newton iterations of the island).
+constexpr int kSweepHistory = 6;
+constexpr int kSweepSaving = 2;
 constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
 constexpr double kDepthFloor = 1e-3;  // tolerance floor 10⁻³ L (§11.10)
 std::uint64_t PairKey(int g1, int g2) {
@@ -393,6 +399,8 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
   if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter)
     o.guess_sweeps = 0;
+  o.sweep_min_history = kSweepHistory;
+  o.sweep_min_saving = kSweepSaving;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;

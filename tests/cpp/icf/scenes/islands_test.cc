@@ -657,6 +657,56 @@ TEST(ContactSweeps, SameMinimizerFewerIterationsOnOverlappingSpheres) {
   }
 }
 
+// Targeting by history (cenic-math §8.1, h23e paragraph): an island is swept
+// only if its dofs needed ≥ sweep_min_history iterations in the last solve
+// from the usual guess, and, once it started from the sweeps, only while that
+// saved ≥ sweep_min_saving iterations. The same minimizer either way.
+TEST(ContactSweeps, HistoryTargetsIslandsThatWereSlow) {
+  const IcfModel m = OverlappingSpheresProblem();
+  SolverOptions plain;
+  plain.tolerance = 1e-10;
+  plain.friction_dual = true;
+  plain.extend_slope = 0.3;
+  IcfSolver ref;
+  std::vector<double> v_ref(m.nv), v(m.nv);
+  SolveStats st0, st;
+  ASSERT_EQ(ref.Solve(m, m.v0.data(), plain, v_ref.data(), &st0), SolveStatus::kConverged);
+  ASSERT_GE(st0.iterations, 2);
+  SolverOptions swept = plain;
+  swept.guess_sweeps = 20;
+  // Not slow enough last time: no island swept, the plain iterations.
+  {
+    IcfSolver s;
+    ASSERT_EQ(s.Solve(m, m.v0.data(), plain, v.data(), &st), SolveStatus::kConverged);
+    SolverOptions o = swept;
+    o.sweep_min_history = st0.iterations + 1;
+    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
+    EXPECT_EQ(st.sweep_islands, 0);
+    EXPECT_EQ(st.iterations, st0.iterations);
+  }
+  // Slow enough: swept, fewer iterations, the same minimizer; then swept
+  // again only if the swept start saved enough.
+  {
+    IcfSolver s;
+    ASSERT_EQ(s.Solve(m, m.v0.data(), plain, v.data(), &st), SolveStatus::kConverged);
+    SolverOptions o = swept;
+    o.sweep_min_history = st0.iterations;
+    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
+    EXPECT_GT(st.sweep_islands, 0);
+    EXPECT_LT(st.iterations, st0.iterations);
+    ExpectSameMinimizer(m, v_ref, v);
+    const int saved = st0.iterations - st.iterations;
+    o.sweep_min_saving = saved;  // saved that many: swept again
+    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
+    EXPECT_GT(st.sweep_islands, 0);
+    o.sweep_min_saving = saved + 1;  // asks for more: the usual guess
+    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
+    EXPECT_EQ(st.sweep_islands, 0);
+    EXPECT_EQ(st.iterations, st0.iterations);
+    ExpectSameMinimizer(m, v_ref, v);
+  }
+}
+
 // Solve's `extrapolated` (cenic-math §8.1 "Initial guess"): an island whose
 // guess was extrapolated is not accepted at k = 0 even if it meets the
 // optimality test there. What IcfSolver::Solve guarantees for such an island
