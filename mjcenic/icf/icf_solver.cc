@@ -1170,7 +1170,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   auto finish = [&](SolveStatus s) {
     st.status = s;
     if (!split) st.island_updates = st.iterations, st.islands_iterated = st.iterations > 0;
-    RecordIterations(m, split && !st.small_path, st.iterations);
+    if (o.sweep_min_history > 0) RecordIterations(m, split && !st.small_path, st.iterations);
     st.cost = data_.cost;
     if (stats) *stats = st;
     return s;

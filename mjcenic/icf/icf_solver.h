@@ -83,9 +83,10 @@ struct SolverOptions {
   // after a solve of ≥ 4 iterations, with sweep_min_history = 6; 0: off.
   int guess_sweeps = 0;
   // With guess_sweeps: sweep only the islands holding a dof whose island
-  // needed ≥ this many Newton iterations in the last solve (the solver keeps
-  // each dof's count across solves; cenic-math §8.1, "h23e"); 0: every
-  // island not optimal at the guess.
+  // needed ≥ this many Newton iterations in the last solve (each solve with
+  // this > 0 keeps each dof's count for the next, also one without sweeps;
+  // cenic-math §8.1, "h23e"); 0: every island not optimal at the guess, and
+  // no count kept.
   int sweep_min_history = 0;
   // With sweep_min_history: an island whose dofs started from the sweep guess
   // before is swept again only if that took ≥ this many iterations fewer

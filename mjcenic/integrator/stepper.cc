@@ -396,11 +396,15 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   // starting point into the accepted steps), and only after a solve that
   // needed ≥ kSweepAfter iterations (a scene that Newton solves in a few
   // would pay the sweeps for nothing).
+  // The islands' history is kept only when the sweeps are on (default off:
+  // no per-solve bookkeeping for them).
   const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
+  if (o.guess_sweeps > 0) {
+    o.sweep_min_history = kSweepHistory;
+    o.sweep_min_saving = kSweepSaving;
+  }
   if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter)
     o.guess_sweeps = 0;
-  o.sweep_min_history = kSweepHistory;
-  o.sweep_min_saving = kSweepSaving;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;

@@ -674,10 +674,13 @@ TEST(ContactSweeps, HistoryTargetsIslandsThatWereSlow) {
   ASSERT_GE(st0.iterations, 2);
   SolverOptions swept = plain;
   swept.guess_sweeps = 20;
+  // A solve with sweep_min_history > 0 (and no sweeps) keeps the counts.
+  SolverOptions recorded = plain;
+  recorded.sweep_min_history = 1;
   // Not slow enough last time: no island swept, the plain iterations.
   {
     IcfSolver s;
-    ASSERT_EQ(s.Solve(m, m.v0.data(), plain, v.data(), &st), SolveStatus::kConverged);
+    ASSERT_EQ(s.Solve(m, m.v0.data(), recorded, v.data(), &st), SolveStatus::kConverged);
     SolverOptions o = swept;
     o.sweep_min_history = st0.iterations + 1;
     ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
@@ -688,7 +691,7 @@ TEST(ContactSweeps, HistoryTargetsIslandsThatWereSlow) {
   // again only if the swept start saved enough.
   {
     IcfSolver s;
-    ASSERT_EQ(s.Solve(m, m.v0.data(), plain, v.data(), &st), SolveStatus::kConverged);
+    ASSERT_EQ(s.Solve(m, m.v0.data(), recorded, v.data(), &st), SolveStatus::kConverged);
     SolverOptions o = swept;
     o.sweep_min_history = st0.iterations;
     ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
