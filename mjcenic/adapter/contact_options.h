@@ -22,6 +22,11 @@ struct ContactOptions {
   // depth (lagged, re-evaluated at every geometry query), so solimp profiles
   // that stiffen with depth (e.g. Newton's cradle) are honoured.
   bool stiffening = true;
+  // A contact deeper than its nominal penetration separates no slower than
+  // under MuJoCo: its Hunt–Crossley d is at most B/(d(x)·K·x) (solref's
+  // B, K and solimp's d at depth x; cenic-math §4.11). Without it a contact
+  // pushes out at most at 1/d ≈ g/(2ζω) (a few cm/s) however deep it is.
+  bool deep_separation = false;
   // Joint/tendon friction loss regularization: false (default) = MuJoCo's own
   // (the slope of its soft friction-loss row, v_s = F(1−d₀)A/(d₀B) from
   // solreffriction/solimpfriction), true = the global stiction tolerance v_s.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace mjcenic::adapter {
 
@@ -81,6 +82,14 @@ PointContactParameters MapContact(const double solref[2], const double solimp[5]
   out.x_nom = g_ref / k_per_mass;
   out.d = tau_d / out.x_nom;                  // d_HC = τ_d / x_nom
   return out;
+}
+
+double SeparationRate(const double solref[2], const double solimp[5], double timestep,
+                      bool refsafe, double x) {
+  const double dw = std::clamp(solimp[1], kMinImp, kMaxImp);
+  double K, B;
+  ReferenceGains(solref, dw, timestep, refsafe, &K, &B);
+  return B > 0 ? Impedance(solimp, x) * K / B : std::numeric_limits<double>::infinity();
 }
 
 double SecantStiffnessPerMass(const double solref[2], const double solimp[5], double lambda,

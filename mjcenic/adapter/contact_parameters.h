@@ -27,6 +27,14 @@ PointContactParameters MapContact(const double solref[2], const double solimp[5]
                                   double lambda, double timestep, bool refsafe, double g_ref,
                                   double omega_max);
 
+// MuJoCo's separation rate at penetration x: a row deep in penetration
+// (reference acceleration −B v − K d(x) x) stops pushing at the separating
+// speed v = x·d(x)K/B; returns d(x)K/B [1/s] (+∞ if B = 0). Hunt–Crossley
+// stops at v = 1/d, so d ≤ B/(d(x) K x) keeps MuJoCo's push-out speed
+// (cenic-math §4.11).
+double SeparationRate(const double solref[2], const double solimp[5], double timestep,
+                      bool refsafe, double x);
+
 // MuJoCo's static (secant) contact stiffness per unit effective mass at
 // penetration x: λ K d(x)² / (1 − d(x)) [1/s²], capped at omega_max² (≤ 0: no cap).
 double SecantStiffnessPerMass(const double solref[2], const double solimp[5], double lambda,

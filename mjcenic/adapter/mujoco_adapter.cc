@@ -857,8 +857,15 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
                                                               timestep, refsafe, omega_max, x));
     }
     const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
-    const double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
     const double phi = con.dist - con.includemargin;
+    double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
+    if (contact_.deep_separation && contact_.dissipation < 0 && -phi * k > m_c * g_ref) {
+      // Deeper than nominal: Hunt–Crossley stops pushing at v_n = 1/d, MuJoCo
+      // at x·d(x)K/B; d ≤ B/(d(x)K x) keeps MuJoCo's push-out speed
+      // (cenic-math §4.11; unchanged up to ≈ x_nom/√(1 − d_w)).
+      dis = std::min(dis,
+                     1 / (-phi * SeparationRate(con.solref, con.solimp, timestep, refsafe, -phi)));
+    }
     const double Rt = params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
     double mu_s = mu * contact_.mu_static_ratio;
     if (con.dim > 1) {

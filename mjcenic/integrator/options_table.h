@@ -276,6 +276,9 @@ struct FrictionlossName {
   X(stiffness_scale, contact.stiffness_scale, Positive, "multiplies the mapped stiffness")        \
   X(contact_stiffening, contact.stiffening, Flag,                                                 \
     "deeper contacts follow MuJoCo's nonlinear force–penetration curve (see the mapping)")        \
+  X(contact_deep_separation, contact.deep_separation, Flag,                                       \
+    "a contact deeper than its nominal penetration is pushed out no slower than under mj_step "  \
+    "(Hunt–Crossley d ≤ B/(d(x)·K·x), cenic-math §4.11); off: d from solref at every depth")     \
   X(mu_static, contact.mu_static, NonNegative,                                                    \
     "static friction floor: μ_s = max(μ_d·mu_static_ratio, mu_static, per-geom value) (-1: none)") \
   X(mu_static_ratio, contact.mu_static_ratio, AtLeastOne, "μ_s / μ_d for every contact")

@@ -88,5 +88,48 @@ TEST(ContactMapping, EveryContactGetsTheMappingOfItsOwnInputs) {
   EXPECT_NE(k_of[4], k_of[5]);
 }
 
+// contact_deep_separation (cenic-math §4.11): a contact deeper than nominal
+// has d ≤ B/(d(x)·K·x), MuJoCo's separating speed x·d(x)K/B instead of
+// Hunt–Crossley's 1/d_map; a shallow contact keeps d_map. Default off.
+TEST(ContactMapping, DeepContactSeparatesAtMujocosSpeed) {
+  const char* xml = R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1" condim="1"/>
+    <body pos="0 0 0.03"><freejoint/><geom type="sphere" size="0.05" mass="1" condim="1"/></body>
+    <body pos="1 0 0.049999"><freejoint/><geom type="sphere" size="0.05" mass="1" condim="1"/></body>
+  </worldbody>
+</mujoco>)";
+  std::string err;
+  test_util::ModelPtr m = test_util::ModelFromXml(xml, &err);
+  ASSERT_NE(m, nullptr) << err;
+  test_util::DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  ASSERT_EQ(d->ncon, 2);
+  double d_of[2][2];  // [option off/on][deep, shallow]
+  for (int on = 0; on < 2; ++on) {
+    ContactOptions options;
+    EXPECT_FALSE(options.deep_separation);
+    options.deep_separation = on;
+    MujocoAdapter builder(m.get(), options);
+    icf::IcfModel problem;
+    BuildRecords records;
+    BuildInfo info;
+    builder.Build(m.get(), d.get(), m->opt.timestep, icf::IcfParameters{}, nullptr, &problem,
+                  &records, &info);
+    ASSERT_EQ(problem.contacts.size(), 2);
+    for (int c = 0; c < 2; ++c)
+      d_of[on][records.contacts[c].depth > 1e-3 ? 0 : 1] = problem.contacts.d[c];
+  }
+  const mjContact& deep = d->contact[d->contact[0].dist < d->contact[1].dist ? 0 : 1];
+  const double x = -deep.dist;
+  ASSERT_NEAR(x, 0.02, 1e-9);
+  const double rate = SeparationRate(deep.solref, deep.solimp, m->opt.timestep, true, x);
+  EXPECT_DOUBLE_EQ(d_of[1][0], 1 / (x * rate));
+  EXPECT_LT(d_of[1][0], 0.1 * d_of[0][0]);  // 2 cm ≫ x_nom: ≥ 10× faster push-out
+  EXPECT_EQ(d_of[1][1], d_of[0][1]);          // 1 µm deep: unchanged
+}
+
 }  // namespace
 }  // namespace mjcenic::adapter
