@@ -3,7 +3,8 @@
 # that is already there: Debian packages for the C++ build, and the `default`
 # MuJoCo wheel of the file MUJOCO_VERSION only when no MuJoCo in its supported
 # range is installed (an installed one in range is never changed), plus numpy,
-# matplotlib, pytest, pybind11, scikit-build-core for scripts/tests/builds.
+# matplotlib, tqdm (the package's runtime dependencies), pytest, pybind11,
+# scikit-build-core for scripts/tests/builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -49,6 +50,7 @@ sys.exit(not v('$MJ_MIN') <= v('$have') < v('$MJ_BELOW'))"; then
 fi
 $PY -c "import numpy" 2>/dev/null || pips+=(numpy)
 $PY -c "import matplotlib" 2>/dev/null || pips+=(matplotlib)
+$PY -c "import tqdm" 2>/dev/null || pips+=(tqdm)
 $PY -c "import pytest" 2>/dev/null || pips+=(pytest)
 $PY -c "import pybind11" 2>/dev/null || pips+=(pybind11)
 $PY -c "import scikit_build_core" 2>/dev/null || pips+=(scikit-build-core)
