@@ -627,19 +627,9 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
   // point of lower ℓ_i; those that go back are evaluated at the guess again.
   const int nv = m.nv, ni = NumIslands(m);
   const bool per_island = ni > 1;
-  guess_l0_.resize(ni);
-  std::copy(ls_.l0.begin(), ls_.l0.begin() + ni, guess_l0_.begin());
-  sweep_took_.resize(ni);
-  sweep_keep_.resize(ni);
-  // SweepGuess's work, sized on every call (it may run rarely: the history
-  // rule), so that no solve after warm-up allocates.
+  // The work is sized by SizeSweepWork (every solve with contacts).
   const int nc = m.contacts.size();
-  sweep_v_.resize(nv);
-  sweep_Ai_.resize(nv);
-  sweep_W_.resize(2 * nc);
-  sweep_gamma_.resize(3 * nc);
-  sweep_change_.resize(2 * ni);
-  sweep_active_.resize(ni);
+  std::copy(ls_.l0.begin(), ls_.l0.begin() + ni, guess_l0_.begin());
   const double Dg = ScaledGradient(m, per_island);
   // Targeting by history: only islands holding a dof whose island needed
   // ≥ sweep_min_history iterations in the last solve (the slow islands keep
@@ -654,19 +644,46 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
       sweep_history_swept_[isl] = std::max(sweep_history_swept_[isl], dof_swept_iterations_[i]);
     }
   }
+  // Targeting by impact (SolverOptions::impact_sweeps, "h24b"): islands of
+  // ≤ impact_max_dofs dofs holding a contact between free bodies (trees of
+  // ≤ 6 dofs) with d (v̂ − v_n) > impact_speed at the guess (data_'s v_c).
+  std::fill(sweep_keep_.begin(), sweep_keep_.begin() + ni, 0);  // here: impact flags
+  if (o.impact_sweeps > 0) {
+    constexpr int kFreeBodyDofs = 6;
+    std::fill(sweep_dofs_.begin(), sweep_dofs_.begin() + ni, 0);
+    for (int i = 0; i < nv; ++i) ++sweep_dofs_[per_island ? DofIsland(m, i) : 0];
+    const ContactPool& P = m.contacts;
+    const double* vc = data_.contacts.vc.data();
+    const int* isl = data_.contacts.island.data();
+    for (int c = 0; c < nc; ++c) {
+      const int i = isl[c];
+      if (sweep_keep_[i] || sweep_dofs_[i] > o.impact_max_dofs) continue;
+      const double vn = vc[3 * c];
+      if (!(vn < P.vhat[c] && P.d[c] * (P.vhat[c] - vn) > o.impact_speed)) continue;
+      bool free_bodies = true;
+      for (int j : P.rows.dofs(c)) {
+        const int q = m.clique_of_dof[j];
+        free_bodies = free_bodies && m.clique_start[q + 1] - m.clique_start[q] <= kFreeBodyDofs;
+      }
+      sweep_keep_[i] = free_bodies;
+    }
+  }
   int candidates = 0;
   for (int i = 0; i < ni; ++i) {
     const bool optimal = per_island ? std::sqrt(isl_.Dg2[i]) < isl_.tol[i] : Dg < tol;
     // Slow from the usual guess, and not slower from the sweep guess the
     // last time it started there.
-    const bool slow = !by_history || (sweep_history_[i] >= o.sweep_min_history &&
-                                      sweep_history_swept_[i] <= sweep_history_[i] - o.sweep_min_saving);
-    sweep_took_[i] = !optimal && slow;
+    const bool slow =
+        o.guess_sweeps > 0 &&
+        (!by_history || (sweep_history_[i] >= o.sweep_min_history &&
+                         sweep_history_swept_[i] <= sweep_history_[i] - o.sweep_min_saving));
+    sweep_took_[i] = !optimal && (slow || sweep_keep_[i]);
     candidates += sweep_took_[i];
   }
   if (candidates == 0) return 0;
   sweep_ran_ = true;
-  SweepGuess(m, o.guess_sweeps, o.sweep_stop);  // on the candidates (sweep_took_)
+  // On the candidates (sweep_took_).
+  SweepGuess(m, o.guess_sweeps > 0 ? o.guess_sweeps : o.impact_sweeps, o.sweep_stop);
   // The candidates' dofs at the sweep guess, the others at the guess;
   // sweep_v_ keeps the guess on the candidates' dofs.
   for (int i = 0; i < nv; ++i)
@@ -688,6 +705,24 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
     if (!sweep_keep_[DofIsland(m, i)]) vtmp_[i] = sweep_v_[i];
   Evaluate(m, vtmp_.data(), per_island ? sweep_keep_.data() : nullptr, majorize, false, dual);
   return n;
+}
+
+void IcfSolver::SizeSweepWork(const IcfModel& m) {
+  // SweepStart's and SweepGuess's work, sized on every solve with contacts
+  // whether or not it sweeps (the stepper sweeps only after a slow solve,
+  // and an impact may come at any step), so that no solve after warm-up
+  // allocates.
+  const int nv = m.nv, nc = m.contacts.size(), ni = NumIslands(m);
+  guess_l0_.resize(ni);
+  sweep_took_.resize(ni);
+  sweep_keep_.resize(ni);
+  sweep_dofs_.resize(ni);
+  sweep_v_.resize(nv);
+  sweep_Ai_.resize(nv);
+  sweep_W_.resize(2 * nc);
+  sweep_gamma_.resize(3 * nc);
+  sweep_change_.resize(2 * ni);
+  sweep_active_.resize(ni);
 }
 
 void IcfSolver::RecordIterations(const IcfModel& m, bool per_island, int iterations) {
@@ -1195,6 +1230,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
   // is frozen: no more evaluation, assembly, factorization or line search.
   const int ni = NumIslands(m);
   const bool per_island = ni > 1;
+  if (m.contacts.size() > 0) SizeSweepWork(m);
   NewtonState ns;
   const double tol = StartSolve(m, o, v_guess, extrapolated, ni, &ns);
   if (!std::isfinite(tol)) return finish(SolveStatus::kNonFinite);
@@ -1252,7 +1288,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       if (k == 0 && guess_direction)
         PullBackGuess(m, guess_direction, any_major ? isl_.major.data() : nullptr, dual,
                       &st.ls_iterations);
-      else if (k == 0 && o.guess_sweeps > 0 && m.contacts.size() > 0) {
+      else if (k == 0 && (o.guess_sweeps > 0 || o.impact_sweeps > 0) && m.contacts.size() > 0) {
         st.sweep_islands =
             SweepStart(m, tol, o, any_major ? isl_.major.data() : nullptr, dual);
       }

@@ -95,6 +95,18 @@ struct SolverOptions {
   // With guess_sweeps: an island stops sweeping once a sweep changes its
   // impulses by at most this fraction of their size (Σ|Δγ| ≤ ρ Σ|γ|).
   double sweep_stop = 1e-3;
+  // Impact sweeps (cenic-math §8.1, "h24b"): with n > 0, the contact sweeps
+  // of guess_sweeps also run (n sweeps, or guess_sweeps' count when that is
+  // on) on each island not optimal at the guess that holds an impact there:
+  // a contact with d (v̂ − v_n) > impact_speed (its Hunt–Crossley impulse is
+  // dominated by the term quadratic in v_n, from which Newton only halves
+  // v_n per iteration) between trees of ≤ 6 dofs (free bodies: diag(A) is
+  // nearly their A), on an island of ≤ impact_max_dofs dofs. Independent of
+  // the history rule (an impact is not predicted by the last solve). The
+  // stepper passes 20 in fixed mode (option impact_sweeps); 0: off.
+  int impact_sweeps = 0;
+  double impact_speed = 3;
+  int impact_max_dofs = 24;
   // Quadratic step (cenic-math §8.9): when the problem has only rows whose
   // cost is piecewise quadratic (limits, couplings, gains: no contacts,
   // contact torques or dry friction), the direction is an exact Newton step
@@ -258,8 +270,10 @@ class IcfSolver {
                  bool dual);
   // Into sweep_v_, on the islands marked in sweep_took_, from the model alone.
   void SweepGuess(const IcfModel& model, int sweeps, double stop);
+  void SizeSweepWork(const IcfModel& model);
   std::vector<double> sweep_v_, sweep_Ai_, sweep_W_, sweep_gamma_, sweep_change_, guess_l0_;
   std::vector<char> sweep_took_, sweep_keep_, sweep_active_;
+  std::vector<int> sweep_dofs_;  // SweepStart: dofs per island (impact_max_dofs)
   // Per dof: the Newton iterations its island needed in the last solve
   // (SolverOptions::sweep_min_history); per island: their maximum.
   std::vector<int> dof_iterations_, dof_swept_iterations_, sweep_history_, sweep_history_swept_;

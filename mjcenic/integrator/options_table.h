@@ -212,6 +212,10 @@ struct FrictionlossName {
     "starts from whichever has the lower cost (fewer "                                            \
     "Newton iterations on piles; wall time mixed, see docs/cenic-math.md §8.1, \"Contact "        \
     "sweeps\"); 0: off")                                                                           \
+  X(impact_sweeps, solver.impact_sweeps, SweepCount,                                            \
+    "fixed mode: the contact sweeps of guess_sweeps on small islands of free bodies with an "     \
+    "impact at the usual guess (fewer Newton iterations where falling objects land, see "         \
+    "docs/cenic-math.md §8.1, \"Impact sweeps\"); 0: off")                                       \
   X(island_line_search, solver.island_line_search, Flag,                                          \
     "one exact line search per island (trees joined by constraints) instead of one step length "  \
     "for the whole system")                                                                        \

@@ -403,8 +403,11 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
     o.sweep_min_history = kSweepHistory;
     o.sweep_min_saving = kSweepSaving;
   }
-  if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter)
+  // The impact sweeps (h24b) follow the same rule.
+  if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter) {
     o.guess_sweeps = 0;
+    o.impact_sweeps = 0;
+  }
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;
