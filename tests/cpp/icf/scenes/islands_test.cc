@@ -64,6 +64,24 @@ double ExpectSameMinimizer(const IcfModel& m, const std::vector<double>& a,
   return std::sqrt(dv);
 }
 
+// Solves m from v0 with `plain` and with `swept` (fresh solvers, so neither
+// reuses the other's factor or history), both to convergence; checks they
+// reach the same minimizer and returns both stats and the scaled |Δv|.
+struct PlainAndSwept {
+  SolveStats plain, swept;
+  double dv;
+};
+PlainAndSwept SolvePlainAndSwept(const IcfModel& m, const SolverOptions& plain,
+                                 const SolverOptions& swept) {
+  IcfSolver s0, s1;
+  std::vector<double> v0(m.nv), v1(m.nv);
+  PlainAndSwept r;
+  EXPECT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &r.plain), SolveStatus::kConverged);
+  EXPECT_EQ(s1.Solve(m, m.v0.data(), swept, v1.data(), &r.swept), SolveStatus::kConverged);
+  r.dv = ExpectSameMinimizer(m, v0, v1);
+  return r;
+}
+
 // The ICF problem of the clutter scene after default steps up to time t.
 IcfModel ClutterProblemAt(double t) {
   std::string err;
@@ -638,12 +656,7 @@ TEST(ContactSweeps, SameMinimizerFewerIterationsOnOverlappingSpheres) {
     plain.extend_slope = 0.3;
     SolverOptions swept = plain;
     swept.guess_sweeps = 20;
-    IcfSolver s0, s1;
-    std::vector<double> v0(m.nv), v1(m.nv);
-    SolveStats st0, st1;
-    ASSERT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &st0), SolveStatus::kConverged);
-    ASSERT_EQ(s1.Solve(m, m.v0.data(), swept, v1.data(), &st1), SolveStatus::kConverged);
-    const double dv = ExpectSameMinimizer(m, v0, v1);
+    const auto [st0, st1, dv] = SolvePlainAndSwept(m, plain, swept);
     std::printf("%s, %d contacts, %d islands: Newton %d plain / %d from the sweeps "
                 "(%d islands started there); |dv| %.3g\n", names[p], m.contacts.size(),
                 std::max(m.num_islands, 1), st0.iterations, st1.iterations, st1.sweep_islands,
@@ -757,12 +770,7 @@ TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
     plain.extend_slope = 0.3;
     SolverOptions impact = plain;
     impact.impact_sweeps = 20;
-    IcfSolver s0, s1;
-    std::vector<double> v0(m.nv), v1(m.nv);
-    SolveStats st0, st1;
-    ASSERT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &st0), SolveStatus::kConverged);
-    ASSERT_EQ(s1.Solve(m, m.v0.data(), impact, v1.data(), &st1), SolveStatus::kConverged);
-    const double dv = ExpectSameMinimizer(m, v0, v1);
+    const auto [st0, st1, dv] = SolvePlainAndSwept(m, plain, impact);
     std::printf("%s landing, %d contacts: Newton %d plain / %d with impact sweeps (%d islands "
                 "swept); |dv| %.3g\n", articulated ? "articulated" : "free", m.contacts.size(),
                 st0.iterations, st1.iterations, st1.sweep_islands, dv);
