@@ -64,6 +64,16 @@ double ExpectSameMinimizer(const IcfModel& m, const std::vector<double>& a,
   return std::sqrt(dv);
 }
 
+// The solver options the stepper uses in fixed mode (primal-dual friction,
+// the extended line search), at the given tolerance.
+SolverOptions FixedModeOptions(double tolerance) {
+  SolverOptions o;
+  o.tolerance = tolerance;
+  o.friction_dual = true;
+  o.extend_slope = 0.3;
+  return o;
+}
+
 // Solves m from v0 with `plain` and with `swept` (fresh solvers, so neither
 // reuses the other's factor or history), both to convergence; checks they
 // reach the same minimizer and returns both stats and the scaled |Δv|.
@@ -650,10 +660,7 @@ TEST(ContactSweeps, SameMinimizerFewerIterationsOnOverlappingSpheres) {
   const char* names[] = {"overlapping spheres", "mesh pile", "clutter"};
   for (int p = 0; p < 3; ++p) {
     const IcfModel& m = problems[p];
-    SolverOptions plain;
-    plain.tolerance = 1e-10;
-    plain.friction_dual = true;
-    plain.extend_slope = 0.3;
+    const SolverOptions plain = FixedModeOptions(1e-10);
     SolverOptions swept = plain;
     swept.guess_sweeps = 20;
     const auto [st0, st1, dv] = SolvePlainAndSwept(m, plain, swept);
@@ -764,10 +771,7 @@ IcfModel LandingProblem(bool articulated) {
 TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
   for (const bool articulated : {false, true}) {
     const IcfModel m = LandingProblem(articulated);
-    SolverOptions plain;
-    plain.tolerance = 1e-8;
-    plain.friction_dual = true;
-    plain.extend_slope = 0.3;
+    const SolverOptions plain = FixedModeOptions(1e-8);
     SolverOptions impact = plain;
     impact.impact_sweeps = 20;
     const auto [st0, st1, dv] = SolvePlainAndSwept(m, plain, impact);
