@@ -2,6 +2,9 @@
 
 #include "mjcenic/icf/hessian_internal.h"
 
+#include <Eigen/Cholesky>
+#include <Eigen/Dense>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -668,13 +671,29 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
       sweep_keep_[i] = free_bodies;
     }
   }
+  // Articulated sweeps ("h24c"): islands with a tree of > 6 dofs whose trees
+  // all have ≤ articulated_max_dofs dofs are swept with the trees' A.
+  std::fill(sweep_exact_.begin(), sweep_exact_.begin() + ni, 0);
+  if (o.articulated_sweeps > 0) {
+    constexpr int kFreeBodyDofs = 6;
+    std::fill(sweep_dofs_.begin(), sweep_dofs_.begin() + ni, 0);  // here: 1 too large
+    const int nq = static_cast<int>(m.clique_start.size()) - 1;
+    for (int q = 0; q < nq; ++q) {
+      const int size = m.clique_start[q + 1] - m.clique_start[q];
+      if (size == 0) continue;
+      const int i = per_island ? DofIsland(m, m.clique_start[q]) : 0;
+      if (size > o.articulated_max_dofs) sweep_dofs_[i] = 1;
+      if (size > kFreeBodyDofs) sweep_exact_[i] = 1;
+    }
+    for (int i = 0; i < ni; ++i) sweep_exact_[i] = sweep_exact_[i] && !sweep_dofs_[i];
+  }
   int candidates = 0;
   for (int i = 0; i < ni; ++i) {
     const bool optimal = per_island ? std::sqrt(isl_.Dg2[i]) < isl_.tol[i] : Dg < tol;
     // Slow from the usual guess, and not slower from the sweep guess the
     // last time it started there.
     const bool slow =
-        o.guess_sweeps > 0 &&
+        (o.guess_sweeps > 0 || (o.articulated_sweeps > 0 && sweep_exact_[i])) &&
         (!by_history || (sweep_history_[i] >= o.sweep_min_history &&
                          sweep_history_swept_[i] <= sweep_history_[i] - o.sweep_min_saving));
     sweep_took_[i] = !optimal && (slow || sweep_keep_[i]);
@@ -683,7 +702,8 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
   if (candidates == 0) return 0;
   sweep_ran_ = true;
   // On the candidates (sweep_took_).
-  SweepGuess(m, o.guess_sweeps > 0 ? o.guess_sweeps : o.impact_sweeps, o.sweep_stop);
+  SweepGuess(m, o.guess_sweeps > 0 ? o.guess_sweeps : o.impact_sweeps, o.sweep_stop,
+             o.articulated_sweeps);
   // The candidates' dofs at the sweep guess, the others at the guess;
   // sweep_v_ keeps the guess on the candidates' dofs.
   for (int i = 0; i < nv; ++i)
@@ -723,6 +743,155 @@ void IcfSolver::SizeSweepWork(const IcfModel& m) {
   sweep_gamma_.resize(3 * nc);
   sweep_change_.resize(2 * ni);
   sweep_active_.resize(ni);
+  sweep_exact_.resize(ni);
+  sweep_cq_.resize(2 * nc);
+  sweep_col_off_.resize(nc);
+  sweep_L_off_.resize(m.clique_start.size());
+}
+
+void IcfSolver::SweepFactorCliques(const IcfModel& m) {
+  // Articulated sweeps (cenic-math §8.1, "h24c"), on the candidates marked
+  // in sweep_exact_: A is block diagonal over the trees (cliques), so each
+  // tree of such an island gets its dense block A_q = M_q + h D_q + h² K_q
+  // and its inverse (Cholesky, then A_q⁻¹ by one blocked solve: cheaper
+  // than two triangular solves per row for the ≈ 3 n_c + n_l rows). The
+  // sweep base is the impulse-free minimizer v_f = A⁻¹ r on those dofs (the
+  // diagonal model's Jacobi step made exact); each of their contacts keeps
+  // its columns A⁻¹J_cᵀ (over its ≤ 2 trees' dofs) and W's diagonal
+  // (J_c A⁻¹ J_cᵀ: normal entry, mean of the tangent entries), each limit
+  // row (§5) within one tree its column A⁻¹J_lᵀ and W_l = J_l A⁻¹ J_lᵀ.
+  const int nq = static_cast<int>(m.clique_start.size()) - 1;
+  const int nc = m.contacts.size(), ni = NumIslands(m);
+  const ContactPool& P = m.contacts;
+  const int* isl = data_.contacts.island.data();
+  using MapM = Eigen::Map<Eigen::MatrixXd>;
+  auto exact = [&](int i) { return sweep_took_[i] && sweep_exact_[i]; };
+  size_t size_L = 0;
+  for (int q = 0; q < nq; ++q) {
+    const int b = m.clique_start[q], n = m.clique_start[q + 1] - b;
+    sweep_L_off_[q] = -1;
+    if (n == 0 || !exact(ni > 1 ? DofIsland(m, b) : 0)) continue;
+    sweep_L_off_[q] = static_cast<int>(size_L);
+    size_L += static_cast<size_t>(n) * n;
+  }
+  if (sweep_L_.size() < 2 * size_L) sweep_L_.resize(2 * size_L);  // factor, then inverse
+  double* v = sweep_v_.data();
+  for (int q = 0; q < nq; ++q) {
+    if (sweep_L_off_[q] < 0) continue;
+    const int b = m.clique_start[q], n = m.clique_start[q + 1] - b;
+    MapM L(sweep_L_.data() + size_L + sweep_L_off_[q], n, n);
+    MapM Ai(sweep_L_.data() + sweep_L_off_[q], n, n);
+    L.setZero();
+    for (int i = b; i < b + n; ++i) {
+      const int a = m.M_rowadr[i], nnz = m.M_rownnz[i];
+      for (int k = 0; k < nnz - 1; ++k) L(i - b, m.M_colind[a + k] - b) = m.M[a + k];
+      L(i - b, i - b) = m.ADiag(i);
+    }
+    Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L);  // in place, lower
+    Ai.setIdentity();
+    llt.solveInPlace(Ai);
+    for (int i = 0; i < n; ++i) {
+      double s = 0;
+      for (int j = 0; j < n; ++j) s += Ai(i, j) * m.r[b + j];
+      v[b + i] = s;
+    }
+  }
+  // A column A⁻¹xᵀ of a row x over `dofs` (all in trees q0, q1), into col
+  // (q0's dofs, then q1's).
+  auto column = [&](const double* x, std::span<const int> dofs, int q0, int q1, double* col) {
+    const int b0 = m.clique_start[q0], n0 = m.clique_start[q0 + 1] - b0;
+    const int b1 = q1 < 0 ? 0 : m.clique_start[q1], n1 = q1 < 0 ? 0 : m.clique_start[q1 + 1] - b1;
+    std::fill(col, col + n0 + n1, 0.0);
+    for (size_t k = 0; k < dofs.size(); ++k) {
+      const int j = dofs[k];
+      if (x[k] == 0) continue;
+      const bool first = m.clique_of_dof[j] == q0;
+      const int b = first ? b0 : b1, n = first ? n0 : n1;
+      const double* a = sweep_L_.data() + sweep_L_off_[first ? q0 : q1] + (j - b) * n;
+      double* c = first ? col : col + n0;
+      for (int i = 0; i < n; ++i) c[i] += x[k] * a[i];
+    }
+  };
+  // W = x · A⁻¹xᵀ over the row's dofs.
+  auto dot = [&](const double* x, std::span<const int> dofs, int q0, const double* col) {
+    const int b0 = m.clique_start[q0], n0 = m.clique_start[q0 + 1] - b0;
+    double W = 0;
+    for (size_t k = 0; k < dofs.size(); ++k) {
+      const int j = dofs[k];
+      W += x[k] * (m.clique_of_dof[j] == q0 ? col[j - b0] : col[n0 + j - m.clique_start[m.clique_of_dof[j]]]);
+    }
+    return W;
+  };
+  // Each contact's trees and columns (tree 0 then 1).
+  size_t size_cols = 0;
+  for (int c = 0; c < nc; ++c) {
+    sweep_col_off_[c] = -1;
+    if (!exact(isl[c])) continue;
+    int q0 = -1, q1 = -1;
+    for (int j : P.rows.dofs(c)) {
+      const int q = m.clique_of_dof[j];
+      if (q0 < 0 || q == q0) q0 = q;
+      else q1 = q;
+    }
+    sweep_cq_[2 * c] = q0;
+    sweep_cq_[2 * c + 1] = q1;
+    const int w = (m.clique_start[q0 + 1] - m.clique_start[q0]) +
+                  (q1 < 0 ? 0 : m.clique_start[q1 + 1] - m.clique_start[q1]);
+    sweep_col_off_[c] = static_cast<int>(size_cols);
+    size_cols += 3 * static_cast<size_t>(w);
+  }
+  // Limit rows (§5) within one tree of such an island: one column each.
+  const LimitPool& Lp = m.limits;
+  const int nl = Lp.size();
+  if (static_cast<int>(sweep_lim_off_.size()) < nl) {
+    sweep_lim_off_.resize(nl);
+    sweep_lim_W_.resize(nl);
+    sweep_lim_gamma_.resize(nl);
+  }
+  int n_swept = 0;
+  for (int l = 0; l < nl; ++l) {
+    sweep_lim_off_[l] = -1;
+    const std::span<const int> dofs = Lp.rows.dofs(l);
+    if (dofs.empty() || !exact(ni > 1 ? DofIsland(m, dofs[0]) : 0)) continue;
+    const int q = m.clique_of_dof[dofs[0]];
+    bool one_tree = true;
+    for (int j : dofs) one_tree = one_tree && m.clique_of_dof[j] == q;
+    if (!one_tree) continue;
+    sweep_lim_off_[l] = static_cast<int>(size_cols);
+    size_cols += m.clique_start[q + 1] - m.clique_start[q];
+    ++n_swept;
+  }
+  if (static_cast<int>(sweep_lim_list_.size()) < n_swept) sweep_lim_list_.resize(n_swept);
+  sweep_lim_count_ = 0;
+  for (int l = 0; l < nl; ++l)
+    if (sweep_lim_off_[l] >= 0) sweep_lim_list_[sweep_lim_count_++] = l;
+  if (sweep_cols_.size() < size_cols) sweep_cols_.resize(size_cols);
+  for (int l = 0; l < nl; ++l) {
+    if (sweep_lim_off_[l] < 0) continue;
+    const std::span<const int> dofs = Lp.rows.dofs(l);
+    const int q = m.clique_of_dof[dofs[0]];
+    double* col = sweep_cols_.data() + sweep_lim_off_[l];
+    column(Lp.rows.J(l), dofs, q, -1, col);
+    sweep_lim_W_[l] = dot(Lp.rows.J(l), dofs, q, col);
+    sweep_lim_gamma_[l] = 0;
+  }
+  for (int c = 0; c < nc; ++c) {
+    if (sweep_col_off_[c] < 0) continue;
+    const int q0 = sweep_cq_[2 * c], q1 = sweep_cq_[2 * c + 1];
+    const int w = (m.clique_start[q0 + 1] - m.clique_start[q0]) +
+                  (q1 < 0 ? 0 : m.clique_start[q1 + 1] - m.clique_start[q1]);
+    double* col = sweep_cols_.data() + sweep_col_off_[c];
+    const double* J = P.rows.J(c);
+    const std::span<const int> dofs = P.rows.dofs(c);
+    const int n = static_cast<int>(dofs.size());
+    double W[3];
+    for (int row = 0; row < 3; ++row) {
+      column(J + row * n, dofs, q0, q1, col + row * w);
+      W[row] = dot(J + row * n, dofs, q0, col + row * w);
+    }
+    sweep_W_[2 * c] = W[0];
+    sweep_W_[2 * c + 1] = 0.5 * (W[1] + W[2]);
+  }
 }
 
 void IcfSolver::RecordIterations(const IcfModel& m, bool per_island, int iterations) {
@@ -745,7 +914,7 @@ void IcfSolver::RecordIterations(const IcfModel& m, bool per_island, int iterati
   }
 }
 
-void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop) {
+void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop, int exact_sweeps) {
   // Contact sweep guess (cenic-math §8.1), on the islands marked in
   // sweep_took_. With A replaced by its diagonal (free bodies: nearly
   // exact), start from v_f = v⁰ + diag(A)⁻¹(r − A v⁰) (no impulse) and visit
@@ -788,8 +957,17 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop) {
     sweep_W_[2 * c] = wn;
     sweep_W_[2 * c + 1] = 0.5 * wt;
   }
+  // Articulated sweeps (h24c): the trees' A on the islands marked for it
+  // (their v_f, columns and W replace the diagonal model's above).
+  bool any_exact = false;
+  for (int i = 0; i < ni; ++i) any_exact = any_exact || (sweep_active_[i] && sweep_exact_[i]);
+  if (any_exact) SweepFactorCliques(m);
+  else std::fill(sweep_col_off_.begin(), sweep_col_off_.begin() + nc, -1);
   const double h = P.h;
-  for (int sweep = 0; sweep < sweeps; ++sweep) {
+  for (int sweep = 0; sweep < std::max(sweeps, exact_sweeps); ++sweep) {
+    if (sweep == sweeps || (sweep == exact_sweeps && any_exact))  // each island's own count
+      for (int i = 0; i < ni; ++i)
+        if (sweep == (sweep_exact_[i] ? exact_sweeps : sweeps)) sweep_active_[i] = 0;
     std::fill(sweep_change_.begin(), sweep_change_.end(), 0.0);
     for (int c = 0; c < nc; ++c) {
       if (!sweep_active_[isl[c]]) continue;
@@ -858,6 +1036,17 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop) {
         dg[2] = t2 - g[2];
         g[1] = t1;
         g[2] = t2;
+      }
+      if (sweep_col_off_[c] >= 0) {  // articulated: v += A⁻¹J_cᵀ Δγ over the trees
+        const int q0 = sweep_cq_[2 * c], q1 = sweep_cq_[2 * c + 1];
+        const int b0 = m.clique_start[q0], n0 = m.clique_start[q0 + 1] - b0;
+        const int b1 = q1 < 0 ? 0 : m.clique_start[q1];
+        const int w = n0 + (q1 < 0 ? 0 : m.clique_start[q1 + 1] - b1);
+        const double* col = sweep_cols_.data() + sweep_col_off_[c];
+        for (int k = 0; k < w; ++k)
+          v[k < n0 ? b0 + k : b1 + k - n0] +=
+              col[k] * dg[0] + col[w + k] * dg[1] + col[2 * w + k] * dg[2];
+      } else if (mun > 0) {
         for (int k = 0; k < n; ++k)
           v[dofs[k]] += Ai[dofs[k]] * (J[k] * dg[0] + J[n + k] * dg[1] + J[2 * n + k] * dg[2]);
       } else if (dg[0] != 0) {
@@ -865,6 +1054,32 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop) {
       }
       sweep_change_[2 * isl[c]] += std::abs(dg[0]) + std::abs(dg[1]) + std::abs(dg[2]);
       sweep_change_[2 * isl[c] + 1] += std::abs(g[0]) + std::abs(g[1]) + std::abs(g[2]);
+    }
+    // Articulated sweeps (h24c): the limit rows of those islands, one-sided
+    // (§5): with u = v_c − W γ, γ = (v̂ − u)₊/(R + W) solves γ = (v̂ − v_c)₊/R.
+    if (any_exact) {
+      const LimitPool& Lp = m.limits;
+      for (int li = 0; li < sweep_lim_count_; ++li) {
+        const int l = sweep_lim_list_[li];
+        const std::span<const int> dofs = Lp.rows.dofs(l);
+        const int i = ni > 1 ? DofIsland(m, dofs[0]) : 0;
+        if (!sweep_active_[i]) continue;
+        const double* J = Lp.rows.J(l);
+        double vl = 0;
+        for (size_t k = 0; k < dofs.size(); ++k) vl += J[k] * v[dofs[k]];
+        const double W = sweep_lim_W_[l];
+        double& gl = sweep_lim_gamma_[l];
+        const double gnew = std::max(0.0, (Lp.vhat[l] - (vl - W * gl)) / (Lp.R[l] + W));
+        const double dgl = gnew - gl;
+        gl = gnew;
+        if (dgl == 0) continue;
+        const int q = m.clique_of_dof[dofs[0]];
+        const int b = m.clique_start[q], n = m.clique_start[q + 1] - b;
+        const double* col = sweep_cols_.data() + sweep_lim_off_[l];
+        for (int k = 0; k < n; ++k) v[b + k] += col[k] * dgl;
+        sweep_change_[2 * i] += std::abs(dgl);
+        sweep_change_[2 * i + 1] += std::abs(gnew);
+      }
     }
     bool any = false;
     for (int i = 0; i < ni; ++i) {
@@ -1288,7 +1503,8 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
       if (k == 0 && guess_direction)
         PullBackGuess(m, guess_direction, any_major ? isl_.major.data() : nullptr, dual,
                       &st.ls_iterations);
-      else if (k == 0 && (o.guess_sweeps > 0 || o.impact_sweeps > 0) && m.contacts.size() > 0) {
+      else if (k == 0 && (o.guess_sweeps > 0 || o.impact_sweeps > 0 || o.articulated_sweeps > 0) &&
+               m.contacts.size() > 0) {
         st.sweep_islands =
             SweepStart(m, tol, o, any_major ? isl_.major.data() : nullptr, dual);
       }

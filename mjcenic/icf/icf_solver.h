@@ -107,6 +107,15 @@ struct SolverOptions {
   int impact_sweeps = 0;
   double impact_speed = 3;
   int impact_max_dofs = 24;
+  // Articulated sweeps (cenic-math §8.1, "h24c"): with n > 0, the contact
+  // sweeps (n sweeps, unless guess_sweeps or impact_sweeps set the count)
+  // on islands with an articulated tree (> 6 dofs) whose trees all have
+  // ≤ articulated_max_dofs dofs, slow by the history rule (sweep_min_history),
+  // with the trees' real A (one dense Cholesky per tree) in place of diag(A):
+  // W_c = J_c A⁻¹ J_cᵀ and v += A⁻¹ J_cᵀ Δγ_c. Such islands use this model
+  // also when swept by guess_sweeps. The minimizer is the same; 0: off.
+  int articulated_sweeps = 0;
+  int articulated_max_dofs = 64;
   // Quadratic step (cenic-math §8.9): when the problem has only rows whose
   // cost is piecewise quadratic (limits, couplings, gains: no contacts,
   // contact torques or dry friction), the direction is an exact Newton step
@@ -269,11 +278,25 @@ class IcfSolver {
   int SweepStart(const IcfModel& model, double tol, const SolverOptions& o, const char* majorize,
                  bool dual);
   // Into sweep_v_, on the islands marked in sweep_took_, from the model alone.
-  void SweepGuess(const IcfModel& model, int sweeps, double stop);
+  // exact_sweeps: the count on the islands swept with the trees' A (h24c).
+  void SweepGuess(const IcfModel& model, int sweeps, double stop, int exact_sweeps = 0);
   void SizeSweepWork(const IcfModel& model);
   std::vector<double> sweep_v_, sweep_Ai_, sweep_W_, sweep_gamma_, sweep_change_, guess_l0_;
   std::vector<char> sweep_took_, sweep_keep_, sweep_active_;
   std::vector<int> sweep_dofs_;  // SweepStart: dofs per island (impact_max_dofs)
+  // Articulated sweeps (h24c): per island, whether it is swept with the
+  // trees' A (sweep_exact_); per clique, the offset of its dense Cholesky
+  // factor in sweep_L_ (-1: none); per contact, its (≤ 2) cliques and the
+  // offset of its three columns A⁻¹J_cᵀ (over those cliques' dofs) in
+  // sweep_cols_. Grown as needed, never shrunk.
+  std::vector<char> sweep_exact_;
+  std::vector<int> sweep_L_off_, sweep_cq_, sweep_col_off_;
+  std::vector<double> sweep_L_, sweep_cols_;
+  std::vector<int> sweep_lim_off_;  // per limit row: its column's offset (-1: not swept)
+  std::vector<double> sweep_lim_W_, sweep_lim_gamma_;
+  std::vector<int> sweep_lim_list_;  // the swept limit rows (sweep_lim_count_ of them)
+  int sweep_lim_count_ = 0;
+  void SweepFactorCliques(const IcfModel& m);
   // Per dof: the Newton iterations its island needed in the last solve
   // (SolverOptions::sweep_min_history); per island: their maximum.
   std::vector<int> dof_iterations_, dof_swept_iterations_, sweep_history_, sweep_history_swept_;

@@ -216,6 +216,10 @@ struct FrictionlossName {
     "fixed mode: the contact sweeps of guess_sweeps on small islands of free bodies with an "     \
     "impact at the usual guess (fewer Newton iterations where falling objects land, see "         \
     "docs/cenic-math.md §8.1, \"Impact sweeps\"); 0: off")                                       \
+  X(articulated_sweeps, solver.articulated_sweeps, SweepCount,                                  \
+    "fixed mode: the contact sweeps with the trees' real A (one dense Cholesky per tree of ≤ 64 "   \
+    "dofs) on islands with an articulated tree whose dofs needed ≥ 6 Newton iterations last time " \
+    "(see docs/cenic-math.md §8.1, \"h24c\"); 0: off")                                             \
   X(island_line_search, solver.island_line_search, Flag,                                          \
     "one exact line search per island (trees joined by constraints) instead of one step length "  \
     "for the whole system")                                                                        \

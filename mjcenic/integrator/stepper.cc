@@ -399,7 +399,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   // The islands' history is kept only when the sweeps are on (default off:
   // no per-solve bookkeeping for them).
   const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
-  if (o.guess_sweeps > 0) {
+  if (o.guess_sweeps > 0 || o.articulated_sweeps > 0) {  // (h24c: articulated sweeps too)
     o.sweep_min_history = kSweepHistory;
     o.sweep_min_saving = kSweepSaving;
   }
@@ -407,6 +407,7 @@ bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
   if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter) {
     o.guess_sweeps = 0;
     o.impact_sweeps = 0;
+    o.articulated_sweeps = 0;
   }
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
