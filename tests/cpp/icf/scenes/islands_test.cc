@@ -626,6 +626,24 @@ TEST(ExtendedLineSearch, SameMinimizerFallingCostFewerIterationsOnASlide) {
 // minimizer (iterations may go either way there: a lower ℓ_i is not fewer
 // iterations). Stepper's fixed-mode settings (primal-dual friction, extended
 // search), tolerance 1e-10.
+// The ICF problem of the last of `steps` default fixed steps of the MJCF
+// `xml`, after `init` set the initial state (mj_forward follows it).
+template <class Init>
+IcfModel ProblemAfterFixedSteps(const std::string& xml, int steps, Init init) {
+  std::string err;
+  test_util::ModelPtr model = test_util::ModelFromXml(xml, &err);
+  EXPECT_NE(model, nullptr) << err;
+  if (model == nullptr) return IcfModel{};
+  test_util::DataPtr data(mj_makeData(model.get()));
+  init(model.get(), data.get());
+  mj_forward(model.get(), data.get());
+  StepperOptions so;
+  so.mode = Mode::kFixed;
+  auto stepper = Stepper::Create(model.get(), so).value();
+  for (int i = 0; i < steps; ++i) EXPECT_TRUE(stepper->Step(data.get()).ok());
+  return stepper->last_problem();
+}
+
 IcfModel OverlappingSpheresProblem() {
   const int nside = 3, steps = 2;
   const double sp = 0.092;  // centre spacing: 8 mm overlap
@@ -641,15 +659,7 @@ IcfModel OverlappingSpheresProblem() {
         xml += body;
       }
   xml += "</worldbody></mujoco>";
-  std::string err;
-  test_util::ModelPtr model = test_util::ModelFromXml(xml, &err);
-  EXPECT_NE(model, nullptr) << err;
-  test_util::DataPtr data(mj_makeData(model.get()));
-  StepperOptions so;
-  so.mode = Mode::kFixed;
-  auto stepper = Stepper::Create(model.get(), so).value();
-  for (int i = 0; i < steps; ++i) EXPECT_TRUE(stepper->Step(data.get()).ok());
-  IcfModel m = stepper->last_problem();
+  IcfModel m = ProblemAfterFixedSteps(xml, steps, [](const mjModel*, mjData*) {});
   EXPECT_GT(m.contacts.size(), 50);
   return m;
 }
@@ -752,18 +762,10 @@ IcfModel LandingProblem(bool articulated) {
     xml += body;
   }
   xml += "</worldbody></mujoco>";
-  std::string err;
-  test_util::ModelPtr model = test_util::ModelFromXml(xml, &err);
-  EXPECT_NE(model, nullptr) << err;
-  test_util::DataPtr data(mj_makeData(model.get()));
-  for (int i = 0; i < model->nv; ++i)
-    if (i % (model->nv / 4) == 2) data->qvel[i] = -5;  // each root's z
-  mj_forward(model.get(), data.get());
-  StepperOptions so;
-  so.mode = Mode::kFixed;
-  auto stepper = Stepper::Create(model.get(), so).value();
-  EXPECT_TRUE(stepper->Step(data.get()).ok());
-  IcfModel m = stepper->last_problem();
+  IcfModel m = ProblemAfterFixedSteps(xml, 1, [](const mjModel* model, mjData* data) {
+    for (int i = 0; i < model->nv; ++i)
+      if (i % (model->nv / 4) == 2) data->qvel[i] = -5;  // each root's z
+  });
   EXPECT_GE(m.contacts.size(), 16);
   return m;
 }
@@ -809,22 +811,14 @@ IcfModel ArticulatedLandingProblem() {
     xml += body;
   }
   xml += "</worldbody></mujoco>";
-  std::string err;
-  test_util::ModelPtr model = test_util::ModelFromXml(xml, &err);
-  EXPECT_NE(model, nullptr) << err;
-  test_util::DataPtr data(mj_makeData(model.get()));
-  const int per = model->nv / 4;
-  for (int b = 0; b < 4; ++b) {
-    data->qvel[b * per + 2] = -5;  // the root's z
-    data->qvel[b * per + 6] = -3;  // the hinges, into their lower limits
-    data->qvel[b * per + 7] = -3;
-  }
-  mj_forward(model.get(), data.get());
-  StepperOptions so;
-  so.mode = Mode::kFixed;
-  auto stepper = Stepper::Create(model.get(), so).value();
-  EXPECT_TRUE(stepper->Step(data.get()).ok());
-  IcfModel m = stepper->last_problem();
+  IcfModel m = ProblemAfterFixedSteps(xml, 1, [](const mjModel* model, mjData* data) {
+    const int per = model->nv / 4;
+    for (int b = 0; b < 4; ++b) {
+      data->qvel[b * per + 2] = -5;  // the root's z
+      data->qvel[b * per + 6] = -3;  // the hinges, into their lower limits
+      data->qvel[b * per + 7] = -3;
+    }
+  });
   EXPECT_GE(m.contacts.size(), 16);
   EXPECT_GE(m.limits.size(), 8);
   return m;
@@ -846,6 +840,7 @@ TEST(ContactSweeps, ArticulatedSweepsKeepTheMinimizer) {
     EXPECT_NEAR(st0.cost, st1.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
     if (p == 0) {
       EXPECT_GT(st1.sweep_islands, 0);
+      EXPECT_LT(st1.iterations, st0.iterations);  // measured 10 -> 4
     } else {
       EXPECT_EQ(st1.sweep_islands, 0);
       EXPECT_EQ(st1.iterations, st0.iterations);
