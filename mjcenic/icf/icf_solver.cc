@@ -19,6 +19,10 @@ constexpr double kEpsMachine = std::numeric_limits<double>::epsilon();
 // PCG forcing floor: a direction's relative residual need not be below this
 // fraction of tolerance / |D∇ℓ| (cenic-math §8.4, "No oversolving").
 constexpr double kOversolve = 0.1;
+// The sweeps' split of trees (cenic-math §8.1, "Impact sweeps", "h24c"): a
+// tree of at most this many dofs is a free body, for which diag(A) is nearly
+// its A; a larger one is articulated.
+constexpr int kFreeBodyDofs = 6;
 
 double Dot(const std::vector<double>& a, const double* b, int n) {
   double s = 0;
@@ -652,7 +656,6 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
   // ≤ 6 dofs) with d (v̂ − v_n) > impact_speed at the guess (data_'s v_c).
   std::fill(sweep_keep_.begin(), sweep_keep_.begin() + ni, 0);  // here: impact flags
   if (o.impact_sweeps > 0) {
-    constexpr int kFreeBodyDofs = 6;
     std::fill(sweep_dofs_.begin(), sweep_dofs_.begin() + ni, 0);
     for (int i = 0; i < nv; ++i) ++sweep_dofs_[per_island ? DofIsland(m, i) : 0];
     const ContactPool& P = m.contacts;
@@ -675,7 +678,6 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
   // all have ≤ articulated_max_dofs dofs are swept with the trees' A.
   std::fill(sweep_exact_.begin(), sweep_exact_.begin() + ni, 0);
   if (o.articulated_sweeps > 0) {
-    constexpr int kFreeBodyDofs = 6;
     std::fill(sweep_dofs_.begin(), sweep_dofs_.begin() + ni, 0);  // here: 1 too large
     const int nq = static_cast<int>(m.clique_start.size()) - 1;
     for (int q = 0; q < nq; ++q) {
