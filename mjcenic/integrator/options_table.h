@@ -202,6 +202,10 @@ struct FrictionlossName {
     "how a user controller enters the step (see \"User controllers\")")                           \
   X(hessian_reuse, solver.hessian_reuse, Flag,                                                    \
     "reuse factorizations across iterations/solves/steps with the θ-test (P35)")                  \
+  X(period2_guess, period2_guess, Flag,                                                         \
+    "fixed mode: a one-island scene with contacts whose accelerations alternate from step to "    \
+    "step (period-2 chatter, e.g. a foot wedged in a height field) starts Newton at v_t + h·a_old, " \
+    "the velocity change of the step before last (see docs/cenic-math.md §8.1, \"Period-2 guess\")") \
   X(pull_back_guess, solver.pull_back_guess, Flag,                                              \
     "fixed mode: Newton starts at (a cubic estimate of) the line minimum of the cost along the "  \
     "warm start v_t + h·a_prev where the warm start overshoots it more than twice (fewer Newton " \

@@ -133,7 +133,7 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
   for (auto* x : {&v_start, &v_full, &v_mid, &v_end, &v_guess, &dv, &M_dv, &dq, &impulse,
                   &force_start, &v_call_start, &accel_prev, &v_a, &v_b, &warm_accel,
                   &warm_v, &guess_dir, &H_diag, &drift, &drift_y1, &drift_y2, &drift_My,
-                  &warm_accel_old})
+                  &warm_accel_old, &warm_accel_older})
     x->resize(nv);
   // One entry per island of the problem (at most one per dof, at least one).
   const int ni = std::max(nv, 1);
@@ -679,6 +679,14 @@ double Stepper::LimitUnit(int type, int id) const {
 }
 
 namespace {
+// A change h|a|_M below ε_req max(1, |D r|) (the requested tolerance, never
+// looser than the solver's island tolerance): v_t is (nearly) the solution
+// already, keep it (cenic-math §8.1).
+inline bool NearRest(double aa, double rr, double h, double tolerance) {
+  const double tol = tolerance * std::max(1.0, std::sqrt(rr));
+  return h * h * aa < tol * tol;
+}
+
 // The initial guess's factor c of one island (cenic-math §8.1), from its
 // M-weighted sums aa = |a|², dd = |a − a_old|², ao = ⟨a, a_old⟩, oo = |a_old|²
 // and rr = |D r|²: for the one-island and the per-island paths of FullStep.
@@ -691,14 +699,44 @@ inline double GuessFactor(bool smooth, double aa, double dd, double ao, double o
     c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
     if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
   }
-  // A change h|a|_M below ε_req max(1, |D r|) (the requested tolerance, never
-  // looser than the solver's island tolerance): v_t is (nearly) the solution
-  // already, keep it.
-  const double tol = tolerance * std::max(1.0, std::sqrt(rr));
-  if (h * h * aa < tol * tol) c = 0.0;
+  if (NearRest(aa, rr, h, tolerance)) c = 0.0;
   return c;
 }
+
+// Period-2 guess (cenic-math §8.1): a_old predicts the next acceleration
+// when a matches a_older (the step before a_old) better than
+// √kPeriod2Match·|a − a_old|_M, and the guess releases fewer than
+// kPeriod2MaxReleased limit rows (each released row cost about one more
+// Newton iteration: tendon.xml).
+constexpr double kPeriod2Match = 0.5;
+constexpr int kPeriod2MaxReleased = 2;
 }  // namespace
+
+bool Stepper::Period2Guess(double dd, double h) {
+  // One island with contact rows whose acceleration a changed by more than
+  // its size (dd = |a − a_old|²_M ≥ |a|²_M: the constant-acceleration guess
+  // was rejected). Where the accelerations alternate (a ≈ a_older, period-2
+  // chatter of a foot wedged between two height-field prisms, §4.11), the
+  // next one is a_old's: guess v_t + h a_old. Returns whether it is taken
+  // (s.guess_dir and s.v_guess set; else they still hold v_t's).
+  Scratch& s = scratch_;
+  const icf::IcfModel& mm = model_start_;
+  const int nv = static_cast<int>(m_->nv);
+  double ee = 0.0;
+  for (int i = 0; i < nv; ++i) {
+    const double e = s.warm_accel[i] - s.warm_accel_older[i];
+    ee += mm.M_diag[i] * e * e;
+  }
+  if (!(ee < kPeriod2Match * dd)) return false;
+  for (int i = 0; i < nv; ++i) s.v_guess[i] = s.v_start[i] + h * s.warm_accel_old[i];
+  if (mm.ReleasedLimits(s.v_start.data(), s.v_guess.data(), kPeriod2MaxReleased) >=
+      kPeriod2MaxReleased) {
+    std::copy(s.v_start.begin(), s.v_start.end(), s.v_guess.begin());
+    return false;
+  }
+  for (int i = 0; i < nv; ++i) s.guess_dir[i] = h * s.warm_accel_old[i];
+  return true;
+}
 
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h.
@@ -713,6 +751,8 @@ bool Stepper::FullStep(double h, double tolerance) {
   // the guess moves a limit or gain row to another piece of its cost. On an
   // island with contacts c = 1 if |a_prev − a_old|_M < |a_prev|_M, else 0.
   // c = 0 where h |a_prev|_M is below the island's tolerance (near rest).
+  // One island with contacts where c = 0 after period-2 chatter
+  // (a_prev ≈ a_older): v_t + h a_old (Period2Guess, option period2_guess).
   // An island with c ≠ 0 takes at least one Newton iteration (Solve's
   // `extrapolated`): accepted at k = 0, the guess's error would have the same
   // sign step after step and accumulate.
@@ -756,6 +796,9 @@ bool Stepper::FullStep(double h, double tolerance) {
       s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
     }
     any_warm = nv > 0 && c != 0.0;
+    if (c == 0.0 && smooth && !(dd < aa) && options_.period2_guess && warm_older_valid_ &&
+        !NearRest(aa, rr, h, tolerance))
+      any_warm = Period2Guess(dd, h);
   } else if (warm && fixed_steps && warm_old_valid_) {
     const icf::IcfModel& mm = model_start_;
     const int ni = std::max(mm.num_islands, 1);
@@ -1073,8 +1116,11 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   if (options_.error_estimate == ErrorEstimate::kEmbedded) RecordEmbeddedHistory(d, h);
   // The initial guess's history (§8.1): a_old is the acceleration of the step
   // just before only if this step started where that one ended.
-  warm_old_valid_ =
+  const bool continues =
       warm_valid_ && std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  warm_older_valid_ = continues && warm_old_valid_;
+  warm_old_valid_ = continues;
+  std::swap(s.warm_accel_old, s.warm_accel_older);
   std::swap(s.warm_accel, s.warm_accel_old);
   for (int i = 0; i < m_->nv; ++i) s.warm_accel[i] = (s.v_end[i] - s.v_start[i]) / h;
   std::copy(s.v_end.begin(), s.v_end.end(), s.warm_v.begin());

@@ -120,6 +120,7 @@ class Stepper {
     std::vector<double> warm_accel;                   // (v − v_t)/h of the last accepted step
     std::vector<double> warm_v;                       // and the v it ended with
     std::vector<double> warm_accel_old;               // the warm_accel of the step before
+    std::vector<double> warm_accel_older;             // and of the step before that
     // Initial guess per island (cenic-math §8.1), one entry per island (sized
     // max(nv, 1)): Σ M_ii a², Σ M_ii (a − a_old)², Σ M_ii a a_old, Σ M_ii a_old²
     // (a = warm_accel, a_old = warm_accel_old), the factor c of h a in the
@@ -164,6 +165,9 @@ class Stepper {
   bool ProblemAtStart(mjData* d, double h);
   // x̂: the full step of h on the problem at x_t (every scheme's first solve).
   bool FullStep(double h, double tolerance);
+  // FullStep's initial guess on one island after period-2 chatter
+  // (cenic-math §8.1, "Period-2 guess").
+  bool Period2Guess(double dd, double h);
   void FixedStep();  // x_{t+h} = x̂
   bool StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst);
   bool Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst);
@@ -272,6 +276,7 @@ class Stepper {
   bool has_limits_ = false;
   double h_slip_ = 0;  // time step of the solve that produced the last accepted v_end
   bool warm_old_valid_ = false;  // scratch_.warm_accel_old: the step just before warm_accel's
+  bool warm_older_valid_ = false;  // scratch_.warm_accel_older: the step just before that
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when

@@ -941,5 +941,48 @@ TEST(Islands, OnlyTheExtrapolatedIslandIsNotAcceptedAtTheGuess) {
               m.num_islands, marked, st.iterations, st.island_updates, st.factorizations);
 }
 
+
+// Period-2 guess (cenic-math §8.1): the Unitree G1 on the height field starts
+// with its feet inside the terrain; a foot wedges between two prisms and its
+// wall contacts alternate from step to step (§4.11), so the accelerations
+// alternate and the constant-acceleration guess is rejected. Starting from
+// v_t + h a_old there takes fewer Newton iterations and reaches the same
+// velocities to the solver tolerance.
+TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
+  char err[1000] = "";
+  test_util::ModelPtr model(mj_loadXML(
+      MJCENIC_SHARED_MODELS_DIR "/mujoco_warp/unitree_g1/scene_hfield.xml", nullptr, err,
+      sizeof(err)));
+  ASSERT_NE(model, nullptr) << err;
+  struct Run {
+    double per_solve;
+    std::vector<double> qpos, qvel;
+  };
+  auto run = [&](bool period2) {
+    test_util::DataPtr data(mj_makeData(model.get()));
+    mj_resetDataKeyframe(model.get(), data.get(), 0);
+    mj_forward(model.get(), data.get());
+    StepperOptions o;
+    o.mode = Mode::kFixed;
+    o.period2_guess = period2;
+    auto stepper = Stepper::Create(model.get(), o).value();
+    for (int k = 0; k < 50; ++k) EXPECT_TRUE(stepper->Step(data.get()).ok());
+    const StepperStats& st = stepper->stats();
+    return Run{static_cast<double>(st.newton_iterations) / st.solves,
+               {data->qpos, data->qpos + model->nq}, {data->qvel, data->qvel + model->nv}};
+  };
+  const Run on = run(true), off = run(false);
+  double dq = 0, dv = 0;
+  for (int i = 0; i < model->nq; ++i) dq = std::max(dq, std::abs(on.qpos[i] - off.qpos[i]));
+  for (int i = 0; i < model->nv; ++i) dv = std::max(dv, std::abs(on.qvel[i] - off.qvel[i]));
+  std::printf("G1 height field, 50 fixed steps: Newton per solve %.3f with the period-2 guess, "
+              "%.3f without; max |dqpos| %.2e, max |dqvel| %.2e\n",
+              on.per_solve, off.per_solve, dq, dv);
+  // Measured 5.88 vs 6.56 per solve, |dqvel| 3e-9, |dqpos| 1.5e-10 (MuJoCo 3.12).
+  EXPECT_LT(on.per_solve, off.per_solve - 0.3);
+  EXPECT_LT(dv, 1e-7);
+  EXPECT_LT(dq, 1e-8);
+}
+
 }  // namespace
 }  // namespace mjcenic
