@@ -1359,10 +1359,34 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     // H = A + Σ JᵀGJ (AccumulateHessian's sums, in its order), lower
     // triangle, whole: the islands kind's factor without its per-island
     // layout and bookkeeping.
+    // The rows here are one-row constraints (limits, couplings, gains:
+    // SmallEligible), so each term of J_cᵀ G_c J_c is CongruenceTermsUpTo's
+    // sums for R = 1, 0 + J_a (0 + G J_b), written out (cenic-math §8.9,
+    // "h25c": the general walk cost ≈ 380 instructions per solve for
+    // slider_crank's five terms); pools, rows and terms in its order.
     double L[kSmallProblemDofs * kSmallProblemDofs], dinv[kSmallProblemDofs];
     std::fill(L, L + nv * nv, 0.0);
-    detail::AccumulateHessian(m, data_, &diag_block_,
-                              [&L, nv](int i, int j, double x) { L[j * nv + i] += x; });
+    for (int i = 0; i < nv; ++i) {
+      const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) L[m.M_colind[adr + k] * nv + i] += m.M[adr + k];
+      L[i * nv + i] += m.h * m.D[i] + m.h * m.h * m.K[i];
+    }
+    ForEachPool(m, data_, [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      if constexpr (R == 1) {
+        for (int c = 0; c < pool.size(); ++c) {
+          const double G = pd.G[c];
+          if (G == 0.0) continue;
+          const std::span<const int> dofs = pool.rows.dofs(c);
+          const int n = static_cast<int>(dofs.size());
+          const double* J = pool.rows.J(c);
+          double gJ[kSmallProblemDofs];
+          for (int k = 0; k < n; ++k) gJ[k] = 0.0 + G * J[k];
+          for (int a = 0; a < n; ++a)
+            for (int b = 0; b <= a; ++b) L[dofs[b] * nv + dofs[a]] += 0.0 + J[a] * gJ[b];
+        }
+      }
+    });
     if (!detail::SmallCholesky(L, nv, dinv)) return false;
     detail::SmallCholeskySolve(L, nv, dinv, w);
   } else {
