@@ -1,6 +1,7 @@
 #include "mjcenic/icf/icf_solver.h"
 
 #include "mjcenic/icf/hessian_internal.h"
+#include "mjcenic/icf/short_arrays.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Dense>
@@ -96,7 +97,7 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   // Freezing is per island of several: a one-island solve that converged
   // returns instead (its gradient below would miss the rows' Jᵀγ).
   if (ni <= 1) frozen = nullptr;
-  std::copy(v, v + nv, data_.v.begin());
+  CopyShort(v, nv, data_.v.data());  // (inline: cenic-math §8.9, "Short copies")
   if (!advanced) m.MultiplyA(v, data_.Av.data());
   double* lc = data_.ls_c.data();
   double* l0 = ls_.l0.data();
@@ -245,7 +246,7 @@ template <class Pool, class Data>
 void StartRowsAlong(const Pool& pool, Data& pd, const double* w) {
   constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
   const int n = pool.size();
-  std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+  CopyShort(pd.vc.data(), R * n, pd.vc_base.data());
   for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
 }
 }  // namespace
@@ -1238,7 +1239,7 @@ inline double IcfSolver::StartSolve(const IcfModel& m, const SolverOptions& o,
       for (int i = 0; i < m.nv && !s->iterate_all; ++i) s->iterate_all = extrapolated[i] != 0;
     }
   }
-  std::copy(v_guess, v_guess + m.nv, vtmp_.begin());
+  CopyShort(v_guess, m.nv, vtmp_.data());
   ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
   std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   return tol;
@@ -1350,7 +1351,7 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   if (!FiniteGradient(m, per_island, &Dg, st)) return false;
   int nfrozen = 0;
   if (Converged(0, Dg, tol, ni, &ns, &nfrozen, st)) {
-    std::copy(vtmp_.begin(), vtmp_.end(), v);
+    CopyShort(vtmp_.data(), nv, v);
     return true;
   }
   double* w = dv_.data();
@@ -1403,13 +1404,13 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   if (per_island && nfrozen > 0) ZeroFrozen(m, w);
   const double d0 = Dot(data_.grad, w, nv);
   if (AcceptGuess(ns, d0, ni, st)) {
-    std::copy(vtmp_.begin(), vtmp_.end(), v);
+    CopyShort(vtmp_.data(), nv, v);
     return true;
   }
   if (!(d0 < 0)) return false;
   // PrepareLineSearch's A w, ℓ_i'(0) = ∇ℓ_iᵀ w (ls_.d0), v_c(0) and u = J w
   // of every row, in its order, without the line search's momentum sums.
-  std::copy(w, w + nv, data_.w.begin());
+  CopyShort(w, nv, data_.w.data());
   m.MultiplyA(w, data_.Aw.data());
   {
     const double* g = data_.grad.data();
@@ -1433,7 +1434,7 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   Evaluate(m, vtmp_.data(), nfrozen > 0 ? isl_.frozen.data() : nullptr, nullptr, true);
   if (!FiniteGradient(m, per_island, &Dg, st)) return false;
   if (!Converged(1, Dg, tol, ni, &ns, &nfrozen, st)) return false;  // (η = 1 after one step)
-  std::copy(vtmp_.begin(), vtmp_.end(), v);
+  CopyShort(vtmp_.data(), nv, v);
   return true;
 }
 
