@@ -763,9 +763,8 @@ bool Stepper::FullStep(double h, double tolerance) {
     auto island = [&mm](int i) {
       return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0;
     };
-    // (One pass over the few islands, not five fills: cenic-math §8.9, "h25c".)
-    for (int k = 0; k < ni; ++k)
-      s.island_aa[k] = s.island_dd[k] = s.island_ao[k] = s.island_oo[k] = s.island_r[k] = 0.0;
+    for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo, &s.island_r})
+      std::fill(x->begin(), x->begin() + ni, 0.0);
     for (int i = 0; i < nv; ++i) {
       const int k = island(i);
       const double a = s.warm_accel[i], ao = s.warm_accel_old[i], Mi = mm.M_diag[i];
