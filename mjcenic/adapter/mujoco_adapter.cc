@@ -1,4 +1,5 @@
 #include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/icf/short_arrays.h"
 
 #include <algorithm>
 #include <chrono>
@@ -247,14 +248,15 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     model->contact_torques.Clear();
   }
   model->params = params;
-  model->M.assign(d->M, d->M + m->nC);
+  if (static_cast<int>(model->M.size()) != m->nC) model->M.resize(m->nC);
+  CopyShort(d->M, m->nC, model->M.data());
   for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
   const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
   for (int i = 0; i < nv; ++i) {
     model->D[i] = no_damper ? 0 : damping_[i];
     model->K[i] = no_spring ? 0 : stiffness_[i];
   }
-  std::copy(d->qvel, d->qvel + nv, model->v0.begin());
+  CopyShort(d->qvel, nv, model->v0.data());  // (inline: cenic-math §8.9, "Short copies")
 
   // Explicit forces f = passive − bias + applied + Σ Jᵀ xfrc (+ explicit actuators).
   for (int i = 0; i < nv; ++i)

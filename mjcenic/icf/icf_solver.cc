@@ -1,6 +1,7 @@
 #include "mjcenic/icf/icf_solver.h"
 
 #include "mjcenic/icf/hessian_internal.h"
+#include "mjcenic/icf/short_arrays.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Dense>
@@ -96,7 +97,7 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   // Freezing is per island of several: a one-island solve that converged
   // returns instead (its gradient below would miss the rows' Jᵀγ).
   if (ni <= 1) frozen = nullptr;
-  std::copy(v, v + nv, data_.v.begin());
+  CopyShort(v, nv, data_.v.data());  // (inline: cenic-math §8.9, "Short copies")
   if (!advanced) m.MultiplyA(v, data_.Av.data());
   double* lc = data_.ls_c.data();
   double* l0 = ls_.l0.data();
@@ -245,7 +246,7 @@ template <class Pool, class Data>
 void StartRowsAlong(const Pool& pool, Data& pd, const double* w) {
   constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
   const int n = pool.size();
-  std::copy(pd.vc.begin(), pd.vc.begin() + R * n, pd.vc_base.begin());
+  CopyShort(pd.vc.data(), R * n, pd.vc_base.data());
   for (int k = 0; k < n; ++k) pool.rows.Multiply(k, w, pd.u.data() + R * k);
 }
 }  // namespace
@@ -1238,7 +1239,7 @@ inline double IcfSolver::StartSolve(const IcfModel& m, const SolverOptions& o,
       for (int i = 0; i < m.nv && !s->iterate_all; ++i) s->iterate_all = extrapolated[i] != 0;
     }
   }
-  std::copy(v_guess, v_guess + m.nv, vtmp_.begin());
+  CopyShort(v_guess, m.nv, vtmp_.data());
   ResizeIslandWork(ni);  // ls_.alpha: the last line search's α per island
   std::fill(ls_.alpha.begin(), ls_.alpha.begin() + ni, 1.0);
   return tol;
@@ -1350,7 +1351,7 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   if (!FiniteGradient(m, per_island, &Dg, st)) return false;
   int nfrozen = 0;
   if (Converged(0, Dg, tol, ni, &ns, &nfrozen, st)) {
-    std::copy(vtmp_.begin(), vtmp_.end(), v);
+    CopyShort(vtmp_.data(), nv, v);
     return true;
   }
   double* w = dv_.data();
@@ -1359,10 +1360,34 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
     // H = A + Σ JᵀGJ (AccumulateHessian's sums, in its order), lower
     // triangle, whole: the islands kind's factor without its per-island
     // layout and bookkeeping.
+    // The rows here are one-row constraints (limits, couplings, gains:
+    // SmallEligible), so each term of J_cᵀ G_c J_c is CongruenceTermsUpTo's
+    // sums for R = 1, 0 + J_a (0 + G J_b), written out (cenic-math §8.9,
+    // "h25c": the general walk cost ≈ 380 instructions per solve for
+    // slider_crank's five terms); pools, rows and terms in its order.
     double L[kSmallProblemDofs * kSmallProblemDofs], dinv[kSmallProblemDofs];
     std::fill(L, L + nv * nv, 0.0);
-    detail::AccumulateHessian(m, data_, &diag_block_,
-                              [&L, nv](int i, int j, double x) { L[j * nv + i] += x; });
+    for (int i = 0; i < nv; ++i) {
+      const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
+      for (int k = 0; k < nnz; ++k) L[m.M_colind[adr + k] * nv + i] += m.M[adr + k];
+      L[i * nv + i] += m.h * m.D[i] + m.h * m.h * m.K[i];
+    }
+    ForEachPool(m, data_, [&](const auto& pool, const auto& pd) {
+      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+      if constexpr (R == 1) {
+        for (int c = 0; c < pool.size(); ++c) {
+          const double G = pd.G[c];
+          if (G == 0.0) continue;
+          const std::span<const int> dofs = pool.rows.dofs(c);
+          const int n = static_cast<int>(dofs.size());
+          const double* J = pool.rows.J(c);
+          double gJ[kSmallProblemDofs];
+          for (int k = 0; k < n; ++k) gJ[k] = 0.0 + G * J[k];
+          for (int a = 0; a < n; ++a)
+            for (int b = 0; b <= a; ++b) L[dofs[b] * nv + dofs[a]] += 0.0 + J[a] * gJ[b];
+        }
+      }
+    });
     if (!detail::SmallCholesky(L, nv, dinv)) return false;
     detail::SmallCholeskySolve(L, nv, dinv, w);
   } else {
@@ -1379,13 +1404,13 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   if (per_island && nfrozen > 0) ZeroFrozen(m, w);
   const double d0 = Dot(data_.grad, w, nv);
   if (AcceptGuess(ns, d0, ni, st)) {
-    std::copy(vtmp_.begin(), vtmp_.end(), v);
+    CopyShort(vtmp_.data(), nv, v);
     return true;
   }
   if (!(d0 < 0)) return false;
   // PrepareLineSearch's A w, ℓ_i'(0) = ∇ℓ_iᵀ w (ls_.d0), v_c(0) and u = J w
   // of every row, in its order, without the line search's momentum sums.
-  std::copy(w, w + nv, data_.w.begin());
+  CopyShort(w, nv, data_.w.data());
   m.MultiplyA(w, data_.Aw.data());
   {
     const double* g = data_.grad.data();
@@ -1409,7 +1434,7 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   Evaluate(m, vtmp_.data(), nfrozen > 0 ? isl_.frozen.data() : nullptr, nullptr, true);
   if (!FiniteGradient(m, per_island, &Dg, st)) return false;
   if (!Converged(1, Dg, tol, ni, &ns, &nfrozen, st)) return false;  // (η = 1 after one step)
-  std::copy(vtmp_.begin(), vtmp_.end(), v);
+  CopyShort(vtmp_.data(), nv, v);
   return true;
 }
 

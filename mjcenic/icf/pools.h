@@ -117,9 +117,11 @@ struct NearRigidPool {
   // The refill is inline, the cut and append out of line (so the compiler
   // inlines the refill into the build's loops).
   int PutSingle(int c, int dof, double J1, double g0_, double w_, double tau_r_) {
-    if (!rows.IsSingleOn(c, dof)) [[unlikely]]
-      return CutAndAddSingle(c, dof, J1, g0_, w_, tau_r_);
-    rows.SetSingleJ(c, J1);
+    if (!rows.IsSingleOn(c, dof)) [[unlikely]] {
+      if (!rows.RefitSingle(c, dof, J1)) return CutAndAddSingle(c, dof, J1, g0_, w_, tau_r_);
+    } else {
+      rows.SetSingleJ(c, J1);
+    }
     SetRow(c, g0_, w_, tau_r_);
     return c;
   }
@@ -130,9 +132,11 @@ struct NearRigidPool {
   }
   // As PutSingle for a row over `dofs` (its Jacobian block zeroed, as Add's).
   int Put(int c, std::span<const int> dofs, double g0_, double w_, double tau_r_) {
-    if (!rows.IsOn(c, dofs)) [[unlikely]]
-      return CutAndAdd(c, dofs, g0_, w_, tau_r_);
-    rows.ZeroJ(c);
+    if (!rows.IsOn(c, dofs)) [[unlikely]] {
+      if (!rows.Refit(c, dofs)) return CutAndAdd(c, dofs, g0_, w_, tau_r_);
+    } else {
+      rows.ZeroJ(c);
+    }
     SetRow(c, g0_, w_, tau_r_);
     return c;
   }
@@ -199,9 +203,12 @@ struct GainPool {
   // As NearRigidPool::PutSingle (docs/cenic-math.md §8.9).
   int PutSingle(int i, int dof, double J1, double c_, double kq_, double kv_, double lo_,
                 double hi_) {
-    if (!rows.IsSingleOn(i, dof)) [[unlikely]]
-      return CutAndAddSingle(i, dof, J1, c_, kq_, kv_, lo_, hi_);
-    rows.SetSingleJ(i, J1);
+    if (!rows.IsSingleOn(i, dof)) [[unlikely]] {
+      if (!rows.RefitSingle(i, dof, J1))
+        return CutAndAddSingle(i, dof, J1, c_, kq_, kv_, lo_, hi_);
+    } else {
+      rows.SetSingleJ(i, J1);
+    }
     SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
   }
@@ -213,9 +220,11 @@ struct GainPool {
   // As NearRigidPool::Put.
   int Put(int i, std::span<const int> dofs, double c_, double kq_, double kv_, double lo_,
           double hi_) {
-    if (!rows.IsOn(i, dofs)) [[unlikely]]
-      return CutAndAdd(i, dofs, c_, kq_, kv_, lo_, hi_);
-    rows.ZeroJ(i);
+    if (!rows.IsOn(i, dofs)) [[unlikely]] {
+      if (!rows.Refit(i, dofs)) return CutAndAdd(i, dofs, c_, kq_, kv_, lo_, hi_);
+    } else {
+      rows.ZeroJ(i);
+    }
     SetRow(i, c_, kq_, kv_, lo_, hi_);
     return i;
   }
@@ -289,9 +298,11 @@ struct DryFrictionPool {
   // refilled in place when it is on the same dofs, else the pool cut at c
   // and the row appended.
   int Put(int c, std::span<const int> dofs, double F_, double eps_) {
-    if (!rows.IsOn(c, dofs)) [[unlikely]]
-      return CutAndAdd(c, dofs, F_, eps_);
-    rows.ZeroJ(c);
+    if (!rows.IsOn(c, dofs)) [[unlikely]] {
+      if (!rows.Refit(c, dofs)) return CutAndAdd(c, dofs, F_, eps_);
+    } else {
+      rows.ZeroJ(c);
+    }
     F[c] = F_; eps_row[c] = eps_; eps[c] = 0;
     return c;
   }

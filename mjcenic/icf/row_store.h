@@ -82,6 +82,33 @@ class RowStore {
     double* Jc = J(c);
     for (int k = 0; k < kRows * num_[c]; ++k) Jc[k] = 0.0;
   }
+  // Constraint c (not the last) refilled over other `dofs` in place, when
+  // they fit in the storage it has up to constraint c + 1 (its dofs and its
+  // zeroed block as Add leaves them): a rebuild whose row c lost or regained
+  // a dof keeps every later row where it is instead of cutting the store at
+  // c (docs/cenic-math.md §8.9, "h25c": slider_crank's `backward` moment
+  // row alternates between dofs {0, 1} and {1}). False if they do not fit.
+  // The store may then have a gap: the one-dof shortcut is off.
+  bool Refit(int c, std::span<const int> dofs) {
+    const int n = static_cast<int>(dofs.size());
+    if (c + 1 >= size() || adr_[c] + n > adr_[c + 1]) return false;
+    num_[c] = n;
+    int* own = dofs_.data() + adr_[c];
+    for (int k = 0; k < n; ++k) own[k] = dofs[k];
+    ZeroJ(c);
+    single_ = false;
+    return true;
+  }
+  // Refit for one row on one dof with Jacobian entry `value` (SetSingleJ).
+  bool RefitSingle(int c, int dof, double value) {
+    static_assert(kRows == 1);
+    if (c + 1 >= size() || adr_[c] + 1 > adr_[c + 1]) return false;
+    num_[c] = 1;
+    dofs_[adr_[c]] = dof;
+    J_[jadr_[c]] = value;
+    single_ = false;
+    return true;
+  }
   // Drops the constraints from n on: the store is then what n Adds made.
   void Truncate(int n) {
     if (n >= size()) return;
@@ -90,9 +117,9 @@ class RowStore {
     adr_.resize(n);
     num_.resize(n);
     jadr_.resize(n);
-    if (!single_) {
+    if (!single_) {  // (a refitted row may have left a gap: constraint c at dofs_[c])
       single_ = kRows == 1;
-      for (int c = 0; c < n && single_; ++c) single_ = num_[c] == 1;
+      for (int c = 0; c < n && single_; ++c) single_ = num_[c] == 1 && adr_[c] == c;
     }
   }
 

@@ -1,4 +1,5 @@
 #include "mjcenic/integrator/controller_linearizer.h"
+#include "mjcenic/icf/short_arrays.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +8,9 @@
 namespace mjcenic {
 
 void LoadState(const mjModel* m, mjData* d, const double* q, const double* v, const double* act) {
-  std::copy(q, q + m->nq, d->qpos);
-  std::copy(v, v + m->nv, d->qvel);
-  std::copy(act, act + m->na, d->act);
+  CopyShort(q, m->nq, d->qpos);  // (inline: cenic-math §8.9, "Short copies")
+  CopyShort(v, m->nv, d->qvel);
+  CopyShort(act, m->na, d->act);
 }
 
 ControllerLinearizer::ControllerLinearizer(const mjModel* m, adapter::MujocoStages* stages,

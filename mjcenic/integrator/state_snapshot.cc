@@ -1,4 +1,5 @@
 #include "mjcenic/integrator/state_snapshot.h"
+#include "mjcenic/icf/short_arrays.h"
 
 #include <algorithm>
 #include <cstring>
@@ -31,7 +32,7 @@ void StateSnapshot::Capture(const mjModel* m, const mjData* d) {
   if (static_cast<long>(values_.size()) != n) values_.resize(n);  // the first capture
   double* out = values_.data();
   ForEachArray(m, d, with_inputs_, [&](const double* x, long k) {
-    if (k > 0) std::copy(x, x + k, out);
+    CopyShort(x, k, out);  // (inline: cenic-math §8.9, "Short copies")
     out += k;
   });
   if (m->neq > 0 || !eq_active_.empty()) eq_active_.assign(d->eq_active, d->eq_active + m->neq);
@@ -45,7 +46,7 @@ bool StateSnapshot::Matches(const mjModel* m, const mjData* d) const {
   const double* ref = values_.data();
   bool same = true;
   ForEachArray(m, d, with_inputs_, [&](const double* x, long k) {
-    if (same && k > 0) same = std::memcmp(x, ref, sizeof(double) * k) == 0;
+    if (same) same = SameBits(x, ref, k);  // (memcmp's equality, inline)
     ref += k;
   });
   return same && (m->neq == 0 || std::memcmp(d->eq_active, eq_active_.data(), m->neq) == 0) &&

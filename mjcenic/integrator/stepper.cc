@@ -18,6 +18,7 @@
 #include "mjcenic/adapter/mujoco_stages.h"
 #include "mjcenic/adapter/stiction_anchors.h"
 #include "mjcenic/integrator/controller_linearizer.h"
+#include "mjcenic/icf/short_arrays.h"
 
 namespace mjcenic {
 
@@ -448,7 +449,7 @@ void Stepper::IntegrateActivations(const double* act, const double* act_dot, dou
 
 void Stepper::Integrate(const double* q, const double* v, const double* act,
                         const double* act_rate, double h, double* q_out, double* act_out) const {
-  std::copy(q, q + m_->nq, q_out);
+  CopyShort(q, m_->nq, q_out);
   mj_integratePos(m_, q_out, v, h);
   IntegrateActivations(act, act_rate, h, act_out);
 }
@@ -994,9 +995,10 @@ void Stepper::TrapezoidEndForce(const mjData* d, double h) {
 absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   const double t0 = d->time;
   Scratch& s = scratch_;
-  std::copy(d->qpos, d->qpos + m_->nq, s.q_start.begin());
-  std::copy(d->qvel, d->qvel + m_->nv, s.v_start.begin());
-  std::copy(d->act, d->act + m_->na, s.act_start.begin());
+  // (Short copies inline, not memmove calls: cenic-math §8.9, "Short copies".)
+  CopyShort(d->qpos, m_->nq, s.q_start.data());
+  CopyShort(d->qvel, m_->nv, s.v_start.data());
+  CopyShort(d->act, m_->na, s.act_start.data());
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
   const double h_max = LargestStep();
@@ -1123,7 +1125,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   std::swap(s.warm_accel_old, s.warm_accel_older);
   std::swap(s.warm_accel, s.warm_accel_old);
   for (int i = 0; i < m_->nv; ++i) s.warm_accel[i] = (s.v_end[i] - s.v_start[i]) / h;
-  std::copy(s.v_end.begin(), s.v_end.end(), s.warm_v.begin());
+  CopyShort(s.v_end.data(), m_->nv, s.warm_v.data());
   warm_valid_ = true;
   h_slip_ = last_solved_ ? last_solved_->h : h;  // the solve that produced v_end (§4.9)
   RecordStep(h);
@@ -1205,7 +1207,7 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   mujoco_->stages.SensorsAndForces(d);  // actuation at d's state and ctrl
   // A plugin's advance (FinishStep) may change act after that actuation.
   actuation_fresh_ = m_->nplugin == 0;
-  std::copy(d->ctrl, d->ctrl + m_->nu, scratch_.ctrl_actuated.begin());
+  CopyShort(d->ctrl, m_->nu, scratch_.ctrl_actuated.data());
   // efc_force from the impulses of the step's last solve.
   const adapter::BuildRecords* records = last_solved_ == &model_start_ ? &mujoco_->records_start
                                          : last_solved_ == &model_mid_ ? &mujoco_->records_mid
@@ -1242,7 +1244,7 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   const double t_start = d->time;
   if (!single_step)
     if (absl::Status s = CheckStepCount(t_start, t); !s.ok()) return s;
-  std::copy(d->qvel, d->qvel + m_->nv, scratch_.v_call_start.begin());
+  CopyShort(d->qvel, m_->nv, scratch_.v_call_start.data());
   EnsureStages(d);
   mujoco_->stages.ControlCallback(d);
   if (mujoco_->controller.installed() &&

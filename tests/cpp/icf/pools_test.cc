@@ -155,6 +155,67 @@ TEST(Pools, RebuildInPlaceEqualsAFreshBuild) {
   }
 }
 
+TEST(Pools, RowThatLosesAndRegainsADofIsRefilledInPlace) {
+  // slider_crank's `backward` actuator: MuJoCo drops the exact-zero entry of
+  // its moment row, which alternates between dofs {0, 1} and {1}. The row is
+  // refilled where it is (RowStore::Refit, cenic-math §8.9 "h25c"), the rows
+  // after it are not moved, and the pool equals a fresh build, also in the
+  // products that run without the one-dof shortcut (the store has a gap).
+  using mjcenic::icf::GainPool;
+  const std::vector<TestRow> wide = {{{0}, 1, 2, 3}, {{0, 1}, -1, 4, 5}, {{2}, 2, 6, 7}};
+  const std::vector<TestRow> narrow = {{{0}, 1, 2, 3}, {{1}, -1, 4, 5}, {{2}, 2, 6, 7}};
+  auto gain_single = [](GainPool* p, int c, const TestRow& r) {
+    return p->PutSingle(c, r.dofs[0], r.J0, r.a, r.b, -r.b, -r.a, r.a);
+  };
+  auto gain_put = [](GainPool* p, int c, const TestRow& r) {
+    return p->Put(c, r.dofs, r.a, r.b, -r.b, -r.a, r.a);
+  };
+  GainPool gain;
+  Rebuild(&gain, wide, gain_single, gain_put);
+  const double* J2 = gain.rows.J(2);
+  const std::vector<double> x = {0.5, -1.5, 2.25};
+  for (const auto* rows : {&narrow, &wide, &narrow, &narrow, &wide}) {
+    Rebuild(&gain, *rows, gain_single, gain_put);
+    EXPECT_EQ(gain.rows.J(2), J2);  // not cut and appended again
+    GainPool fresh;
+    FreshBuild(&fresh, *rows, [](GainPool* p, const TestRow& r) {
+      return p->Add(r.dofs, r.a, r.b, -r.b, -r.a, r.a);
+    });
+    ExpectSameRows(gain, fresh);
+    for (auto f : {&GainPool::c, &GainPool::kq, &GainPool::kv, &GainPool::vc0, &GainPool::lo,
+                   &GainPool::hi, &GainPool::kappa, &GainPool::c_eff, &GainPool::h_over_kappa})
+      EXPECT_EQ(gain.*f, fresh.*f);
+    std::vector<double> g(3, 0.25), g_fresh(3, 0.25);
+    for (int c = 0; c < gain.size(); ++c) {
+      const double gamma = 1.5 - c;
+      gain.rows.MultiplyTransposeAdd(c, &gamma, -1.0, g.data());
+      fresh.rows.MultiplyTransposeAdd(c, &gamma, -1.0, g_fresh.data());
+    }
+    EXPECT_EQ(g, g_fresh);
+    double out, out_fresh;
+    gain.rows.Multiply(1, x.data(), &out);
+    fresh.rows.Multiply(1, x.data(), &out_fresh);
+    EXPECT_EQ(out, out_fresh);
+  }
+  // One dof per row but a gap before row 2 (row 1 sits in a two-dof slot):
+  // no one-dof shortcut. Cut after row 1, constraint c sits at dofs_[c] again
+  // and the shortcut is back, with the same products.
+  Rebuild(&gain, narrow, gain_single, gain_put);
+  EXPECT_FALSE(gain.rows.all_single());
+  gain.Truncate(2);
+  EXPECT_TRUE(gain.rows.all_single());
+  double out, out_fresh;
+  GainPool fresh;
+  FreshBuild(&fresh, {narrow[0], narrow[1]}, [](GainPool* p, const TestRow& r) {
+    return p->Add(r.dofs, r.a, r.b, -r.b, -r.a, r.a);
+  });
+  for (int c = 0; c < 2; ++c) {
+    gain.rows.Multiply(c, x.data(), &out);
+    fresh.rows.Multiply(c, x.data(), &out_fresh);
+    EXPECT_EQ(out, out_fresh) << c;
+  }
+}
+
 TEST(Pools, CouplingAndDryFrictionRebuildInPlaceEqualsAFreshBuild) {
   // The equality and friction-loss rows of MuJoCo's efc rows are refilled the
   // same way (Put for every row, one dof or several; cenic-math §8.9).
