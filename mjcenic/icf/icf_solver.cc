@@ -64,8 +64,16 @@ void IcfSolver::TagIslands(const IcfModel& m) {
   data_.Resize(m);
   ResizeIslandWork(NumIslands(m));  // Evaluate's (it does not size them)
   dof_island_.resize(m.nv);
-  for (int i = 0; i < m.nv; ++i)
-    dof_island_[i] = islands_on_ && m.num_islands ? m.island_of_clique[m.clique_of_dof[i]] : 0;
+  // (The tests and tables hoisted out of the loops, through local pointers:
+  // the int stores below could alias m's counts, so GCC re-read them per
+  // dof and per row; cenic-math §8.9, "h25d".)
+  int* dof_island = dof_island_.data();
+  if (islands_on_ && m.num_islands) {
+    const int *island_of_clique = m.island_of_clique.data(), *clique_of_dof = m.clique_of_dof.data();
+    for (int i = 0; i < m.nv; ++i) dof_island[i] = island_of_clique[clique_of_dof[i]];
+  } else {
+    std::fill(dof_island, dof_island + m.nv, 0);
+  }
   // A constraint's island is its first dof's (IcfModel::IslandOf).
   const bool one = !islands_on_ || m.num_islands <= 1;
   auto tag = [&](const auto& pool, auto& pd) {
@@ -76,9 +84,14 @@ void IcfSolver::TagIslands(const IcfModel& m) {
       std::fill(island, island + n, 0);
       return;
     }
+    if (pool.rows.all_single()) {  // row k's one dof at single_dofs()[k]
+      const int* dof = pool.rows.single_dofs();
+      for (int k = 0; k < n; ++k) island[k] = dof_island[dof[k]];
+      return;
+    }
     for (int k = 0; k < n; ++k) {
       const std::span<const int> dofs = pool.rows.dofs(k);
-      island[k] = dofs.empty() ? 0 : dof_island_[dofs[0]];
+      island[k] = dofs.empty() ? 0 : dof_island[dofs[0]];
     }
   };
   ForEachPool(m, data_, tag);

@@ -126,6 +126,10 @@ class RowStore {
   int size() const { return static_cast<int>(adr_.size()); }
   // Every constraint so far is one row on one dof.
   bool all_single() const { return kRows == 1 && single_; }
+  // With all_single(): constraint c's one dof is single_dofs()[c].
+  const int* single_dofs() const { return dofs_.data(); }
+  // With all_single(): constraint c's one entry of J is single_J()[c].
+  const double* single_J() const { return J_.data(); }
   int ndof(int c) const { return num_[c]; }
   std::span<const int> dofs(int c) const {
     return {dofs_.data() + adr_[c], static_cast<size_t>(num_[c])};

@@ -803,19 +803,26 @@ bool Stepper::FullStep(double h, double tolerance) {
   } else if (warm && fixed_steps && warm_old_valid_) {
     const icf::IcfModel& mm = model_start_;
     const int ni = std::max(mm.num_islands, 1);
-    auto island = [&mm](int i) {
-      return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0;
-    };
+    // (Here num_islands ≥ 2: each dof's island is island_of_clique[clique_of_dof[i]];
+    // the tables and sums through local pointers, cenic-math §8.9, "h25d".)
+    const int *island_of_clique = mm.island_of_clique.data(), *clique_of_dof = mm.clique_of_dof.data();
+    auto island = [=](int i) { return island_of_clique[clique_of_dof[i]]; };
     for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo, &s.island_r})
       std::fill(x->begin(), x->begin() + ni, 0.0);
-    for (int i = 0; i < nv; ++i) {
-      const int k = island(i);
-      const double a = s.warm_accel[i], ao = s.warm_accel_old[i], Mi = mm.M_diag[i];
-      s.island_aa[k] += Mi * a * a;
-      s.island_dd[k] += Mi * (a - ao) * (a - ao);
-      s.island_ao[k] += Mi * a * ao;
-      s.island_oo[k] += Mi * ao * ao;
-      s.island_r[k] += mm.r[i] * mm.r[i] / Mi;
+    {
+      double *aa = s.island_aa.data(), *dd = s.island_dd.data(), *aov = s.island_ao.data();
+      double *oo = s.island_oo.data(), *rr = s.island_r.data();
+      const double *acc = s.warm_accel.data(), *acc_old = s.warm_accel_old.data();
+      const double *Md = mm.M_diag.data(), *r = mm.r.data();
+      for (int i = 0; i < nv; ++i) {
+        const int k = island(i);
+        const double a = acc[i], ao = acc_old[i], Mi = Md[i];
+        aa[k] += Mi * a * a;
+        dd[k] += Mi * (a - ao) * (a - ao);
+        aov[k] += Mi * a * ao;
+        oo[k] += Mi * ao * ao;
+        rr[k] += r[i] * r[i] / Mi;
+      }
     }
     // (Without contact, contact-torque or dry-friction rows no island is
     // smooth; the pieces are compared only if some island's c can change.)
