@@ -667,17 +667,30 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
   }
   // Targeting by impact (SolverOptions::impact_sweeps, "h24b"): islands of
   // ≤ impact_max_dofs dofs holding a contact between free bodies (trees of
-  // ≤ 6 dofs) with d (v̂ − v_n) > impact_speed at the guess (data_'s v_c).
+  // ≤ 6 dofs) with d (v̂ − v_n) > impact_speed at the guess (data_'s v_c);
+  // larger islands (a pile) once at least pile_impact_share of their
+  // contacts, and pile_impact_count of them, are such impacts ("h26a":
+  // bodies landing on the pile, not one body; flag 2).
   std::fill(sweep_keep_.begin(), sweep_keep_.begin() + ni, 0);  // here: impact flags
   if (o.impact_sweeps > 0) {
     std::fill(sweep_dofs_.begin(), sweep_dofs_.begin() + ni, 0);
     for (int i = 0; i < nv; ++i) ++sweep_dofs_[per_island ? DofIsland(m, i) : 0];
+    const bool shares = o.pile_impact_share > 0;
+    if (shares) {  // per island: contacts, then impacts (large islands only)
+      std::fill(sweep_impacts_.begin(), sweep_impacts_.begin() + 2 * ni, 0);
+    }
     const ContactPool& P = m.contacts;
     const double* vc = data_.contacts.vc.data();
     const int* isl = data_.contacts.island.data();
     for (int c = 0; c < nc; ++c) {
       const int i = isl[c];
-      if (sweep_keep_[i] || sweep_dofs_[i] > o.impact_max_dofs) continue;
+      const bool large = sweep_dofs_[i] > o.impact_max_dofs;
+      if (large) {
+        if (!shares) continue;
+        ++sweep_impacts_[2 * i];
+      } else if (sweep_keep_[i]) {
+        continue;
+      }
       const double vn = vc[3 * c];
       if (!(vn < P.vhat[c] && P.d[c] * (P.vhat[c] - vn) > o.impact_speed)) continue;
       bool free_bodies = true;
@@ -685,8 +698,14 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
         const int q = m.clique_of_dof[j];
         free_bodies = free_bodies && m.clique_start[q + 1] - m.clique_start[q] <= kFreeBodyDofs;
       }
-      sweep_keep_[i] = free_bodies;
+      if (large) sweep_impacts_[2 * i + 1] += free_bodies;
+      else sweep_keep_[i] = free_bodies;
     }
+    if (shares)
+      for (int i = 0; i < ni; ++i)
+        if (sweep_impacts_[2 * i + 1] >= std::max(o.pile_impact_count, 1) &&
+            sweep_impacts_[2 * i + 1] >= o.pile_impact_share * sweep_impacts_[2 * i])
+          sweep_keep_[i] = 2;
   }
   // Articulated sweeps ("h24c"): islands with a tree of > 6 dofs whose trees
   // all have ≤ articulated_max_dofs dofs are swept with the trees' A.
@@ -714,12 +733,17 @@ int IcfSolver::SweepStart(const IcfModel& m, double tol, const SolverOptions& o,
                          sweep_history_swept_[i] <= sweep_history_[i] - o.sweep_min_saving));
     sweep_took_[i] = !optimal && (slow || sweep_keep_[i]);
     candidates += sweep_took_[i];
+    // Its sweeps: the trees' A (h24c), the pile's impacts alone (h26a), else
+    // guess_sweeps or impact_sweeps.
+    sweep_count_[i] = sweep_exact_[i]                         ? o.articulated_sweeps
+                      : !slow && sweep_keep_[i] == 2          ? o.pile_impact_sweeps
+                      : o.guess_sweeps > 0                    ? o.guess_sweeps
+                                                              : o.impact_sweeps;
   }
   if (candidates == 0) return 0;
   sweep_ran_ = true;
   // On the candidates (sweep_took_).
-  SweepGuess(m, o.guess_sweeps > 0 ? o.guess_sweeps : o.impact_sweeps, o.sweep_stop,
-             o.articulated_sweeps);
+  SweepGuess(m, o.sweep_stop);
   // The candidates' dofs at the sweep guess, the others at the guess;
   // sweep_v_ keeps the guess on the candidates' dofs.
   for (int i = 0; i < nv; ++i)
@@ -753,6 +777,8 @@ void IcfSolver::SizeSweepWork(const IcfModel& m) {
   sweep_took_.resize(ni);
   sweep_keep_.resize(ni);
   sweep_dofs_.resize(ni);
+  sweep_impacts_.resize(2 * ni);
+  sweep_count_.resize(ni);
   sweep_v_.resize(nv);
   sweep_Ai_.resize(nv);
   sweep_W_.resize(2 * nc);
@@ -930,7 +956,7 @@ void IcfSolver::RecordIterations(const IcfModel& m, bool per_island, int iterati
   }
 }
 
-void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop, int exact_sweeps) {
+void IcfSolver::SweepGuess(const IcfModel& m, double stop) {
   // Contact sweep guess (cenic-math §8.1), on the islands marked in
   // sweep_took_. With A replaced by its diagonal (free bodies: nearly
   // exact), start from v_f = v⁰ + diag(A)⁻¹(r − A v⁰) (no impulse) and visit
@@ -942,7 +968,7 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop, int exact
   // slip's direction and solves one monotone scalar equation for its size;
   // v += diag(A)⁻¹ J_cᵀ Δγ. An island stops sweeping once a sweep changes
   // its impulses by at most `stop` of their size (Σ|Δγ| ≤ ρ Σ|γ|).
-  // Cost: at most `sweeps` passes over the contact rows, no factorization.
+  // Cost: at most sweep_count_[i] passes over island i's contact rows, no factorization.
   const int nv = m.nv, nc = m.contacts.size(), ni = NumIslands(m);
   const ContactPool& P = m.contacts;
   const int* isl = data_.contacts.island.data();
@@ -980,10 +1006,12 @@ void IcfSolver::SweepGuess(const IcfModel& m, int sweeps, double stop, int exact
   if (any_exact) SweepFactorCliques(m);
   else std::fill(sweep_col_off_.begin(), sweep_col_off_.begin() + nc, -1);
   const double h = P.h;
-  for (int sweep = 0; sweep < std::max(sweeps, exact_sweeps); ++sweep) {
-    if (sweep == sweeps || (sweep == exact_sweeps && any_exact))  // each island's own count
-      for (int i = 0; i < ni; ++i)
-        if (sweep == (sweep_exact_[i] ? exact_sweeps : sweeps)) sweep_active_[i] = 0;
+  int most = 0;
+  for (int i = 0; i < ni; ++i)
+    if (sweep_active_[i]) most = std::max(most, sweep_count_[i]);
+  for (int sweep = 0; sweep < most; ++sweep) {
+    for (int i = 0; i < ni; ++i)  // each island's own count
+      if (sweep == sweep_count_[i]) sweep_active_[i] = 0;
     std::fill(sweep_change_.begin(), sweep_change_.end(), 0.0);
     for (int c = 0; c < nc; ++c) {
       if (!sweep_active_[isl[c]]) continue;

@@ -107,6 +107,15 @@ struct SolverOptions {
   int impact_sweeps = 0;
   double impact_speed = 3;
   int impact_max_dofs = 24;
+  // Pile impacts (cenic-math §8.1, "h26a"): with impact_sweeps on, an island
+  // of more than impact_max_dofs dofs (a pile: sweeping all of it for one
+  // landing body costs more than the iterations it saves) is swept
+  // (pile_impact_sweeps sweeps) once at least pile_impact_share of its
+  // contacts, and at least pile_impact_count contacts, are such impacts:
+  // many bodies landing on the pile at once. pile_impact_share = 0: never.
+  double pile_impact_share = 0.03;
+  int pile_impact_count = 8;
+  int pile_impact_sweeps = 8;
   // Articulated sweeps (cenic-math §8.1, "h24c"): with n > 0, the contact
   // sweeps (n sweeps, unless guess_sweeps or impact_sweeps set the count)
   // on islands with an articulated tree (> 6 dofs) whose trees all have
@@ -277,13 +286,15 @@ class IcfSolver {
   // number of islands moved.
   int SweepStart(const IcfModel& model, double tol, const SolverOptions& o, const char* majorize,
                  bool dual);
-  // Into sweep_v_, on the islands marked in sweep_took_, from the model alone.
-  // exact_sweeps: the count on the islands swept with the trees' A (h24c).
-  void SweepGuess(const IcfModel& model, int sweeps, double stop, int exact_sweeps = 0);
+  // Into sweep_v_, on the islands marked in sweep_took_ (island i: at most
+  // sweep_count_[i] sweeps), from the model alone.
+  void SweepGuess(const IcfModel& model, double stop);
   void SizeSweepWork(const IcfModel& model);
   std::vector<double> sweep_v_, sweep_Ai_, sweep_W_, sweep_gamma_, sweep_change_, guess_l0_;
   std::vector<char> sweep_took_, sweep_keep_, sweep_active_;
   std::vector<int> sweep_dofs_;  // SweepStart: dofs per island (impact_max_dofs)
+  std::vector<int> sweep_impacts_;  // SweepStart: per island, contacts and impacts (h26a)
+  std::vector<int> sweep_count_;    // SweepStart: per island, the sweeps SweepGuess runs
   // Articulated sweeps (h24c): per island, whether it is swept with the
   // trees' A (sweep_exact_); per clique, the offset of its dense Cholesky
   // factor in sweep_L_ (-1: none); per contact, its (≤ 2) cliques and the

@@ -790,6 +790,65 @@ TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
   }
 }
 
+// Pile impacts (cenic-math §8.1, h26a paragraph): an island of more than
+// impact_max_dofs dofs is swept for impacts only when many of its bodies land
+// at once (at least pile_impact_share of its contacts and pile_impact_count
+// contacts are impacts), with pile_impact_sweeps sweeps. Six boxes in a row,
+// each pressed 1 mm into the next and into the floor (one island of 36
+// dofs): all six landing at 5 m/s, or only the first.
+IcfModel RowLandingProblem(int landing) {
+  std::string xml = "<mujoco><option timestep='0.005'/><worldbody>"
+                    "<geom type='plane' size='5 5 .1'/>";
+  for (int i = 0; i < 6; ++i) {
+    char body[300];
+    std::snprintf(body, sizeof(body),
+                  "<body pos='%g 0 0.099'><freejoint/><geom type='box' size='0.1 0.1 0.1'/>"
+                  "</body>", 0.199 * i);
+    xml += body;
+  }
+  xml += "</worldbody></mujoco>";
+  IcfModel m = ProblemAfterFixedSteps(xml, 1, [landing](const mjModel*, mjData* data) {
+    for (int b = 0; b < landing; ++b) data->qvel[6 * b + 2] = -5;  // the root's z
+  });
+  EXPECT_GE(m.contacts.size(), 24 + 5);  // the floor's and the neighbours'
+  EXPECT_LE(m.num_islands, 1);           // one island of 36 dofs
+  return m;
+}
+
+TEST(ContactSweeps, PileImpactsAreSweptWhenManyBodiesLand) {
+  const IcfModel all = RowLandingProblem(6), one = RowLandingProblem(1);
+  const SolverOptions plain = FixedModeOptions(1e-8);
+  SolverOptions impact = plain;
+  impact.impact_sweeps = 20;
+  ASSERT_LT(impact.impact_max_dofs, all.nv);
+  ASSERT_GT(impact.pile_impact_share, 0);  // on by default with impact_sweeps
+  // All six landing: 24 floor contacts are impacts, over half the island's.
+  const auto [st0, st1, dv] = SolvePlainAndSwept(all, plain, impact);
+  std::printf("six boxes landing, %d contacts: Newton %d plain / %d with pile impacts (%d "
+              "islands swept); |dv| %.3g\n", all.contacts.size(), st0.iterations,
+              st1.iterations, st1.sweep_islands, dv);
+  EXPECT_EQ(st1.sweep_islands, 1);
+  EXPECT_LT(st1.iterations, st0.iterations);
+  // The same with the rule off (the island is too large for h24b's rule), or
+  // asking for more impacts than there are: not swept, the plain iterations.
+  for (const auto& [share, count] : {std::pair{0.0, 8}, std::pair{0.03, 25}}) {
+    SolverOptions o = impact;
+    o.pile_impact_share = share;
+    o.pile_impact_count = count;
+    const auto [p0, p1, d] = SolvePlainAndSwept(all, plain, o);
+    EXPECT_EQ(p1.sweep_islands, 0) << share << " " << count;
+    EXPECT_EQ(p1.iterations, p0.iterations);
+  }
+  // One box landing on the row: 4 impacts, fewer than pile_impact_count.
+  const auto [q0, q1, dq] = SolvePlainAndSwept(one, plain, impact);
+  EXPECT_EQ(q1.sweep_islands, 0);
+  EXPECT_EQ(q1.iterations, q0.iterations);
+  SolverOptions four = impact;
+  four.pile_impact_count = 4;  // with 4 it is swept
+  const auto [r0, r1, dr] = SolvePlainAndSwept(one, plain, four);
+  EXPECT_EQ(r1.sweep_islands, 1);
+}
+
 // Articulated sweeps (cenic-math §8.1, h24c paragraph): the contact sweeps
 // with the trees' real A (dense Cholesky per tree) and the joint-limit rows
 // swept as one-sided rows. Four three-link bodies (a free root and two
