@@ -218,8 +218,9 @@ struct FrictionlossName {
     "sweeps\"); 0: off")                                                                           \
   X(impact_sweeps, solver.impact_sweeps, SweepCount,                                            \
     "fixed mode: the contact sweeps of guess_sweeps on small islands of free bodies with an "     \
-    "impact at the usual guess (fewer Newton iterations where falling objects land, see "         \
-    "docs/cenic-math.md §8.1, \"Impact sweeps\"); 0: off")                                       \
+    "impact at the usual guess, and (8 sweeps) on a larger island when ≥ 3 % of its contacts "   \
+    "are such impacts (fewer Newton iterations where falling objects land, see "                  \
+    "docs/cenic-math.md §8.1, \"Impact sweeps\", \"Pile impacts\"); 0: off")                     \
   X(articulated_sweeps, solver.articulated_sweeps, SweepCount,                                  \
     "fixed mode: the contact sweeps with the trees' real A (one dense Cholesky per tree of ≤ 64 "   \
     "dofs) on islands with an articulated tree whose dofs needed ≥ 6 Newton iterations last time " \
