@@ -163,6 +163,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
   has_limits_ = limit_rows > 0;
   start_limits_.reserve(limit_rows);
   check_limits_.reserve(limit_rows);
+  PrepareSolveOptions();
 }
 
 Stepper::~Stepper() = default;
@@ -370,46 +371,54 @@ std::uint64_t PairKey(int g1, int g2) {
 }
 }  // namespace
 
+void Stepper::PrepareSolveOptions() {
+  // The convex solve's options that do not change from solve to solve (the
+  // options are fixed at construction); Solve sets the rest per call without
+  // copying the whole struct (cenic-math §8.9, "h26b").
+  icf::SolverOptions& o = solve_options_;
+  o = options_.solver;
+  o.phase_timers = options_.phase_timers;
+  // Primal-dual friction (cenic-math §8.1), in fixed mode and under error
+  // control: only H changes, so the solution is the same to the tolerance.
+  o.friction_dual = true;
+  // Extended line search (cenic-math §8.3): an island whose Newton step
+  // undershoots the line minimum by far searches on past α = 1.
+  o.extend_slope = kExtendSlope;
+  // The islands' history is kept only when the sweeps are on (default off:
+  // no per-solve bookkeeping for them).
+  if (o.guess_sweeps > 0 || o.articulated_sweeps > 0) {  // (h24c: articulated sweeps too)
+    o.sweep_min_history = kSweepHistory;
+    o.sweep_min_saving = kSweepSaving;
+  }
+}
+
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
                     double tolerance, const double* guess_direction,
                     const double* extrapolated) {
   const bool timed = options_.phase_timers;
   const auto t0 = PhaseNow(timed);
-  icf::SolverOptions o = options_.solver;
+  icf::SolverOptions& o = solve_options_;  // (the fixed part: PrepareSolveOptions)
   o.tolerance = tolerance;
-  o.phase_timers = timed;
-  // Primal-dual friction (cenic-math §8.1), in fixed mode and under error
-  // control: only H changes, so the solution is the same to the tolerance.
   // After a hard solve (≥ 3 iterations) the duals start at 0 (a majorized
   // first iteration); a near-steady scene, solved in 1–2 exact steps, starts
   // at z = t̂ (exact Newton).
   // The PCG directions' forcing (cenic-math §8.4) is loose while the
   // gradient falls slowly, with a tight tolerance only: under error control
   // the few iterations would carry the looser directions into the solution.
-  if (tolerance <= kTightTolerance) o.pcg_forcing_max = kTightPcgForcing;
-  o.friction_dual = true;
+  o.pcg_forcing_max =
+      tolerance <= kTightTolerance ? kTightPcgForcing : options_.solver.pcg_forcing_max;
   o.friction_dual_exact_start = last_iterations_ < 3;
-  // Extended line search (cenic-math §8.3): an island whose Newton step
-  // undershoots the line minimum by far searches on past α = 1.
-  o.extend_slope = kExtendSlope;
   // Contact sweep guess (cenic-math §8.1): fixed mode only (a tight
   // tolerance; under error control the loose solves would carry the other
   // starting point into the accepted steps), and only after a solve that
   // needed ≥ kSweepAfter iterations (a scene that Newton solves in a few
   // would pay the sweeps for nothing).
-  // The islands' history is kept only when the sweeps are on (default off:
-  // no per-solve bookkeeping for them).
-  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
-  if (o.guess_sweeps > 0 || o.articulated_sweeps > 0) {  // (h24c: articulated sweeps too)
-    o.sweep_min_history = kSweepHistory;
-    o.sweep_min_saving = kSweepSaving;
-  }
   // The impact sweeps (h24b) follow the same rule.
-  if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter) {
-    o.guess_sweeps = 0;
-    o.impact_sweeps = 0;
-    o.articulated_sweeps = 0;
-  }
+  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
+  const bool sweeps = fixed_steps && tolerance <= kTightTolerance && last_iterations_ >= kSweepAfter;
+  o.guess_sweeps = sweeps ? options_.solver.guess_sweeps : 0;
+  o.impact_sweeps = sweeps ? options_.solver.impact_sweeps : 0;
+  o.articulated_sweeps = sweeps ? options_.solver.articulated_sweeps : 0;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;

@@ -191,6 +191,7 @@ class Stepper {
   bool BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate,
                bool stages_current = false);
   // Solves model from guess into v; false (status kept) on failure.
+  void PrepareSolveOptions();  // solve_options_' fixed part (construction)
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance,
              const double* guess_direction = nullptr, const double* extrapolated = nullptr);
   // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
@@ -246,6 +247,7 @@ class Stepper {
   std::unique_ptr<Mujoco> mujoco_;
   ErrorNorm norm_;
   icf::IcfSolver solver_;
+  icf::SolverOptions solve_options_;  // Solve's options (PrepareSolveOptions, then per solve)
   icf::IcfModel model_start_, model_mid_;  // built at x_t, at x_m
   const icf::IcfModel* last_solved_ = nullptr;
   const icf::IcfModel* last_problem_ = &model_start_;
