@@ -138,8 +138,8 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
     x->resize(nv);
   // One entry per island of the problem (at most one per dof, at least one).
   const int ni = std::max(nv, 1);
-  for (auto* x : {&island_aa, &island_dd, &island_ao, &island_oo, &island_c, &island_r})
-    x->resize(ni);
+  island_c.resize(ni);
+  island_sums.resize(5 * ni);
   for (auto* x : {&island_smooth, &island_piece}) x->resize(ni);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
@@ -816,21 +816,21 @@ bool Stepper::FullStep(double h, double tolerance) {
     // the tables and sums through local pointers, cenic-math §8.9, "h25d".)
     const int *island_of_clique = mm.island_of_clique.data(), *clique_of_dof = mm.clique_of_dof.data();
     auto island = [=](int i) { return island_of_clique[clique_of_dof[i]]; };
-    for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo, &s.island_r})
-      std::fill(x->begin(), x->begin() + ni, 0.0);
+    // The five sums of island k at island_sums[5k..5k+4], cleared by one
+    // std::fill (five fills were five memset calls; cenic-math §8.9, "h26b").
+    double* sums = s.island_sums.data();
+    std::fill(sums, sums + 5 * ni, 0.0);
     {
-      double *aa = s.island_aa.data(), *dd = s.island_dd.data(), *aov = s.island_ao.data();
-      double *oo = s.island_oo.data(), *rr = s.island_r.data();
       const double *acc = s.warm_accel.data(), *acc_old = s.warm_accel_old.data();
       const double *Md = mm.M_diag.data(), *r = mm.r.data();
       for (int i = 0; i < nv; ++i) {
-        const int k = island(i);
+        double* q = sums + 5 * island(i);  // aa, dd, ao, oo, rr
         const double a = acc[i], ao = acc_old[i], Mi = Md[i];
-        aa[k] += Mi * a * a;
-        dd[k] += Mi * (a - ao) * (a - ao);
-        aov[k] += Mi * a * ao;
-        oo[k] += Mi * ao * ao;
-        rr[k] += r[i] * r[i] / Mi;
+        q[0] += Mi * a * a;
+        q[1] += Mi * (a - ao) * (a - ao);
+        q[2] += Mi * a * ao;
+        q[3] += Mi * ao * ao;
+        q[4] += r[i] * r[i] / Mi;
       }
     }
     // (Without contact, contact-torque or dry-friction rows no island is
@@ -841,8 +841,8 @@ bool Stepper::FullStep(double h, double tolerance) {
       std::fill(s.island_smooth.begin(), s.island_smooth.begin() + ni, 0);
     bool check_pieces = false;
     for (int k = 0; k < ni; ++k) {
-      const double c = GuessFactor(s.island_smooth[k], s.island_aa[k], s.island_dd[k],
-                                   s.island_ao[k], s.island_oo[k], s.island_r[k], h, tolerance);
+      const double* q = sums + 5 * k;
+      const double c = GuessFactor(s.island_smooth[k], q[0], q[1], q[2], q[3], q[4], h, tolerance);
       s.island_c[k] = c;
       check_pieces = check_pieces || (c != 0.0 && !s.island_smooth[k]);
     }

@@ -125,7 +125,9 @@ class Stepper {
     // max(nv, 1)): Σ M_ii a², Σ M_ii (a − a_old)², Σ M_ii a a_old, Σ M_ii a_old²
     // (a = warm_accel, a_old = warm_accel_old), the factor c of h a in the
     // guess, Σ r_i²/M_ii, and the islands with smooth rows / with a piece change.
-    std::vector<double> island_aa, island_dd, island_ao, island_oo, island_c, island_r;
+    // (island_sums: island k's five at 5k: Σ M a², Σ M (a − a_old)², Σ M a a_old,
+    // Σ M a_old², Σ r²/M.)
+    std::vector<double> island_sums, island_c;
     std::vector<char> island_smooth, island_piece;
     std::vector<double> H_diag;                       // propagated norm: diag(H) of the full step
     std::vector<double> drift, drift_y1, drift_y2, drift_My;  // propagated_modes (§11.11)
