@@ -1232,7 +1232,9 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   mujoco_->forces.Write(m_, records, solver_.solution(), records ? last_solved_->h : 0, d);
   stats_.time_writeback += Seconds(t_write, PhaseNow(timed));
   mujoco_->stages.FinishStep(d, H, v_start);
-  stages_state_.Capture(m_, d);
+  // (m->opt is the one the call's first EnsureStages compared or recorded:
+  // the model is const during a call, so its copy of the options is kept.)
+  stages_state_.Capture(m_, d, /*options=*/false);
   stats_.time_geometry += Seconds(t0, PhaseNow(timed));
 }
 
