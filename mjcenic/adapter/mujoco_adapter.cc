@@ -253,9 +253,16 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   CopyShort(d->M, m->nC, model->M.data());
   for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
   const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
-  for (int i = 0; i < nv; ++i) {
-    model->D[i] = no_damper ? 0 : damping_[i];
-    model->K[i] = no_spring ? 0 : stiffness_[i];
+  // D and K are the adapter's (model-only) damping and stiffness under the
+  // two flags: refilled only when the flags differ from the last fill or the
+  // model was reset (cenic-math §8.9, "h26b").
+  const int damper_spring = (no_damper ? 1 : 0) | (no_spring ? 2 : 0);
+  if (model->damper_spring_source != damper_spring) {
+    for (int i = 0; i < nv; ++i) {
+      model->D[i] = no_damper ? 0 : damping_[i];
+      model->K[i] = no_spring ? 0 : stiffness_[i];
+    }
+    model->damper_spring_source = damper_spring;
   }
   CopyShort(d->qvel, nv, model->v0.data());  // (inline: cenic-math §8.9, "Short copies")
 
