@@ -376,9 +376,12 @@ void MujocoAdapter::AddTendonSprings(const mjModel* m, const mjData* d, icf::Icf
 
 void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model) {
   const bool clampctrl = !Disabled(m, mjDSBL_CLAMPCTRL);
+  // (No disabled group, the usual case: no per-actuator group test; cenic-math
+  // §8.9, "h26b".)
+  const int disabled_groups = m->opt.disableactuator;
   for (int a = 0; a < m->nactuator; ++a) {
-    if (m->actuator_group[a] >= 0 && m->actuator_group[a] < 31 &&
-        (m->opt.disableactuator & (1 << m->actuator_group[a])))
+    if (disabled_groups && m->actuator_group[a] >= 0 && m->actuator_group[a] < 31 &&
+        (disabled_groups & (1 << m->actuator_group[a])))
       continue;
     const int out = m->actuator_outadr[a];
     const int nnz = d->moment_rownnz[out], adr = d->moment_rowadr[out];
@@ -420,8 +423,7 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
     if (ascending) {
       const int i = model->gains.Put(gain_rows_++, std::span<const int>(cols, nnz), c, kq, kv,
                                      act_lo_[a], act_hi_[a]);
-      std::copy(d->actuator_moment + adr, d->actuator_moment + adr + nnz,
-                model->gains.rows.J(i));
+      CopyShort(d->actuator_moment + adr, nnz, model->gains.rows.J(i));  // (a few entries)
       continue;
     }
     perm_.resize(nnz);
