@@ -776,8 +776,7 @@ bool Stepper::FullStep(double h, double tolerance) {
   // iterations, else v_t.
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
-  const bool warm = tolerance <= kTightTolerance && warm_valid_ &&
-                    std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  const bool warm = tolerance <= kTightTolerance && starts_at_warm_v_;
   const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
   bool any_warm = false;
   if (warm && fixed_steps && warm_old_valid_ && model_start_.num_islands <= 1) {
@@ -1015,6 +1014,12 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   CopyShort(d->qpos, m_->nq, s.q_start.data());
   CopyShort(d->qvel, m_->nv, s.v_start.data());
   CopyShort(d->act, m_->na, s.act_start.data());
+  // Whether this step starts where the last accepted one ended (the guess's
+  // history, §8.1): compared once per step, read by FullStep and below
+  // (cenic-math §8.9, "h26b"; v_start, warm_v and warm_valid_ do not change
+  // before the end of the step).
+  starts_at_warm_v_ =
+      warm_valid_ && std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
   const double h_max = LargestStep();
@@ -1136,8 +1141,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   if (options_.error_estimate == ErrorEstimate::kEmbedded) RecordEmbeddedHistory(d, h);
   // The initial guess's history (§8.1): a_old is the acceleration of the step
   // just before only if this step started where that one ended.
-  const bool continues =
-      warm_valid_ && std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  const bool continues = starts_at_warm_v_;
   warm_older_valid_ = continues && warm_old_valid_;
   warm_old_valid_ = continues;
   std::swap(s.warm_accel_old, s.warm_accel_older);

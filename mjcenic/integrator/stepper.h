@@ -282,6 +282,7 @@ class Stepper {
   bool warm_old_valid_ = false;  // scratch_.warm_accel_old: the step just before warm_accel's
   bool warm_older_valid_ = false;  // scratch_.warm_accel_older: the step just before that
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
+  bool starts_at_warm_v_ = false;        // this step's v_start is warm_v (InternalStep)
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when
   // the stages are recomputed or invalidated).
