@@ -253,9 +253,16 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   CopyShort(d->M, m->nC, model->M.data());
   for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
   const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
-  for (int i = 0; i < nv; ++i) {
-    model->D[i] = no_damper ? 0 : damping_[i];
-    model->K[i] = no_spring ? 0 : stiffness_[i];
+  // D and K are the adapter's (model-only) damping and stiffness under the
+  // two flags: refilled only when the flags differ from the last fill or the
+  // model was reset (cenic-math §8.9, "h26b").
+  const int damper_spring = (no_damper ? 1 : 0) | (no_spring ? 2 : 0);
+  if (model->damper_spring_source != damper_spring) {
+    for (int i = 0; i < nv; ++i) {
+      model->D[i] = no_damper ? 0 : damping_[i];
+      model->K[i] = no_spring ? 0 : stiffness_[i];
+    }
+    model->damper_spring_source = damper_spring;
   }
   CopyShort(d->qvel, nv, model->v0.data());  // (inline: cenic-math §8.9, "Short copies")
 
@@ -369,9 +376,12 @@ void MujocoAdapter::AddTendonSprings(const mjModel* m, const mjData* d, icf::Icf
 
 void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model) {
   const bool clampctrl = !Disabled(m, mjDSBL_CLAMPCTRL);
+  // (No disabled group, the usual case: no per-actuator group test; cenic-math
+  // §8.9, "h26b".)
+  const int disabled_groups = m->opt.disableactuator;
   for (int a = 0; a < m->nactuator; ++a) {
-    if (m->actuator_group[a] >= 0 && m->actuator_group[a] < 31 &&
-        (m->opt.disableactuator & (1 << m->actuator_group[a])))
+    if (disabled_groups && m->actuator_group[a] >= 0 && m->actuator_group[a] < 31 &&
+        (disabled_groups & (1 << m->actuator_group[a])))
       continue;
     const int out = m->actuator_outadr[a];
     const int nnz = d->moment_rownnz[out], adr = d->moment_rowadr[out];
@@ -413,8 +423,7 @@ void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfMode
     if (ascending) {
       const int i = model->gains.Put(gain_rows_++, std::span<const int>(cols, nnz), c, kq, kv,
                                      act_lo_[a], act_hi_[a]);
-      std::copy(d->actuator_moment + adr, d->actuator_moment + adr + nnz,
-                model->gains.rows.J(i));
+      CopyShort(d->actuator_moment + adr, nnz, model->gains.rows.J(i));  // (a few entries)
       continue;
     }
     perm_.resize(nnz);

@@ -95,12 +95,18 @@ class IslandHessian final : public HessianFactor {
   bool AssembleAndFactor(const IcfModel& model, const IcfData& data) override {
     if (by_block_) return graph_->AssembleAndFactor(model, data);
     const int ni = static_cast<int>(size_.size());
-    auto frozen = [this](int k) { return frozen_ != nullptr && frozen_[k] != 0; };
+    // (The flags and the dof → island table through locals: GCC re-read the
+    // members at every test; cenic-math §8.9, "h26b".)
+    const char* const frozen_flags = frozen_;
+    const int* const island_of = island_.data();
+    auto frozen = [frozen_flags](int k) { return frozen_flags != nullptr && frozen_flags[k] != 0; };
     // H is assembled straight into the factor's storage (no copy of it is
     // kept: DenseH assembles it again, cenic-math §8.9).
     for (int k = 0; k < ni; ++k)
       if (!frozen(k)) std::fill(L_.begin() + offset_[k], L_.begin() + offset_[k + 1], 0.0);
-    auto keep = [&](int dof) { return !frozen(island_[dof]); };
+    auto keep = [frozen_flags, island_of](int dof) {
+      return frozen_flags == nullptr || frozen_flags[island_of[dof]] == 0;
+    };
     // A: entry (i, j), i ≥ j, of the column-major lower triangle; a < b in
     // a reversed island (its dofs in reverse order).
     for (int i = 0; i < model.nv; ++i) {

@@ -18,6 +18,7 @@ void IcfModel::Reset(int n) {
   M_diag.assign(n, 0);
   D.assign(n, 0);
   K.assign(n, 0);
+  damper_spring_source = -1;
   v0.assign(n, 0);
   f.assign(n, 0);
   r.assign(n, 0);
@@ -44,8 +45,6 @@ void IcfModel::ComputeIslands() {
     largest_island = std::max(0, island_parent_[0]);
     return;
   }
-  island_parent_.resize(std::max(ncl, 0));
-  for (int c = 0; c < ncl; ++c) island_parent_[c] = c;
   auto find = [&](int c) {
     while (island_parent_[c] != c) c = island_parent_[c] = island_parent_[island_parent_[c]];
     return c;
@@ -100,6 +99,10 @@ void IcfModel::ComputeIslands() {
     num_islands = std::max(ncl, 0);
     return;
   }
+  // The union–find's workspace (after the shortcut above, which does not
+  // use it; cenic-math §8.9, "h26b").
+  island_parent_.resize(std::max(ncl, 0));
+  for (int c = 0; c < ncl; ++c) island_parent_[c] = c;
   if (ncl > 1) {  // one clique: one island
     join(contacts);
     join(limits);

@@ -105,6 +105,10 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   // LineSearch used to, in this pass over the dofs and rows.
   // data_ and the per-island work are sized by TagIslands, which every
   // caller runs first for this model (cenic-math §8.9, per-call set-up).
+  // Without line_search_sums_ (the small path, which takes no line search
+  // and whose fallback evaluates again) the per-island sums c_i and ℓ_i(0)
+  // are not formed (cenic-math §8.9, "h26b"); cost, gradient, γ and G are
+  // the same.
   const int nv = m.nv;
   const int ni = NumIslands(m);
   // Freezing is per island of several: a one-island solve that converged
@@ -114,33 +118,42 @@ void IcfSolver::Evaluate(const IcfModel& m, const double* v, const char* frozen,
   if (!advanced) m.MultiplyA(v, data_.Av.data());
   double* lc = data_.ls_c.data();
   double* l0 = ls_.l0.data();
-  if (ni > 1) std::fill(lc, lc + ni, 0.0);  // (one island: lc[0] is set below)
   const double *Av = data_.Av.data(), *r = m.r.data();
   double* grad = data_.grad.data();
   const int* dof_isl = dof_island_.data();
   double cost = 0;
-  if (ni > 1 && frozen) {  // a frozen island's gradient entries stay (see the header)
-    for (int i = 0; i < nv; ++i) {
-      if (!frozen[dof_isl[i]]) grad[i] = Av[i] - r[i];
-      const double ci = v[i] * (0.5 * Av[i] - r[i]);
-      cost += ci;
-      lc[dof_isl[i]] += ci;
-    }
-  } else if (ni > 1) {
-    for (int i = 0; i < nv; ++i) {
-      grad[i] = Av[i] - r[i];
-      const double ci = v[i] * (0.5 * Av[i] - r[i]);
-      cost += ci;
-      lc[dof_isl[i]] += ci;
-    }
-  } else {
+  if (ni > 1 && !line_search_sums_ && !frozen) {
+    // (The rows' ℓ_c below still add into l0, unread: cheaper than a test
+    // per row. With frozen islands, rare here, the sums are formed.)
     for (int i = 0; i < nv; ++i) {
       grad[i] = Av[i] - r[i];
       cost += v[i] * (0.5 * Av[i] - r[i]);
     }
-    lc[0] = cost;  // one island: c_0 is ℓ's momentum part, and ℓ_0(0) = ℓ (below)
+  } else {
+    if (ni > 1) std::fill(lc, lc + ni, 0.0);  // (one island: lc[0] is set below)
+    if (ni > 1 && frozen) {  // a frozen island's gradient entries stay (see the header)
+      for (int i = 0; i < nv; ++i) {
+        if (!frozen[dof_isl[i]]) grad[i] = Av[i] - r[i];
+        const double ci = v[i] * (0.5 * Av[i] - r[i]);
+        cost += ci;
+        lc[dof_isl[i]] += ci;
+      }
+    } else if (ni > 1) {
+      for (int i = 0; i < nv; ++i) {
+        grad[i] = Av[i] - r[i];
+        const double ci = v[i] * (0.5 * Av[i] - r[i]);
+        cost += ci;
+        lc[dof_isl[i]] += ci;
+      }
+    } else {
+      for (int i = 0; i < nv; ++i) {
+        grad[i] = Av[i] - r[i];
+        cost += v[i] * (0.5 * Av[i] - r[i]);
+      }
+      lc[0] = cost;  // one island: c_0 is ℓ's momentum part, and ℓ_0(0) = ℓ (below)
+    }
+    for (int i = 0; i < ni; ++i) l0[i] = lc[i];
   }
-  for (int i = 0; i < ni; ++i) l0[i] = lc[i];
   const double* alpha = ls_.alpha.data();
   auto eval_pool = [&](const auto& pool, auto& pd, auto islands) {
     constexpr bool kIslands = decltype(islands)::value;
@@ -1387,6 +1400,7 @@ bool IcfSolver::SolveSmall(const IcfModel& m, const double* v_guess, const Solve
   if (!std::isfinite(tol)) return false;
   fresh_ = false;  // (no factorization kept for reuse)
   partial_factor_ = false;
+  line_search_sums_ = false;  // (both evaluations of the path: no line search)
   Evaluate(m, vtmp_.data(), nullptr);
   double Dg;
   if (!FiniteGradient(m, per_island, &Dg, st)) return false;
@@ -1508,6 +1522,7 @@ SolveStatus IcfSolver::Solve(const IcfModel& m, const double* v_guess, const Sol
     }
     st = SolveStats();  // the general loop, from the guess
   }
+  line_search_sums_ = true;  // (the small path turns them off)
   // Several islands: each is its own problem (ℓ is a sum over islands), so
   // each stops at its own tolerance ε max(1, |D r|_i) and, once converged,
   // is frozen: no more evaluation, assembly, factorization or line search.

@@ -417,6 +417,9 @@ class IcfSolver {
   std::vector<double> diag_block_;  // HessianDiagonal: one J_iᵀ G_i J_i block
   bool fresh_ = false;                 // reuse state machine (§8.5)
   bool partial_factor_ = false;        // the kept factorization skipped frozen islands
+  // Evaluate forms the line search's per-island sums c_i and ℓ_i(0); the
+  // small path turns them off, the general loop on (cenic-math §8.9, "h26b").
+  bool line_search_sums_ = true;
   HessianFactor* fresh_factor_ = nullptr;
   HessianFactor* solution_factor_ = nullptr;  // FactorAtSolution's
 };

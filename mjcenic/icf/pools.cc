@@ -172,7 +172,15 @@ int GainPool::Add(std::span<const int> dofs, double c_, double kq_, double kv_, 
 }
 
 void GainPool::Lag(const double* v0) {
-  for (int i = 0; i < size(); ++i) rows.Multiply(i, v0, &vc0[i]);
+  // v_c0 = J v0 is read only by SetTimeStep, for a row with κ = h kq + kv < 0
+  // (explicit at v_c0). With kq ≥ 0 and kv ≥ 0 that cannot happen at any
+  // h > 0 (a NaN fails the test and is multiplied as before), and the row
+  // keeps the 0 its Put or Add set (cenic-math §8.9, "h26b").
+  const double *kq_ = kq.data(), *kv_ = kv.data();
+  double* out = vc0.data();
+  const int n = size();
+  for (int i = 0; i < n; ++i)
+    if (!(kq_[i] >= 0 && kv_[i] >= 0)) rows.Multiply(i, v0, out + i);
 }
 
 void GainPool::SetTimeStep(double h_, const IcfParameters&) {

@@ -26,7 +26,7 @@ void ForEachArray(const mjModel* m, const mjData* d, bool with_inputs, Fn&& fn) 
 
 }  // namespace
 
-void StateSnapshot::Capture(const mjModel* m, const mjData* d) {
+void StateSnapshot::Capture(const mjModel* m, const mjData* d, bool options) {
   long n = 0;
   ForEachArray(m, d, with_inputs_, [&](const double*, long k) { n += k; });
   if (static_cast<long>(values_.size()) != n) values_.resize(n);  // the first capture
@@ -36,7 +36,7 @@ void StateSnapshot::Capture(const mjModel* m, const mjData* d) {
     out += k;
   });
   if (m->neq > 0 || !eq_active_.empty()) eq_active_.assign(d->eq_active, d->eq_active + m->neq);
-  std::memcpy(&opt_, &m->opt, sizeof(mjOption));
+  if (options) std::memcpy(&opt_, &m->opt, sizeof(mjOption));
   data_ = d;
   valid_ = true;
 }

@@ -138,8 +138,8 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
     x->resize(nv);
   // One entry per island of the problem (at most one per dof, at least one).
   const int ni = std::max(nv, 1);
-  for (auto* x : {&island_aa, &island_dd, &island_ao, &island_oo, &island_c, &island_r})
-    x->resize(ni);
+  island_c.resize(ni);
+  island_sums.resize(5 * ni);
   for (auto* x : {&island_smooth, &island_piece}) x->resize(ni);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
@@ -163,6 +163,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
   has_limits_ = limit_rows > 0;
   start_limits_.reserve(limit_rows);
   check_limits_.reserve(limit_rows);
+  PrepareSolveOptions();
 }
 
 Stepper::~Stepper() = default;
@@ -370,46 +371,54 @@ std::uint64_t PairKey(int g1, int g2) {
 }
 }  // namespace
 
+void Stepper::PrepareSolveOptions() {
+  // The convex solve's options that do not change from solve to solve (the
+  // options are fixed at construction); Solve sets the rest per call without
+  // copying the whole struct (cenic-math §8.9, "h26b").
+  icf::SolverOptions& o = solve_options_;
+  o = options_.solver;
+  o.phase_timers = options_.phase_timers;
+  // Primal-dual friction (cenic-math §8.1), in fixed mode and under error
+  // control: only H changes, so the solution is the same to the tolerance.
+  o.friction_dual = true;
+  // Extended line search (cenic-math §8.3): an island whose Newton step
+  // undershoots the line minimum by far searches on past α = 1.
+  o.extend_slope = kExtendSlope;
+  // The islands' history is kept only when the sweeps are on (default off:
+  // no per-solve bookkeeping for them).
+  if (o.guess_sweeps > 0 || o.articulated_sweeps > 0) {  // (h24c: articulated sweeps too)
+    o.sweep_min_history = kSweepHistory;
+    o.sweep_min_saving = kSweepSaving;
+  }
+}
+
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
                     double tolerance, const double* guess_direction,
                     const double* extrapolated) {
   const bool timed = options_.phase_timers;
   const auto t0 = PhaseNow(timed);
-  icf::SolverOptions o = options_.solver;
+  icf::SolverOptions& o = solve_options_;  // (the fixed part: PrepareSolveOptions)
   o.tolerance = tolerance;
-  o.phase_timers = timed;
-  // Primal-dual friction (cenic-math §8.1), in fixed mode and under error
-  // control: only H changes, so the solution is the same to the tolerance.
   // After a hard solve (≥ 3 iterations) the duals start at 0 (a majorized
   // first iteration); a near-steady scene, solved in 1–2 exact steps, starts
   // at z = t̂ (exact Newton).
   // The PCG directions' forcing (cenic-math §8.4) is loose while the
   // gradient falls slowly, with a tight tolerance only: under error control
   // the few iterations would carry the looser directions into the solution.
-  if (tolerance <= kTightTolerance) o.pcg_forcing_max = kTightPcgForcing;
-  o.friction_dual = true;
+  o.pcg_forcing_max =
+      tolerance <= kTightTolerance ? kTightPcgForcing : options_.solver.pcg_forcing_max;
   o.friction_dual_exact_start = last_iterations_ < 3;
-  // Extended line search (cenic-math §8.3): an island whose Newton step
-  // undershoots the line minimum by far searches on past α = 1.
-  o.extend_slope = kExtendSlope;
   // Contact sweep guess (cenic-math §8.1): fixed mode only (a tight
   // tolerance; under error control the loose solves would carry the other
   // starting point into the accepted steps), and only after a solve that
   // needed ≥ kSweepAfter iterations (a scene that Newton solves in a few
   // would pay the sweeps for nothing).
-  // The islands' history is kept only when the sweeps are on (default off:
-  // no per-solve bookkeeping for them).
-  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
-  if (o.guess_sweeps > 0 || o.articulated_sweeps > 0) {  // (h24c: articulated sweeps too)
-    o.sweep_min_history = kSweepHistory;
-    o.sweep_min_saving = kSweepSaving;
-  }
   // The impact sweeps (h24b) follow the same rule.
-  if (!(fixed_steps && tolerance <= kTightTolerance) || last_iterations_ < kSweepAfter) {
-    o.guess_sweeps = 0;
-    o.impact_sweeps = 0;
-    o.articulated_sweeps = 0;
-  }
+  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
+  const bool sweeps = fixed_steps && tolerance <= kTightTolerance && last_iterations_ >= kSweepAfter;
+  o.guess_sweeps = sweeps ? options_.solver.guess_sweeps : 0;
+  o.impact_sweeps = sweeps ? options_.solver.impact_sweeps : 0;
+  o.articulated_sweeps = sweeps ? options_.solver.articulated_sweeps : 0;
   icf::SolveStats st;
   last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
   last_solved_ = &model;
@@ -767,8 +776,7 @@ bool Stepper::FullStep(double h, double tolerance) {
   // iterations, else v_t.
   Scratch& s = scratch_;
   const int nv = static_cast<int>(m_->nv);
-  const bool warm = tolerance <= kTightTolerance && warm_valid_ &&
-                    std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  const bool warm = tolerance <= kTightTolerance && starts_at_warm_v_;
   const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
   bool any_warm = false;
   if (warm && fixed_steps && warm_old_valid_ && model_start_.num_islands <= 1) {
@@ -807,21 +815,21 @@ bool Stepper::FullStep(double h, double tolerance) {
     // the tables and sums through local pointers, cenic-math §8.9, "h25d".)
     const int *island_of_clique = mm.island_of_clique.data(), *clique_of_dof = mm.clique_of_dof.data();
     auto island = [=](int i) { return island_of_clique[clique_of_dof[i]]; };
-    for (auto* x : {&s.island_aa, &s.island_dd, &s.island_ao, &s.island_oo, &s.island_r})
-      std::fill(x->begin(), x->begin() + ni, 0.0);
+    // The five sums of island k at island_sums[5k..5k+4], cleared by one
+    // std::fill (five fills were five memset calls; cenic-math §8.9, "h26b").
+    double* sums = s.island_sums.data();
+    std::fill(sums, sums + 5 * ni, 0.0);
     {
-      double *aa = s.island_aa.data(), *dd = s.island_dd.data(), *aov = s.island_ao.data();
-      double *oo = s.island_oo.data(), *rr = s.island_r.data();
       const double *acc = s.warm_accel.data(), *acc_old = s.warm_accel_old.data();
       const double *Md = mm.M_diag.data(), *r = mm.r.data();
       for (int i = 0; i < nv; ++i) {
-        const int k = island(i);
+        double* q = sums + 5 * island(i);  // aa, dd, ao, oo, rr
         const double a = acc[i], ao = acc_old[i], Mi = Md[i];
-        aa[k] += Mi * a * a;
-        dd[k] += Mi * (a - ao) * (a - ao);
-        aov[k] += Mi * a * ao;
-        oo[k] += Mi * ao * ao;
-        rr[k] += r[i] * r[i] / Mi;
+        q[0] += Mi * a * a;
+        q[1] += Mi * (a - ao) * (a - ao);
+        q[2] += Mi * a * ao;
+        q[3] += Mi * ao * ao;
+        q[4] += r[i] * r[i] / Mi;
       }
     }
     // (Without contact, contact-torque or dry-friction rows no island is
@@ -832,8 +840,8 @@ bool Stepper::FullStep(double h, double tolerance) {
       std::fill(s.island_smooth.begin(), s.island_smooth.begin() + ni, 0);
     bool check_pieces = false;
     for (int k = 0; k < ni; ++k) {
-      const double c = GuessFactor(s.island_smooth[k], s.island_aa[k], s.island_dd[k],
-                                   s.island_ao[k], s.island_oo[k], s.island_r[k], h, tolerance);
+      const double* q = sums + 5 * k;
+      const double c = GuessFactor(s.island_smooth[k], q[0], q[1], q[2], q[3], q[4], h, tolerance);
       s.island_c[k] = c;
       check_pieces = check_pieces || (c != 0.0 && !s.island_smooth[k]);
     }
@@ -1006,12 +1014,20 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   CopyShort(d->qpos, m_->nq, s.q_start.data());
   CopyShort(d->qvel, m_->nv, s.v_start.data());
   CopyShort(d->act, m_->na, s.act_start.data());
+  // Whether this step starts where the last accepted one ended (the guess's
+  // history, §8.1): compared once per step, read by FullStep and below
+  // (cenic-math §8.9, "h26b"; v_start, warm_v and warm_valid_ do not change
+  // before the end of the step).
+  starts_at_warm_v_ =
+      warm_valid_ && std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
   const bool fixed = options_.mode == Mode::kFixed;
   const double timestep = m_->opt.timestep;
   const double h_max = LargestStep();
-  const double h_min =
-      std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step});
   const bool controlled = !fixed && options_.error_control;
+  // (Read only under error control.)
+  const double h_min =
+      controlled ? std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step})
+                 : 0.0;
   if (!controlled) {
     h_ideal_ = h_max;
   } else if (!(h_ideal_ > 0)) {
@@ -1125,8 +1141,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   if (options_.error_estimate == ErrorEstimate::kEmbedded) RecordEmbeddedHistory(d, h);
   // The initial guess's history (§8.1): a_old is the acceleration of the step
   // just before only if this step started where that one ended.
-  const bool continues =
-      warm_valid_ && std::equal(s.v_start.begin(), s.v_start.end(), s.warm_v.begin());
+  const bool continues = starts_at_warm_v_;
   warm_older_valid_ = continues && warm_old_valid_;
   warm_old_valid_ = continues;
   std::swap(s.warm_accel_old, s.warm_accel_older);
@@ -1223,7 +1238,9 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   mujoco_->forces.Write(m_, records, solver_.solution(), records ? last_solved_->h : 0, d);
   stats_.time_writeback += Seconds(t_write, PhaseNow(timed));
   mujoco_->stages.FinishStep(d, H, v_start);
-  stages_state_.Capture(m_, d);
+  // (m->opt is the one the call's first EnsureStages compared or recorded:
+  // the model is const during a call, so its copy of the options is kept.)
+  stages_state_.Capture(m_, d, /*options=*/false);
   stats_.time_geometry += Seconds(t0, PhaseNow(timed));
 }
 
@@ -1322,7 +1339,12 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   } else {
     dense_written_.Invalidate();
   }
-  if (FirstNonFinite(d->qpos, m_->nq) >= 0 || FirstNonFinite(d->qvel, m_->nv) >= 0)
+  // (x·0 summed, as CheckInputs tests its inputs: one test, no branch per
+  // entry; cenic-math §8.9, "h26b".)
+  ZeroSum state_times_zero = {0.0, 0.0};
+  AddTimesZero(d->qpos, m_->nq, &state_times_zero);
+  AddTimesZero(d->qvel, m_->nv, &state_times_zero);
+  if (state_times_zero[0] + state_times_zero[1] != 0.0) [[unlikely]]
     return ErrorStatus(absl::StatusCode::kInternal, "mjcenic: state became non-finite at time ",
                        d->time);
   return absl::OkStatus();

@@ -125,7 +125,9 @@ class Stepper {
     // max(nv, 1)): Σ M_ii a², Σ M_ii (a − a_old)², Σ M_ii a a_old, Σ M_ii a_old²
     // (a = warm_accel, a_old = warm_accel_old), the factor c of h a in the
     // guess, Σ r_i²/M_ii, and the islands with smooth rows / with a piece change.
-    std::vector<double> island_aa, island_dd, island_ao, island_oo, island_c, island_r;
+    // (island_sums: island k's five at 5k: Σ M a², Σ M (a − a_old)², Σ M a a_old,
+    // Σ M a_old², Σ r²/M.)
+    std::vector<double> island_sums, island_c;
     std::vector<char> island_smooth, island_piece;
     std::vector<double> H_diag;                       // propagated norm: diag(H) of the full step
     std::vector<double> drift, drift_y1, drift_y2, drift_My;  // propagated_modes (§11.11)
@@ -191,6 +193,7 @@ class Stepper {
   bool BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rate,
                bool stages_current = false);
   // Solves model from guess into v; false (status kept) on failure.
+  void PrepareSolveOptions();  // solve_options_' fixed part (construction)
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance,
              const double* guess_direction = nullptr, const double* extrapolated = nullptr);
   // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
@@ -246,6 +249,7 @@ class Stepper {
   std::unique_ptr<Mujoco> mujoco_;
   ErrorNorm norm_;
   icf::IcfSolver solver_;
+  icf::SolverOptions solve_options_;  // Solve's options (PrepareSolveOptions, then per solve)
   icf::IcfModel model_start_, model_mid_;  // built at x_t, at x_m
   const icf::IcfModel* last_solved_ = nullptr;
   const icf::IcfModel* last_problem_ = &model_start_;
@@ -278,6 +282,7 @@ class Stepper {
   bool warm_old_valid_ = false;  // scratch_.warm_accel_old: the step just before warm_accel's
   bool warm_older_valid_ = false;  // scratch_.warm_accel_older: the step just before that
   bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
+  bool starts_at_warm_v_ = false;        // this step's v_start is warm_v (InternalStep)
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when
   // the stages are recomputed or invalidated).
