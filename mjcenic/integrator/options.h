@@ -102,7 +102,9 @@ struct StepperOptions {
   bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)
   bool period2_guess = true;         // fixed mode, one island with contacts whose
                                      // accelerations alternate: Newton starts at
-                                     // v_t + h a_old (cenic-math §8.1, "Period-2 guess")
+                                     // v_t + h a_old (cenic-math §8.1, "Period-2 guess");
+                                     // several islands: per island, v_t + q h a_old
+                                     // when a ≈ q a_older ("Lag-2 guess")
   ControllerTreatment controller = ControllerTreatment::kImplicit;  // see SetController
   // > 0: MuJoCo's collision detection also reports pairs up to this distance
   // [m] apart (added to every geom's gap on a private model copy), so ICF's

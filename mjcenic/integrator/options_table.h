@@ -205,7 +205,10 @@ struct FrictionlossName {
   X(period2_guess, period2_guess, Flag,                                                         \
     "fixed mode: a one-island scene with contacts whose accelerations alternate from step to "    \
     "step (period-2 chatter, e.g. a foot wedged in a height field) starts Newton at v_t + h·a_old, " \
-    "the velocity change of the step before last (see docs/cenic-math.md §8.1, \"Period-2 guess\")") \
+    "the velocity change of the step before last; with several islands, an island with contacts " \
+    "whose accelerations repeat every second step up to a factor q (a ≈ q·a_older: an object "  \
+    "chattering in a hand) starts at v_t + q·h·a_old (see docs/cenic-math.md §8.1, "            \
+    "\"Period-2 guess\", \"Lag-2 guess\")")                                                     \
   X(pull_back_guess, solver.pull_back_guess, Flag,                                              \
     "fixed mode: Newton starts at (a cubic estimate of) the line minimum of the cost along the "  \
     "warm start v_t + h·a_prev where the warm start overshoots it more than twice (fewer Newton " \

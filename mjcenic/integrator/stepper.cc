@@ -140,6 +140,8 @@ void Stepper::Scratch::Resize(int nq, int nv, int na) {
   const int ni = std::max(nv, 1);
   island_c.resize(ni);
   island_sums.resize(5 * ni);
+  island_lag2.resize(2 * ni);
+  island_q.resize(ni);
   for (auto* x : {&island_smooth, &island_piece}) x->resize(ni);
   for (auto* x : {&act_start, &act_rate_start, &act_full, &act_mid, &act_rate_mid, &act_end,
                   &act_rate_prev, &act_a, &act_b, &act_rate_a, &act_euler})
@@ -720,6 +722,11 @@ inline double GuessFactor(bool smooth, double aa, double dd, double ao, double o
 // Newton iteration: tendon.xml).
 constexpr double kPeriod2Match = 0.5;
 constexpr int kPeriod2MaxReleased = 2;
+// Lag-2 guess (cenic-math §8.1, "h26c"): on one of several islands with
+// contact rows, a_next = q a_old with q the least-squares factor of
+// a ≈ q a_older, taken when that fit leaves less than kLag2Fit of
+// min(|a|²_M, |a − a_old|²_M) (what the rule of GuessFactor leaves).
+constexpr double kLag2Fit = 1e-2;
 }  // namespace
 
 bool Stepper::Period2Guess(double dd, double h) {
@@ -762,7 +769,9 @@ bool Stepper::FullStep(double h, double tolerance) {
   // island with contacts c = 1 if |a_prev − a_old|_M < |a_prev|_M, else 0.
   // c = 0 where h |a_prev|_M is below the island's tolerance (near rest).
   // One island with contacts where c = 0 after period-2 chatter
-  // (a_prev ≈ a_older): v_t + h a_old (Period2Guess, option period2_guess).
+  // (a_prev ≈ a_older): v_t + h a_old (Period2Guess, option period2_guess);
+  // of several islands, each with contacts whose a_prev ≈ q a_older (within
+  // kLag2Fit): v_t + q h a_old (the lag-2 guess, same option).
   // An island with c ≠ 0 takes at least one Newton iteration (Solve's
   // `extrapolated`): accepted at k = 0, the guess's error would have the same
   // sign step after step and accumulate.
@@ -852,11 +861,49 @@ bool Stepper::FullStep(double h, double tolerance) {
       for (int k = 0; k < ni; ++k)
         if (!s.island_smooth[k] && s.island_piece[k]) s.island_c[k] = 0.0;
     }
-    for (int i = 0; i < nv; ++i) {
-      const double c = s.island_c[island(i)];
-      any_warm = any_warm || c != 0.0;
-      s.guess_dir[i] = c * h * s.warm_accel[i];
-      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+    // Lag-2 guess (option period2_guess): an island with contact rows whose
+    // accelerations repeat, up to a factor, every second step (period-2 or
+    // period-4 chatter of an object resting in a hand) starts from
+    // v_t + q h a_old.
+    bool any_lag2 = false;
+    if (options_.period2_guess && warm_older_valid_ && mm.HasSmoothRows()) {
+      double* lag = s.island_lag2.data();
+      std::fill(lag, lag + 2 * ni, 0.0);
+      const double *acc = s.warm_accel.data(), *acc_older = s.warm_accel_older.data();
+      const double* Md = mm.M_diag.data();
+      for (int i = 0; i < nv; ++i) {
+        double* q = lag + 2 * island(i);  // ab, bb
+        const double a = acc[i], b = acc_older[i], Mi = Md[i];
+        q[0] += Mi * a * b;
+        q[1] += Mi * b * b;
+      }
+      for (int k = 0; k < ni; ++k) {
+        s.island_q[k] = 0.0;
+        const double* q5 = sums + 5 * k;
+        const double ab = lag[2 * k], bb = lag[2 * k + 1];
+        if (!s.island_smooth[k] || !(bb > 0) || NearRest(q5[0], q5[4], h, tolerance)) continue;
+        const double q = ab / bb;
+        if (q != 0.0 && q5[0] - q * ab < kLag2Fit * std::min(q5[0], q5[1])) {
+          s.island_q[k] = q;
+          any_lag2 = true;
+        }
+      }
+    }
+    if (any_lag2) {
+      for (int i = 0; i < nv; ++i) {
+        const int k = island(i);
+        const double c = s.island_c[k], q = s.island_q[k];
+        any_warm = any_warm || c != 0.0 || q != 0.0;
+        s.guess_dir[i] = q != 0.0 ? q * h * s.warm_accel_old[i] : c * h * s.warm_accel[i];
+        s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+      }
+    } else {
+      for (int i = 0; i < nv; ++i) {
+        const double c = s.island_c[island(i)];
+        any_warm = any_warm || c != 0.0;
+        s.guess_dir[i] = c * h * s.warm_accel[i];
+        s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
+      }
     }
   } else {
     any_warm = warm && !fixed_steps && last_iterations_ >= 2;

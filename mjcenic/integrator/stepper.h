@@ -126,8 +126,9 @@ class Stepper {
     // (a = warm_accel, a_old = warm_accel_old), the factor c of h a in the
     // guess, Σ r_i²/M_ii, and the islands with smooth rows / with a piece change.
     // (island_sums: island k's five at 5k: Σ M a², Σ M (a − a_old)², Σ M a a_old,
-    // Σ M a_old², Σ r²/M.)
-    std::vector<double> island_sums, island_c;
+    // Σ M a_old², Σ r²/M; island_lag2: its Σ M a a_older, Σ M a_older² at 2k
+    // and the lag-2 factor q of h a_old in the guess, island_q, 0 if not used.)
+    std::vector<double> island_sums, island_c, island_lag2, island_q;
     std::vector<char> island_smooth, island_piece;
     std::vector<double> H_diag;                       // propagated norm: diag(H) of the full step
     std::vector<double> drift, drift_y1, drift_y2, drift_My;  // propagated_modes (§11.11)
