@@ -745,23 +745,27 @@ TEST(ContactSweeps, HistoryTargetsIslandsThatWereSlow) {
 // iteration from the guess) are swept without any history, and need fewer
 // iterations to the same minimizer; an articulated body landing the same way
 // (a tree of > 6 dofs: diag(A) is not its A) is not swept.
+// A 0.2 m box on a free joint at (x, 0, 0.099), 1 mm into the floor, holding
+// `children` (MJCF bodies); and a scene of such bodies on a plane, dt = 5 ms.
+std::string LandingBox(double x, const std::string& children = "") {
+  char head[160];
+  std::snprintf(head, sizeof(head),
+                "<body pos='%g 0 0.099'><freejoint/><geom type='box' size='0.1 0.1 0.1'/>", x);
+  return head + children + "</body>";
+}
+
+std::string FloorScene(const std::string& bodies) {
+  return "<mujoco><option timestep='0.005'/><worldbody><geom type='plane' size='5 5 .1'/>" +
+         bodies + "</worldbody></mujoco>";
+}
+
 IcfModel LandingProblem(bool articulated) {
-  std::string xml = "<mujoco><option timestep='0.005'/><worldbody>"
-                    "<geom type='plane' size='5 5 .1'/>";
-  for (int i = 0; i < 4; ++i) {
-    char body[400];
-    if (articulated)
-      std::snprintf(body, sizeof(body),
-                    "<body pos='%d 0 0.099'><freejoint/><geom type='box' size='0.1 0.1 0.1'/>"
-                    "<body pos='0.3 0 0'><joint type='hinge' axis='0 1 0'/>"
-                    "<geom type='box' size='0.1 0.1 0.1'/></body></body>", i);
-    else
-      std::snprintf(body, sizeof(body),
-                    "<body pos='%d 0 0.099'><freejoint/><geom type='box' size='0.1 0.1 0.1'/>"
-                    "</body>", i);
-    xml += body;
-  }
-  xml += "</worldbody></mujoco>";
+  std::string bodies;
+  for (int i = 0; i < 4; ++i)
+    bodies += LandingBox(i, articulated ? "<body pos='0.3 0 0'><joint type='hinge' axis='0 1 0'/>"
+                                          "<geom type='box' size='0.1 0.1 0.1'/></body>"
+                                        : "");
+  const std::string xml = FloorScene(bodies);
   IcfModel m = ProblemAfterFixedSteps(xml, 1, [](const mjModel* model, mjData* data) {
     for (int i = 0; i < model->nv; ++i)
       if (i % (model->nv / 4) == 2) data->qvel[i] = -5;  // each root's z
@@ -797,16 +801,9 @@ TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
 // each pressed 1 mm into the next and into the floor (one island of 36
 // dofs): all six landing at 5 m/s, or only the first.
 IcfModel RowLandingProblem(int landing) {
-  std::string xml = "<mujoco><option timestep='0.005'/><worldbody>"
-                    "<geom type='plane' size='5 5 .1'/>";
-  for (int i = 0; i < 6; ++i) {
-    char body[300];
-    std::snprintf(body, sizeof(body),
-                  "<body pos='%g 0 0.099'><freejoint/><geom type='box' size='0.1 0.1 0.1'/>"
-                  "</body>", 0.199 * i);
-    xml += body;
-  }
-  xml += "</worldbody></mujoco>";
+  std::string bodies;
+  for (int i = 0; i < 6; ++i) bodies += LandingBox(0.199 * i);
+  const std::string xml = FloorScene(bodies);
   IcfModel m = ProblemAfterFixedSteps(xml, 1, [landing](const mjModel*, mjData* data) {
     for (int b = 0; b < landing; ++b) data->qvel[6 * b + 2] = -5;  // the root's z
   });
@@ -856,20 +853,14 @@ TEST(ContactSweeps, PileImpactsAreSweptWhenManyBodiesLand) {
 // into the lower limits: swept (no history rule here), the same minimizer;
 // free bodies (no tree > 6 dofs) are not swept by this option.
 IcfModel ArticulatedLandingProblem() {
-  std::string xml = "<mujoco><option timestep='0.005'/><worldbody>"
-                    "<geom type='plane' size='5 5 .1'/>";
-  for (int i = 0; i < 4; ++i) {
-    char body[600];
-    std::snprintf(body, sizeof(body),
-                  "<body pos='%d 0 0.099'><freejoint/><geom type='box' size='0.1 0.1 0.1'/>"
-                  "<body pos='0.25 0 0'><joint type='hinge' axis='0 1 0' limited='true' "
-                  "range='-5 30'/><geom type='box' size='0.1 0.1 0.1'/>"
-                  "<body pos='0.25 0 0'><joint type='hinge' axis='0 1 0' limited='true' "
-                  "range='-5 30'/><geom type='box' size='0.1 0.1 0.1'/></body></body></body>",
-                  i);
-    xml += body;
-  }
-  xml += "</worldbody></mujoco>";
+  const std::string limited_link =
+      "<joint type='hinge' axis='0 1 0' limited='true' range='-5 30'/>"
+      "<geom type='box' size='0.1 0.1 0.1'/>";
+  std::string bodies;
+  for (int i = 0; i < 4; ++i)
+    bodies += LandingBox(i, "<body pos='0.25 0 0'>" + limited_link + "<body pos='0.25 0 0'>" +
+                                limited_link + "</body></body>");
+  const std::string xml = FloorScene(bodies);
   IcfModel m = ProblemAfterFixedSteps(xml, 1, [](const mjModel* model, mjData* data) {
     const int per = model->nv / 4;
     for (int b = 0; b < 4; ++b) {
@@ -1001,6 +992,67 @@ TEST(Islands, OnlyTheExtrapolatedIslandIsNotAcceptedAtTheGuess) {
 }
 
 
+// A fixed-step run of a shared model from its first keyframe (or qpos0), with
+// or without the option period2_guess (the period-2 and lag-2 guesses of
+// cenic-math §8.1): Newton iterations per solve, the most islands of a step,
+// and qpos, qvel after `record` steps.
+struct GuessRun {
+  double per_solve = 0;
+  int islands = 0;
+  std::vector<double> qpos, qvel;
+};
+
+GuessRun RunFixedSteps(const mjModel* model, bool period2, int steps, int record) {
+  test_util::DataPtr data(mj_makeData(model));
+  if (model->nkey > 0) mj_resetDataKeyframe(model, data.get(), 0);
+  mj_forward(model, data.get());
+  StepperOptions o;
+  o.mode = Mode::kFixed;
+  o.period2_guess = period2;
+  auto stepper = Stepper::Create(model, o).value();
+  GuessRun r;
+  for (int k = 0; k < steps; ++k) {
+    EXPECT_TRUE(stepper->Step(data.get()).ok());
+    r.islands = std::max(r.islands, stepper->last_problem().num_islands);
+    if (k + 1 != record) continue;
+    r.qpos.assign(data->qpos, data->qpos + model->nq);
+    r.qvel.assign(data->qvel, data->qvel + model->nv);
+  }
+  const StepperStats& st = stepper->stats();
+  r.per_solve = static_cast<double>(st.newton_iterations) / st.solves;
+  return r;
+}
+
+double MaxAbsDifference(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+// Both runs of `steps` fixed steps of the shared model at `path`, with and
+// without period2_guess, and their largest differences after `record` steps.
+struct GuessComparison {
+  GuessRun on, off;
+  double dq = 0, dv = 0;
+};
+
+GuessComparison CompareGuesses(const char* path, int steps, int record) {
+  char err[1000] = "";
+  test_util::ModelPtr model(mj_loadXML(path, nullptr, err, sizeof(err)));
+  EXPECT_NE(model, nullptr) << err;
+  GuessComparison c;
+  if (model == nullptr) return c;
+  c.on = RunFixedSteps(model.get(), true, steps, record);
+  c.off = RunFixedSteps(model.get(), false, steps, record);
+  c.dq = MaxAbsDifference(c.on.qpos, c.off.qpos);
+  c.dv = MaxAbsDifference(c.on.qvel, c.off.qvel);
+  std::printf("%s, %d fixed steps (up to %d islands): Newton per solve %.3f with period2_guess, "
+              "%.3f without; after %d steps max |dqpos| %.2e, max |dqvel| %.2e\n", path, steps,
+              c.on.islands, c.on.per_solve, c.off.per_solve, record, c.dq, c.dv);
+  return c;
+}
+
 // Period-2 guess (cenic-math §8.1): the Unitree G1 on the height field starts
 // with its feet inside the terrain; a foot wedges between two prisms and its
 // wall contacts alternate from step to step (§4.11), so the accelerations
@@ -1010,41 +1062,8 @@ TEST(Islands, OnlyTheExtrapolatedIslandIsNotAcceptedAtTheGuess) {
 // steps: later the falling robot amplifies tolerance-sized differences, as
 // it does a 1e-12 change of qvel).
 TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
-  char err[1000] = "";
-  test_util::ModelPtr model(mj_loadXML(
-      MJCENIC_SHARED_MODELS_DIR "/mujoco_warp/unitree_g1/scene_hfield.xml", nullptr, err,
-      sizeof(err)));
-  ASSERT_NE(model, nullptr) << err;
-  struct Run {
-    double per_solve;
-    std::vector<double> qpos, qvel;  // after 50 steps
-  };
-  auto run = [&](bool period2) {
-    test_util::DataPtr data(mj_makeData(model.get()));
-    mj_resetDataKeyframe(model.get(), data.get(), 0);
-    mj_forward(model.get(), data.get());
-    StepperOptions o;
-    o.mode = Mode::kFixed;
-    o.period2_guess = period2;
-    auto stepper = Stepper::Create(model.get(), o).value();
-    Run r;
-    for (int k = 0; k < 400; ++k) {  // 2 s
-      EXPECT_TRUE(stepper->Step(data.get()).ok());
-      if (k + 1 != 50) continue;
-      r.qpos.assign(data->qpos, data->qpos + model->nq);
-      r.qvel.assign(data->qvel, data->qvel + model->nv);
-    }
-    const StepperStats& st = stepper->stats();
-    r.per_solve = static_cast<double>(st.newton_iterations) / st.solves;
-    return r;
-  };
-  const Run on = run(true), off = run(false);
-  double dq = 0, dv = 0;
-  for (int i = 0; i < model->nq; ++i) dq = std::max(dq, std::abs(on.qpos[i] - off.qpos[i]));
-  for (int i = 0; i < model->nv; ++i) dv = std::max(dv, std::abs(on.qvel[i] - off.qvel[i]));
-  std::printf("G1 height field, 2 s of fixed steps: Newton per solve %.3f with the period-2 "
-              "guess, %.3f without; after 50 steps max |dqpos| %.2e, max |dqvel| %.2e\n",
-              on.per_solve, off.per_solve, dq, dv);
+  const auto [on, off, dq, dv] =
+      CompareGuesses(MJCENIC_SHARED_MODELS_DIR "/mujoco_warp/unitree_g1/scene_hfield.xml", 400, 50);
   // Measured 5.61 vs 6.17 per solve, |dqvel| 3e-9, |dqpos| 1.5e-10 with MuJoCo
   // 3.12; 5.79 vs 6.01, 7e-10, 4e-11 with 4.0.0 (its collider's contact points
   // differ).
@@ -1062,42 +1081,9 @@ TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
 // Newton iterations over 2 s and stays on the same trajectory to the solver
 // tolerance (the resting hand and object do not amplify it: compared at 2 s).
 TEST(InitialGuess, LagTwoChatterOfOneIslandAmongSeveral) {
-  char err[1000] = "";
-  test_util::ModelPtr model(mj_loadXML(
-      MJCENIC_SHARED_MODELS_DIR "/menagerie/wonik_allegro/scene_right.xml", nullptr, err,
-      sizeof(err)));
-  ASSERT_NE(model, nullptr) << err;
-  struct Run {
-    double per_solve;
-    int islands;
-    std::vector<double> qpos, qvel;  // at 2 s
-  };
-  auto run = [&](bool lag2) {
-    test_util::DataPtr data(mj_makeData(model.get()));
-    if (model->nkey > 0) mj_resetDataKeyframe(model.get(), data.get(), 0);
-    mj_forward(model.get(), data.get());
-    StepperOptions o;
-    o.mode = Mode::kFixed;
-    o.period2_guess = lag2;
-    auto stepper = Stepper::Create(model.get(), o).value();
-    Run r;
-    r.islands = 0;
-    for (int k = 0; k < 1000; ++k) {  // 2 s
-      EXPECT_TRUE(stepper->Step(data.get()).ok());
-      r.islands = std::max(r.islands, stepper->last_problem().num_islands);
-    }
-    r.qpos.assign(data->qpos, data->qpos + model->nq);
-    r.qvel.assign(data->qvel, data->qvel + model->nv);
-    const StepperStats& st = stepper->stats();
-    r.per_solve = static_cast<double>(st.newton_iterations) / st.solves;
-    return r;
-  };
-  const Run on = run(true), off = run(false);
-  double dq = 0, dv = 0;
-  for (int i = 0; i < model->nq; ++i) dq = std::max(dq, std::abs(on.qpos[i] - off.qpos[i]));
-  for (int i = 0; i < model->nv; ++i) dv = std::max(dv, std::abs(on.qvel[i] - off.qvel[i]));
-  std::printf("Allegro hand, 2 s of fixed steps (up to %d islands): Newton per solve %.3f with "
-              "the lag-2 guess, %.3f without; at 2 s max |dqpos| %.2e, max |dqvel| %.2e\n", on.islands, on.per_solve, off.per_solve, dq, dv);
+  const auto [on, off, dq, dv] =
+      CompareGuesses(MJCENIC_SHARED_MODELS_DIR "/menagerie/wonik_allegro/scene_right.xml", 1000,
+                     1000);  // 2 s
   // Measured 1.20 vs 1.54 per solve, |dqpos| 6.8e-8, |dqvel| 9.1e-8 with
   // MuJoCo 3.12 (after 100 steps 3e-10 and 6e-10).
   EXPECT_GE(on.islands, 2);  // the per-island path
