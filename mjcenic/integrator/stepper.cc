@@ -889,21 +889,12 @@ bool Stepper::FullStep(double h, double tolerance) {
         }
       }
     }
-    if (any_lag2) {
-      for (int i = 0; i < nv; ++i) {
-        const int k = island(i);
-        const double c = s.island_c[k], q = s.island_q[k];
-        any_warm = any_warm || c != 0.0 || q != 0.0;
-        s.guess_dir[i] = q != 0.0 ? q * h * s.warm_accel_old[i] : c * h * s.warm_accel[i];
-        s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
-      }
-    } else {
-      for (int i = 0; i < nv; ++i) {
-        const double c = s.island_c[island(i)];
-        any_warm = any_warm || c != 0.0;
-        s.guess_dir[i] = c * h * s.warm_accel[i];
-        s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
-      }
+    for (int i = 0; i < nv; ++i) {
+      const int k = island(i);
+      const double c = s.island_c[k], q = any_lag2 ? s.island_q[k] : 0.0;
+      any_warm = any_warm || c != 0.0 || q != 0.0;
+      s.guess_dir[i] = q != 0.0 ? q * h * s.warm_accel_old[i] : c * h * s.warm_accel[i];
+      s.v_guess[i] = s.v_start[i] + s.guess_dir[i];
     }
   } else {
     any_warm = warm && !fixed_steps && last_iterations_ >= 2;
