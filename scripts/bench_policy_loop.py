@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Cost of mjcenic in the loop a controller runs: d.ctrl written before every
+call, one call per opt.timestep, against mj_step in the same loop.
+
+    python3 scripts/bench_policy_loop.py [--duration 1] [--reps 3] [--models a.xml,b.xml]
+                                         [--configs default,embedded,fixed] [--out-dir DIR]
+
+Per model (first keyframe, or the model's initial state), interleaved in one
+process, the minimum over --reps of the process CPU time (this machine is
+shared: CPU time is what a loaded machine can still compare):
+
+* mj_step, and mjcenic in each configuration of --configs:
+  default   the stepper's defaults (error-controlled step doubling, accuracy 1e-3,
+            dense output);
+  embedded  error_estimate=embedded;
+  fixed     mode=fixed (one convex solve per call at the model's timestep);
+* each in two loops: ``every`` writes ctrl = ctrl0 + 0.01 * width * sin(2 pi t)
+  before every call (width: the actuator's ctrlrange, 1 where unlimited), the
+  loop policies, MPC and RL run; ``held`` leaves ctrl at ctrl0 (the best case
+  for dense output, which may then end a call inside a longer step).
+
+Reports CPU ratios to mj_step in the same loop, mjcenic's accepted and rejected
+steps, convex solves, Newton iterations per solve, and the deepest penetration
+of each run. Writes DIR/policy_loop.json, DIR/policy_loop.md and
+DIR/policy_loop.png (DIR defaults to docs/policy_loop). Not a test: it only
+measures.
+"""
+import argparse
+import json
+import math
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED = pathlib.Path(os.environ.get("MJCENIC_SHARED_MODELS", ROOT.parent / "shared" / "models"))
+sys.path.insert(0, str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "python"))
+
+import mujoco  # noqa: E402
+
+import mjcenic  # noqa: E402
+
+ROBOTS = [
+    "menagerie/franka_emika_panda/scene.xml",
+    "menagerie/shadow_hand/scene_right.xml",
+    "menagerie/wonik_allegro/scene_right.xml",
+    "menagerie/robotiq_2f85/scene.xml",
+    "menagerie/kuka_iiwa_14/scene.xml",
+    "mujoco/humanoid/humanoid.xml",
+    "mujoco/barkour_v0/assets/barkour_v0_mjx.xml",
+    "mujoco_warp/unitree_g1/scene_flat.xml",
+    "mujoco_warp/aloha_pot/scene.xml",
+]
+PILE = ROOT / "models" / "mesh_pile.xml"
+CONFIGS = {"default": {}, "embedded": {"error_estimate": "embedded"}, "fixed": {"mode": "fixed"}}
+
+
+def initial_state(m):
+    d = mujoco.MjData(m)
+    if m.nkey:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def control_wave(m, d0):
+    """ctrl(t) = ctrl0 + 0.01 width sin(2 pi t), clamped to the range."""
+    ctrl0 = d0.ctrl.copy()
+    lo, hi = m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1]
+    limited = (m.actuator_ctrllimited == 1) | (
+        (m.actuator_ctrllimited == 2) & ((m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL) == 0)
+        & (hi > lo))
+    width = np.where(limited, hi - lo, 1.0)
+
+    def ctrl(t):
+        c = ctrl0 + 0.01 * width * math.sin(2 * math.pi * t)
+        return np.where(limited, np.clip(c, lo, hi), c)
+    return ctrl
+
+
+def loop(m, d0, n, step, ctrl):
+    """n calls of step(d) from d0; ctrl(t) (or None: held) written before each."""
+    d = mujoco.MjData(m)
+    mujoco.mj_copyData(d, m, d0)
+    pen = 0.0
+    start = time.process_time()
+    if ctrl is None:
+        for _ in range(n):
+            step(d)
+    else:
+        for _ in range(n):
+            d.ctrl[:] = ctrl(d.time)
+            step(d)
+    cpu = time.process_time() - start
+    if d.ncon:
+        pen = max(-d.contact[i].dist for i in range(d.ncon))
+    return cpu, d, pen
+
+
+def bench(path, duration, reps, configs, log):
+    m = mjcenic.load_model(str(path))
+    d0 = initial_state(m)
+    n = max(1, round(duration / m.opt.timestep))
+    wave = control_wave(m, d0)
+    rec = {"model": str(path.relative_to(SHARED) if SHARED in path.parents else path.name),
+           "nv": int(m.nv), "nu": int(m.nu), "dt": m.opt.timestep, "calls": n, "loops": {}}
+    for name, ctrl in (("every", wave), ("held", None)):
+        cpu = {k: math.inf for k in ["mj_step"] + configs}
+        info = {}
+        for rep in range(reps):
+            c, d, pen = loop(m, d0, n, lambda d: mujoco.mj_step(m, d), ctrl)
+            cpu["mj_step"] = min(cpu["mj_step"], c)
+            if rep == 0:
+                info["mj_step"] = {"max_penetration_end": pen, "finite": bool(np.isfinite(d.qpos).all())}
+            for k in configs:
+                if rep and cpu[k] > 30:  # long runs are timed once
+                    continue
+                sim = mjcenic.Stepper(m, **CONFIGS[k])
+                c, d, _ = loop(m, d0, n, sim.step, ctrl)
+                cpu[k] = min(cpu[k], c)
+                if rep == 0:
+                    st = sim.stats
+                    info[k] = {"steps": int(st["steps"]), "rejected_steps": int(st["rejected_steps"]),
+                               "solves": int(st["solves"]),
+                               "newton_per_solve": st["newton_iterations"] / max(st["solves"], 1),
+                               "max_penetration": float(st["max_penetration"]),
+                               "finite": bool(np.isfinite(d.qpos).all())}
+        ratios = {k: cpu[k] / cpu["mj_step"] for k in configs}
+        rec["loops"][name] = {"cpu": cpu, "ratio": ratios, "info": info}
+        log(f"{rec['model']:46s} ctrl {name:5s} " + "  ".join(
+            f"{k} {ratios[k]:5.2f}x ({info[k]['steps']}+{info[k]['rejected_steps']} steps)"
+            for k in configs))
+    return rec
+
+
+def summarize(records, configs):
+    out = {}
+    robots = [r for r in records if r["model"] in ROBOTS]
+    for name in ("every", "held"):
+        for k in configs:
+            vals = [r["loops"][name]["ratio"][k] for r in robots]
+            if vals:
+                out[f"robots_{name}_{k}_median"] = statistics.median(vals)
+                out[f"robots_{name}_{k}_max"] = max(vals)
+    return out
+
+
+def write_md(records, configs, out_dir):
+    md = ["| model | loop | " + " | ".join(f"{k} / mj_step (steps + rejected)" for k in configs) + " |",
+          "|---|---|" + "---|" * len(configs)]
+    for r in records:
+        for name, lp in r["loops"].items():
+            cells = [f"{lp['ratio'][k]:.2f} ({lp['info'][k]['steps']} + {lp['info'][k]['rejected_steps']})"
+                     for k in configs]
+            md.append(f"| {r['model']} | ctrl {name} | " + " | ".join(cells) + " |")
+    (out_dir / "policy_loop.md").write_text("\n".join(md) + "\n")
+
+
+def plot(records, configs, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [r["model"].replace("menagerie/", "").replace("/scene", "").replace(".xml", "")
+             for r in records]
+    y = np.arange(len(records))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(records) + 1.8), sharey=True)
+    width = 0.8 / len(configs)
+    for ax, name in zip(axes, ("every", "held")):
+        for j, k in enumerate(configs):
+            ax.barh(y - 0.4 + (j + 0.5) * width, [r["loops"][name]["ratio"][k] for r in records],
+                    width, label=k)
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_title(f"ctrl {'written every call' if name == 'every' else 'held'}", fontsize=9)
+        ax.set_xlabel("CPU time / mj_step's, same loop")
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+    axes[0].set_yticks(y)
+    axes[0].set_yticklabels(names, fontsize=7)
+    axes[0].invert_yaxis()
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out_dir / "policy_loop.png", dpi=90)
+    plt.close(fig)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    p.add_argument("--duration", type=float, default=1.0)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--models", default="",
+                   help="comma-separated paths under the shared models folder, or MJCF files")
+    p.add_argument("--configs", default="default,embedded,fixed")
+    p.add_argument("--out-dir", default=str(ROOT / "docs" / "policy_loop"))
+    a = p.parse_args()
+    configs = [c for c in a.configs.split(",") if c]
+    bad = [c for c in configs if c not in CONFIGS]
+    if bad or not configs:
+        p.error(f"--configs: choose from {', '.join(CONFIGS)} (got {a.configs!r})")
+    if not a.duration > 0 or a.reps < 1:
+        p.error("--duration must be > 0 and --reps >= 1")
+    names = [s for s in a.models.split(",") if s] or ROBOTS + [str(PILE)]
+    paths = [pathlib.Path(s) if pathlib.Path(s).is_file() else SHARED / s for s in names]
+    missing = [str(q) for q in paths if not q.is_file()]
+    if missing:
+        p.error(f"no such model(s): {missing} (shared models: {SHARED}, MJCENIC_SHARED_MODELS)")
+    out_dir = pathlib.Path(a.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records = [bench(q, a.duration, a.reps, configs, print) for q in paths]
+    summary = summarize(records, configs)
+    print(json.dumps(summary))
+    (out_dir / "policy_loop.json").write_text(json.dumps(
+        {"duration": a.duration, "reps": a.reps, "configs": {k: CONFIGS[k] for k in configs},
+         "mujoco": mujoco.__version__, "summary": summary, "records": records}, indent=1))
+    write_md(records, configs, out_dir)
+    plot(records, configs, out_dir)
+    print(f"wrote {out_dir}/policy_loop.json, policy_loop.md, policy_loop.png")
+
+
+if __name__ == "__main__":
+    main()
