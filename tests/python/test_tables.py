@@ -1,5 +1,5 @@
 """The one table of options and statistics (options_table.h) as every front end
-sees it, the README generated from it, and the error norm exposed from C++."""
+sees it, the README and docs/statistics.md generated from it, and the error norm exposed from C++."""
 import math
 import subprocess
 import sys
