@@ -362,8 +362,9 @@ def test_python_block_runs(where, code, tmp_path):
 
 # ----------------------------------------------------------------------------- wording
 
-# Work-organization labels: work-branch names (h24c), "issue 12", "session 3", "round 2",
-# "this branch", "branch point". Written with \s so that this file does not match itself.
+# Work-organization labels: work-branch names (h, two digits, a letter), an issue, session or
+# round with its number, and the branch a change was made on or started from. Written with \s
+# (and the examples below split) so that this file does not match itself.
 LABEL = re.compile(r"\bh[12][0-9][a-f]\b|\bissue\s[0-9]+|\bsession\s[0-9]+|\bround\s[0-9]"
                    r"|this\sbranch|branch\spoint", re.I)
 
@@ -398,7 +399,8 @@ def test_no_work_organization_labels():
 
 
 def test_label_pattern():
-    for bad in ("see h24c", "issue 18's bound", "Session 12", "round 3", "this branch", "branch point"):
+    for bad in ("see h" "24c", "issue" " 18's bound", "Session" " 12", "round" " 3", "this" " branch",
+                "branch" " point"):
         assert LABEL.search(bad), bad
     for good in ("h = 0.1", "the h^1.5 rule", "MuJoCo issue #3328", "around 3", "h24"):
         assert not LABEL.search(good), good
