@@ -898,7 +898,7 @@ TEST(ContactSweeps, ArticulatedSweepsKeepTheMinimizer) {
   }
 }
 
-// Solve's `extrapolated` (cenic-math §8.1 "Initial guess"): an island whose
+// Solve's `extrapolated` (cenic-math §8.1.1): an island whose
 // guess was extrapolated is not accepted at k = 0 even if it meets the
 // optimality test there. What IcfSolver::Solve guarantees for such an island
 // at its optimum: it is assembled and factorized (st.factorizations ≥ 1, a
@@ -1072,7 +1072,7 @@ TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
   EXPECT_LT(dq, 1e-8);
 }
 
-// Lag-2 guess (cenic-math §8.1, "Lag-2 guess"): in the Allegro hand scene
+// Lag-2 guess (cenic-math §8.1.2): in the Allegro hand scene
 // the object resting on the palm is its own island, and its accelerations
 // repeat every second step up to a factor (a ≈ a_older, a ≈ −a_older:
 // period-2 and period-4 chatter of its two contacts), so both the
