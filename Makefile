@@ -58,7 +58,7 @@ sanitize-build: deps
 sanitize: sanitize-build
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS)
 
-# Long fuzz sweep (README, "Development"): C++ cases under ASan + UBSan, then
+# Long fuzz sweep (docs/development.md): C++ cases under ASan + UBSan, then
 # Python/plugin cases. FUZZ_SEED picks another sweep.
 FUZZ_ITERATIONS ?= 2000
 FUZZ_PY_ITERATIONS ?= 5000

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Creep benchmark (issue 13): how fast objects held by static friction slide,
+"""Creep benchmark: how fast objects held by static friction slide,
 for mjcenic's defaults, candidate settings and mj_step.
 
     python3 scripts/bench_creep.py [--out-dir out/creep] [--quick]

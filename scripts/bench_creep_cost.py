@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cost of a friction setting on every shared model and on clutter (issue 13):
+"""Cost of a friction setting on every shared model and on clutter:
 Newton iterations per solve and wall time at accuracy 1e-3 for several
 configurations (a build's mjcenic-run plus options), interleaved, wall time
 the minimum of N repetitions (the machine is noisy).

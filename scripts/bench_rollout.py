@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Batch-rollout throughput: mjcenic.rollout on 1 vs 2 threads (issue 15).
+"""Batch-rollout throughput: mjcenic.rollout on 1 vs 2 threads.
 
 A batch of clutter drops (models/clutter.xml, 20 objects falling into a bin, each rollout from a
 slightly different start so their costs differ) rolled out with nthread=1 and nthread=2,

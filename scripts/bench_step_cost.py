@@ -3,7 +3,7 @@
 off, h = the model's opt.timestep) against one mj_step, on every shared model
 (tests/python/test_models.py's list) and every scene of models/.
 
-    nice python3 scripts/bench_step_cost.py [--reps 5] [--only SUBSTR ...] [--no-readme]
+    nice python3 scripts/bench_step_cost.py [--reps 5] [--only SUBSTR ...] [--no-page]
 
 Per model: both simulators start from the same state (the first keyframe,
 advanced by --settle seconds of mj_step so piles are already in contact), then
@@ -17,10 +17,10 @@ stepper with phase_timers on, run after the timed ones (MuJoCo stages = time_geo
 evaluate / factorize / line search, writeback, other).
 
 Writes docs/step_cost/step_cost.json, docs/step_cost/step_cost.png and the
-README section between the "step_cost" markers; with docs/step_cost/baseline.json
+section of docs/benchmarks.md between the "step_cost" markers; with docs/step_cost/baseline.json
 (an earlier run's step_cost.json, e.g. before a solver change) the table also
 shows that run's ratio and Newton iterations. --from-json regenerates the PNG
-and README from a saved run without measuring. Not a test: it only measures.
+and the section from a saved run without measuring. Not a test: it only measures.
 """
 import argparse
 import json
@@ -43,6 +43,7 @@ from test_models import MODELS  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "models"
 OUT = ROOT / "docs" / "step_cost"
+PAGE = ROOT / "docs" / "benchmarks.md"  # the generated section lives here
 PHASES = ["time_geometry", "time_contacts", "time_assembly", "time_evaluate", "time_factorize",
           "time_line_search", "time_writeback"]
 BEGIN = "<!-- BEGIN GENERATED step_cost (scripts/bench_step_cost.py) -->"
@@ -157,7 +158,7 @@ def plot(records, path):
     fig.savefig(path, dpi=110)
 
 
-def readme_section(records, meta, baseline):
+def page_section(records, meta, baseline):
     ratios = [r["ratio"] for r in records]
     lines = [BEGIN, "",
              f"Fixed mode (error control off, h = the model's `opt.timestep`) against `mj_step`, "
@@ -184,7 +185,7 @@ def readme_section(records, meta, baseline):
                      " | ".join(f"{ph[p]:.2f}" for p in PHASES[:-1]) + " |")
     if baseline:
         lines += ["", f"Baseline in parentheses: {meta.get('baseline_note', 'docs/step_cost/baseline.json')}."]
-    lines += ["", "![step cost](docs/step_cost/step_cost.png)", "", END]
+    lines += ["", "![step cost](step_cost/step_cost.png)", "", END]
     return "\n".join(lines)
 
 
@@ -194,9 +195,11 @@ def main():
     ap.add_argument("--settle", type=float, default=0.5)
     ap.add_argument("--chunk", type=float, default=0.05, help="mj_step wall seconds per chunk")
     ap.add_argument("--only", nargs="*", help="substrings of model paths to run")
-    ap.add_argument("--no-readme", action="store_true")
+    ap.add_argument("--no-page", "--no-readme", dest="no_page", action="store_true",
+                    help="do not rewrite the section of docs/benchmarks.md")
+    ap.add_argument("--page", default=str(PAGE), help="the page holding the step_cost markers")
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--from-json", help="regenerate PNG + README from this saved run")
+    ap.add_argument("--from-json", help="regenerate PNG + page section from this saved run")
     a = ap.parse_args()
     out = pathlib.Path(a.out)
     base_path = OUT / "baseline.json"
@@ -217,7 +220,7 @@ def main():
             meta["baseline_note"] = base_note
         out.mkdir(parents=True, exist_ok=True)
         (out / "step_cost.json").write_text(json.dumps(saved, indent=1))
-        write_outputs(records, meta, baseline, out)
+        write_outputs(records, meta, baseline, out, pathlib.Path(a.page))
         return
     paths = [("shared/" + rel, SHARED / rel) for rel in MODELS]
     paths += [(f"models/{p.name}", p) for p in sorted((ROOT / "models").glob("*.xml"))]
@@ -238,26 +241,20 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     meta = {"reps": a.reps, "settle": a.settle, "chunk": a.chunk, "phases_exclusive": True}
     (out / "step_cost.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
-    if a.only or a.no_readme:
+    if a.only or a.no_page:
         return
     if base_note:
         meta["baseline_note"] = base_note
-    write_outputs(records, meta, baseline, out)
+    write_outputs(records, meta, baseline, out, pathlib.Path(a.page))
 
 
-def write_outputs(records, meta, baseline, out):
+def write_outputs(records, meta, baseline, out, page=PAGE):
     plot(records, out / "step_cost.png")
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    sec = readme_section(records, meta, baseline)
-    if BEGIN in text:
-        i, j = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:i] + sec + text[j:]
-    else:
-        anchor = "## Comparison with `mj_step` on the shared models"
-        text = text.replace(anchor, "## Step cost\n\n" + sec + "\n\n" + anchor)
-    readme.write_text(text)
-
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{page} lacks the step_cost markers")
+    i, j = text.index(BEGIN), text.index(END) + len(END)
+    page.write_text(text[:i] + page_section(records, meta, baseline) + text[j:])
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cost of mjcenic in an mj_step-style loop (issue 17): step() once per
+"""Cost of mjcenic in an mj_step-style loop: step() once per
 opt.timestep, ctrl held, on every top-level shared model.
 
     python3 scripts/bench_step_loop.py [--duration 0.5] [--reps 3] [--models a.xml,b.xml]
@@ -8,11 +8,10 @@ opt.timestep, ctrl held, on every top-level shared model.
 Per model, interleaved in one process (min over --reps; this machine is
 shared): mj_step at the model's timestep, and mjcenic at accuracy 1e-3 with
 dense output (the default: a call whose inputs were left as the previous call
-wrote them may end inside an accepted step, README "Outputs inside a step")
+wrote them may end inside an accepted step, docs/python.md "The stepper")
 and without it (every call lands on t + opt.timestep: the step is capped by
 the loop). Reports wall-time ratios to mj_step, mjcenic's accepted steps,
-convex solves and Newton iterations per solve (issue 18 asks for at most 6 at
-accuracy 1e-3), the deepest penetration each run saw, and the difference
+convex solves and Newton iterations per solve, the deepest penetration each run saw, and the difference
 between the two mjcenic runs' final states (weighted norm, mjcenic.error_norm)
 against the accuracy.
 

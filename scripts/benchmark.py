@@ -12,8 +12,8 @@ model length scale, rotations in radians, ∞-norm) against a tight mjcenic
 reference (accuracy 1e-6). Run from the repository root after `make build`.
 
 Two mjcenic series: the defaults (the paper's position-only local error
-control) and, on the cylinder and sphere, global_accuracy=true (the README's
-recipe: error_norm=full_state, extrapolate=true, speculative_margin = 0.1 L),
+control) and, on the cylinder and sphere, global_accuracy=true (the
+recipe of docs/how-it-works.md: error_norm=full_state, extrapolate=true, speculative_margin = 0.1 L),
 whose end error tracks the accuracy. Where the recipe is run,
 the reference is the recipe at accuracy 1e-6 (the tighter of the two).
 """

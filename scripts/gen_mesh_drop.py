@@ -2,7 +2,7 @@
 """Writes models/mesh_drop.xml: three large heavy convex meshes (about 0.45 m
 across, 11 kg each; vertices inline in the MJCF, MuJoCo takes their convex
 hulls) dropped from 0.5, 0.9 and 1.3 m onto a plane with some spin: the
-heavy-mesh drop scene of the sinking benchmark (scripts/sinking.py, README
+heavy-mesh drop scene of the sinking benchmark (scripts/sinking.py, docs/benchmarks.md
 "No sinking at loose accuracy"). Deterministic (fixed seed).
 
     python3 scripts/gen_mesh_drop.py

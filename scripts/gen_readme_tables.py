@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the README's options and statistics tables from the one table in
-mjcenic/integrator/options_table.h (through the built Python bindings), between
-the marker comments
+"""Writes the README's options table and docs/statistics.md's statistics table
+from the one table in mjcenic/integrator/options_table.h (through the built
+Python bindings), between the marker comments
 
     <!-- BEGIN GENERATED options (scripts/gen_readme_tables.py) -->
     <!-- END GENERATED options -->
 
 (and the same for `stats`). Run after `make build`:
 
-    python3 scripts/gen_readme_tables.py            # rewrite README.md
-    python3 scripts/gen_readme_tables.py --check    # exit 1 if README.md is out of date
+    python3 scripts/gen_readme_tables.py            # rewrite README.md and docs/statistics.md
+    python3 scripts/gen_readme_tables.py --check    # exit 1 if either is out of date
 """
 import argparse
 import os
@@ -42,14 +42,17 @@ def stats_table():
     return "\n".join(rows)
 
 
-def render(readme):
-    """README text with every generated block replaced."""
-    for name, table in (("options", options_table()), ("stats", stats_table())):
+TABLES = {"options": options_table, "stats": stats_table}
+
+
+def render(readme, names=("options",)):
+    """The text with the generated blocks `names` replaced."""
+    for name, table in ((n, TABLES[n]()) for n in names):
         begin = f"<!-- BEGIN GENERATED {name} (scripts/gen_readme_tables.py) -->"
         end = f"<!-- END GENERATED {name} -->"
         pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
         if not pattern.search(readme):
-            raise SystemExit(f"README.md has no block {begin} ... {end}")
+            raise SystemExit(f"no block {begin} ... {end}")
         readme = pattern.sub(lambda _: f"{begin}\n{table}\n{end}", readme)
     return readme
 
@@ -59,19 +62,22 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", help="only check; exit 1 if out of date")
     p.add_argument("--readme", default=str(ROOT / "README.md"))
+    p.add_argument("--stats-page", default=str(ROOT / "docs" / "statistics.md"))
     a = p.parse_args(argv)
-    path = pathlib.Path(a.readme)
-    text = path.read_text()
-    new = render(text)
-    if a.check:
-        if new != text:
-            print(f"{path} is out of date: run python3 scripts/gen_readme_tables.py", file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        path.write_text(new)
-        print(f"updated {path}")
-    return 0
+    stale = 0
+    for path, names in ((pathlib.Path(a.readme), ("options",)),
+                        (pathlib.Path(a.stats_page), ("stats",))):
+        text = path.read_text()
+        new = render(text, names)
+        if a.check:
+            if new != text:
+                print(f"{path} is out of date: run python3 scripts/gen_readme_tables.py",
+                      file=sys.stderr)
+                stale = 1
+        elif new != text:
+            path.write_text(new)
+            print(f"updated {path}")
+    return stale
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mutation check of the test suite (README, "Development"; issue 11).
+"""Mutation check of the test suite (docs/development.md).
 
 Each mutation below is a small deliberate bug in mjcenic/ or plugin/ (a sign
 flip, a dropped term, an off-by-one index, a skipped check, a changed
@@ -10,8 +10,8 @@ restore of a file free), and runs the tests aimed at it first and then the fast
 C++ subset (and, for mutations marked so, the Python suites), each stopping at
 the first failure. A mutation is *killed* when a test fails, the build of the
 tests fails, or a test run times out; it *survives* otherwise. Mutations known
-not to change behaviour are marked equivalent (with the reason, repeated in the
-README) and left out of the kill rate.
+not to change behaviour are marked equivalent (with the reason, repeated in
+docs/development.md) and left out of the kill rate.
 
     python3 scripts/mutants.py [--json build/mutants.json] [--only ID,...] [--check]
 

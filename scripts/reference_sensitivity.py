@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Why a work-precision reference does or does not converge (issue 17).
+"""Why a work-precision reference does or does not converge.
 
     python3 scripts/reference_sensitivity.py [--scene clutter] [--levels 3,9] [--delta 1e-9]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sinking at loose accuracy: max penetration of mjcenic at accuracy 1e-1, 1e-2
-and 1e-3 against mj_step at the model's dt (issue 17, README "No sinking at
-loose accuracy").
+and 1e-3 against mj_step at the model's dt (docs/benchmarks.md, "No sinking
+at loose accuracy").
 
     python3 scripts/sinking.py [--out-dir docs/sinking] [--scenes mesh_drop,panda]
                                [--configs default,paper] [--loops chunk,step,sample]
@@ -19,7 +19,7 @@ Loops (mjcenic, each at every accuracy, per configuration):
 Penetration = max(-dist) over the active contacts: for mjcenic the stepper's
 own statistic (every state of the trajectory it queried: step starts,
 accepted midpoints, outputs); for mj_step the contacts of every state it
-stepped from. Criterion (issue 17): at 1e-1 and 1e-2, penetration <= 1.5x
+stepped from. Criterion: at 1e-1 and 1e-2, penetration <= 1.5x
 that at 1e-3 and <= mj_step's (a floor of 0.1 mm is allowed on scenes whose
 contacts barely penetrate).
 
@@ -113,7 +113,7 @@ def run_mjcenic(sc, options, loop):
 
 
 def verdict(pens, mj):
-    """Issue 17's criterion on {accuracy: pen} and mj_step's pen."""
+    """The criterion on {accuracy: pen} and mj_step's pen."""
     ref = pens.get(1e-3)
     ok = True
     for a in (1e-1, 1e-2):

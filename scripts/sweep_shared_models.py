@@ -10,8 +10,8 @@ and with mj_step at the model's timestep, and writes
     python3 scripts/sweep_shared_models.py [--duration 5] [--out out/sweep] [--jobs N]
                                            [--models REL,REL] [--ray [ADDRESS]]
 
-The model list is tests/python/test_models.py's (the acceptance sweep of
-issue 5 asserts on the same runs); --models picks some of them. Not a test: it
+The model list is tests/python/test_models.py's (its acceptance sweep
+asserts on the same runs); --models picks some of them. Not a test: it
 only measures.
 
 --ray [ADDRESS] runs each model as a Ray task (one CPU each; mjcenic.distributed.map_tasks)
@@ -110,7 +110,7 @@ def main():
              "`opt.timestep` like `mj_step`. Real-time rate = simulated / wall time on one core; "
              "penetration = deepest contact seen (mjcenic: every geometry query it made). Models marked "
              "ccd_iterations run with MuJoCo's convex collider converged for both simulators "
-             "(README, Known limitations).", "",
+             "(docs/limitations.md).", "",
              "| model | mj_step RT rate | mjcenic RT rate | max pen. mj_step [mm] | max pen. mjcenic [mm] "
              "| steps (rejected) | Newton it./solve | warnings |", "|---|---|---|---|---|---|---|---|"]
     for r in records:

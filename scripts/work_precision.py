@@ -61,7 +61,7 @@ CONFIGS = {  # label: stepper options
     "doubling+extrapolate": {"extrapolate": True},
     "global_accuracy": {"global_accuracy": True},
     # What each part of global_accuracy buys on its own, and the second-order
-    # scheme (README, "What each ingredient buys"; not in the default run).
+    # scheme (docs/benchmarks.md, "What each ingredient buys"; not in the default run).
     "doubling+full_state": {"error_norm": "full_state"},
     "trapezoid": {"mode": "trapezoid"},
     "trapezoid+full_state": {"mode": "trapezoid", "error_norm": "full_state"},
@@ -76,7 +76,7 @@ CONFIGS = {  # label: stepper options
     "doubling+per_unit_step_0.3s": {"error_per_unit_step": 0.3},
     "doubling+per_unit_step_0.1s": {"error_per_unit_step": 0.1},
 }
-# The README table's columns; the slow series (global_accuracy, the full-state
+# The benchmark table's columns; the slow series (global_accuracy, the full-state
 # norms: 10^3-10^5 steps per second) run with --series.
 DEFAULT_SERIES = ["doubling", "embedded", "doubling+extrapolate"]
 SCENES = {
@@ -88,7 +88,7 @@ SCENES = {
     "car": (SHARED / "mujoco/car/car.xml", None, 1.0, "sine"),
     "pinch_grasp": (ROOT / "models/pinch_grasp.xml", "grip", 1.0, "hold"),
     # clutter: both references converge at first order, mjcenic's with ~4x mj_step's constant
-    # after the first impacts (README "Work-precision against mj_step"); its check
+    # after the first impacts (docs/benchmarks.md "Work-precision against mj_step"); its check
     # falls below 1e-3 only at dt/1024.
     "clutter": (ROOT / "models/clutter.xml", "drop", 0.3, "hold", 10),
 }

@@ -1,6 +1,6 @@
 """Work–precision measurement shared by `mjcenic compare` and scripts/work_precision.py.
 
-Each simulator is measured against **its own** converged reference (issue 17):
+Each simulator is measured against **its own** converged reference:
 
 * mj_step against mj_step on the same model at dt/2^k;
 * mjcenic against mjcenic in fixed mode (error control off, the same ICF

@@ -66,7 +66,7 @@ def test_chunk_step_calls_step_once_per_timestep(cli):
     # --chunk step: the mj_step-signature Step() per opt.timestep (1 ms); the run
     # ends on 0.2 s exactly. With dense_output=false (pinned: this checks the
     # capped semantics) every call lands on its target, so no internal step is
-    # longer than 1 ms; with dense output (the default, README "Outputs inside a
+    # longer than 1 ms; with dense output (the default, docs/python.md "Outputs inside a
     # step") the steps are not capped by the calls.
     _, r, _, _ = cli(ROOT / "models/sphere_plane.xml", "--duration", "0.2", "--keyframe", "drop",
                      "--chunk", "step", "--option", "dense_output=false")

@@ -109,7 +109,7 @@ def test_robots_finish_in_time_with_all_fields(robots):
         methods = {r["method"] for r in rows if r["model"] == model}
         assert {"mj_step dt=0.002", "mj_step dt=0.001", "mjcenic acc=0.1", "mjcenic acc=0.01",
                 "mjcenic acc=0.001"} <= methods, methods
-        # one reference per simulator: each is measured against its own (issue 17)
+        # one reference per simulator: each is measured against its own
         refs = [r for r in rows if r["model"] == model and r["is_reference"]]
         assert sorted(r["family"] for r in refs) == ["mj_step", "mjcenic"]
         assert all(meta["reference_methods"][model][r["family"]] == r["method"] for r in refs)

@@ -1,5 +1,5 @@
-"""Issue 13: grasps that hold. Static friction without creep at every step
-size, with the default options (stiction anchors on, README "How mjcenic
+"""Grasps that hold. Static friction without creep at every step
+size, with the default options (stiction anchors on, docs/how-it-works.md "How mjcenic
 holds grasps"). Each scene loads its object far inside the friction cone,
 where Coulomb's law admits no motion and the regularized friction of the
 paper alone creeps at ε ρ/sqrt(1 − ρ²) (asserted too, so the scenes do load
@@ -16,7 +16,7 @@ import bench_creep  # noqa: E402
 
 ACCURACIES = [1e-2, 1e-3, 1e-4]
 FIXED = [1e-3, 2e-3, 5e-3, 1e-2, 2e-2]
-# Acceptance bounds [µm/s] (issue 13): 0.1 for the pinch and the incline,
+# Acceptance bounds [µm/s]: 0.1 for the pinch and the incline,
 # 1 for a robot's grasp (the gripper lifting a box, the Panda holding one).
 BOUND = {"pinch": 0.1, "incline": 0.1, "gripper": 1.0, "panda": 1.0, "stack": 0.1}
 
@@ -38,7 +38,7 @@ def test_defaults_hold_at_every_accuracy_and_fixed_step(scene):
 def test_stack_holds_at_every_accuracy():
     """Three boxes on a 10° incline (every contact at ρ = 0.35, nine contacts
     in series) with error control. Fixed steps ≥ 20 ms are still settling
-    after 0.5 s (README), hence accuracies only."""
+    after 0.5 s (docs/benchmarks.md), hence accuracies only."""
     for a in ACCURACIES:
         for method in ("loop", "chunks"):
             r = bench_creep.creep("stack", method, {}, accuracy=a)

@@ -1,5 +1,5 @@
 """`mjcenic compare --ray` and `scripts/sweep_shared_models.py --ray`: the per-model work as Ray
-tasks on a local Ray (num_cpus=2) gives the local path's records, timings aside (issue 15)."""
+tasks on a local Ray (num_cpus=2) gives the local path's records, timings aside."""
 import argparse
 import json
 import os

@@ -1,19 +1,23 @@
-"""Every document a source comment cites lives in this repository's docs/.
+"""The documentation: citations resolve, the README stays a user's page, examples run, and
+nothing describes how the work was organized.
 
-Scans mjcenic/, plugin/, python/, tests/, scripts/, README.md and docs/*.md for citations such as
+Every document a source comment cites lives in this repository's docs/. Scans mjcenic/, plugin/, python/, tests/, scripts/, README.md and docs/*.md for citations such as
 "cenic-math §4.6", "cenic-math.md §3–7, §6", "mapping §5.7", "§4.4 of the MuJoCo mapping",
 "§13 items 3, 20–24" and "paper §V-C", and checks that the cited document exists in docs/ and
 that each cited section is a heading there (an item N of section S resolves to heading S.N or to
 a numbered list item N inside section S; a paper section must be listed in cenic-math §0).
 A bare "§N" means cenic-math (inside docs/mujoco-mapping.md: that document). No source may point at ../shared/docs.
 """
+import os
 import pathlib
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 import pytest
 
-from conftest import ROOT
+from conftest import PYTHON_PKG, ROOT
 
 DOCS = ROOT / "docs"
 DOC_FILES = {"cenic-math": "cenic-math.md", "mujoco-mapping": "mujoco-mapping.md",
@@ -213,10 +217,13 @@ def test_a_missing_section_is_reported(docs):
     assert not any("mapping §5.7" in b or "§8.3 has no item 4" in b for b in bad), bad
 
 
+FEATURES_PAGE = DOCS / "how-it-works.md"
+
+
 def _feature_rows():
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("### Supported MJCF features")
-    table = readme[start:].split("\n\n", 2)[1]
+    page = FEATURES_PAGE.read_text()
+    start = page.index("## Supported MJCF features")
+    table = page[start:].split("\n\n", 2)[1]
     rows = [r for r in table.splitlines() if r.startswith("|")]
     assert rows[0].replace(" ", "") == "|feature|status|checkedby|", rows[0]
     return [[c.strip() for c in r.strip("|").split("|")] for r in rows[2:]]
@@ -232,7 +239,7 @@ def _cpp_tests():
 
 
 def test_every_feature_row_names_existing_tests():
-    """README's supported-features table: every row names at least one test, and every
+    """The supported-features table (docs/how-it-works.md): every row names at least one test, and every
     named test exists (C++ Suite.Name in tests/cpp, Python path::function)."""
     rows = _feature_rows()
     assert len(rows) >= 15
@@ -251,3 +258,149 @@ def test_every_feature_row_names_existing_tests():
             elif n not in cpp:
                 missing.append(f"{feature}: {n} is not a C++ test")
     assert not missing, "\n".join(missing)
+
+
+# ----------------------------------------------------------------------------- the README
+
+def test_readme_is_a_users_page():
+    """Short, with the two commands for a clone, the supported MuJoCo range as declared in
+    MUJOCO_VERSION, the generated options table, and links to every reference page."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250, len(text.splitlines())
+    assert "make demo" in text and "make test" in text
+    version = dict(line.split("=", 1) for line in (ROOT / "MUJOCO_VERSION").read_text().splitlines()
+                   if "=" in line and not line.startswith("#"))
+    assert f"**Supported MuJoCo: {version['minimum']} through" in text
+    below = version["below"].split(".")
+    assert f"{below[0]}.{int(below[1]) - 1}.x**" in text, "the range's upper end is MUJOCO_VERSION's"
+    assert text.count("<!-- BEGIN GENERATED options") == 1
+    assert text.count("<!-- END GENERATED options -->") == 1
+    for page in ("python.md", "command-line.md", "c-api.md", "how-it-works.md", "benchmarks.md",
+                 "development.md", "install.md", "limitations.md", "statistics.md"):
+        assert f"(docs/{page}" in text, f"README does not link docs/{page}"
+        assert (DOCS / page).is_file(), page
+
+
+def _slug(heading):
+    """GitHub's anchor of a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_markdown_links_resolve():
+    """Every relative link of README.md and docs/*.md names an existing file, and its #anchor
+    a heading of that file."""
+    bad = []
+    for path in [ROOT / "README.md"] + sorted(DOCS.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"\]\((?P<target>[^)\s]+)\)", text):
+            target = m.group("target")
+            if re.match(r"[a-z]+:", target):
+                continue  # http:, https:, mailto:
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            if not dest.exists():
+                bad.append(f"{path.relative_to(ROOT)}: {target}: no such file")
+            elif anchor and dest.suffix == ".md":
+                lines = dest.read_text(encoding="utf-8").splitlines()
+                slugs = {_slug(re.sub(r"^#+\s*", "", line)) for line in lines
+                         if re.match(r"^#{1,6}\s", line)}
+                if anchor not in slugs:
+                    bad.append(f"{path.relative_to(ROOT)}: {target}: no such heading")
+    assert not bad, "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------- code blocks
+
+NOT_RUN = re.compile(r"^<!-- not run: (?P<reason>\S.*\S) -->$")
+
+
+def python_blocks():
+    """(id, code, reason) of every ```python block of README.md and docs/*.md; reason is the text
+    of a `<!-- not run: reason -->` comment right above the block, or None (the block runs)."""
+    out = []
+    for path in [ROOT / "README.md"] + sorted(DOCS.glob("*.md")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].strip() == "```python":
+                j = i + 1
+                while lines[j].strip() != "```":
+                    j += 1
+                prev = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+                m = NOT_RUN.match(prev.strip())
+                out.append((f"{path.relative_to(ROOT)}:{i + 1}", "\n".join(lines[i + 1:j]),
+                            m.group("reason") if m else None))
+                i = j
+            i += 1
+    return out
+
+
+BLOCKS = python_blocks()
+
+
+def test_examples_exist_and_few_are_exempt():
+    assert any(b[0].startswith("README.md") and b[2] is None for b in BLOCKS), \
+        "the README's Python example must run"
+    exempt = [b[0] for b in BLOCKS if b[2] is not None]
+    assert len(exempt) <= 3, f"too many blocks marked not run: {exempt}"
+
+
+@pytest.mark.parametrize("where,code", [(b[0], b[1]) for b in BLOCKS if b[2] is None],
+                         ids=[b[0] for b in BLOCKS if b[2] is None])
+def test_python_block_runs(where, code, tmp_path):
+    """Each runnable ```python block runs as written, from the repository root."""
+    script = tmp_path / "block.py"
+    script.write_text(code)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYTHON_PKG),
+                                                        os.environ.get("PYTHONPATH", "")]),
+               MPLBACKEND="Agg")
+    p = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, f"{where} failed:\n{p.stdout}\n{p.stderr}"
+
+
+# ----------------------------------------------------------------------------- wording
+
+# Work-organization labels: work-branch names (h, two digits, a letter), an issue, session or
+# round with its number, and the branch a change was made on or started from. Written with \s
+# (and the examples below split) so that this file does not match itself.
+LABEL = re.compile(r"\bh[12][0-9][a-f]\b|\bissue\s[0-9]+|\bsession\s[0-9]+|\bround\s[0-9]"
+                   r"|this\sbranch|branch\spoint", re.I)
+
+
+def tracked_text_files():
+    try:
+        names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        names = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
+                 if p.is_file() and ".git" not in p.parts]
+    out = []
+    for n in names:
+        p = ROOT / n
+        if p.suffix in {".json", ".png", ".npz", ".stl", ".obj", ".msh"} or not p.is_file():
+            continue
+        try:
+            out.append((n, p.read_text(encoding="utf-8")))
+        except UnicodeDecodeError:
+            continue  # binary
+    return out
+
+
+def test_no_work_organization_labels():
+    """Code, docs, tests and scripts describe the code as it is, not how the work was
+    organized."""
+    files = tracked_text_files()
+    assert any(n == "README.md" for n, _ in files) and len(files) > 50
+    hits = [f"{n}:{i}: {line.strip()[:120]}" for n, text in files
+            for i, line in enumerate(text.splitlines(), 1) if LABEL.search(line)]
+    assert not hits, f"{len(hits)} lines with work-organization labels:\n" + "\n".join(hits)
+
+
+def test_label_pattern():
+    for bad in ("see h" "24c", "issue" " 18's bound", "Session" " 12", "round" " 3", "this" " branch",
+                "branch" " point"):
+        assert LABEL.search(bad), bad
+    for good in ("h = 0.1", "the h^1.5 rule", "MuJoCo issue #3328", "around 3", "h24"):
+        assert not LABEL.search(good), good

@@ -1,5 +1,5 @@
 """Stepper.sample (trajectory output that does not cap the step) and the
-embedded error estimate from Python (issue 17)."""
+embedded error estimate from Python."""
 import mujoco
 import numpy as np
 import pytest

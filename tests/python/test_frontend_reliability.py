@@ -1,4 +1,4 @@
-"""Front-end reliability (issue 12): plugin copies, MuJoCo fatal errors, the C
+"""Front-end reliability: plugin copies, MuJoCo fatal errors, the C
 API's model checks and stepper registry, the CLI's --chunk, plugin config."""
 import ctypes
 import subprocess

@@ -1,4 +1,4 @@
-"""Seeded randomized robustness suite through Python (issue 12).
+"""Seeded randomized robustness suite through Python.
 
 Random MJCF from a small grammar (free/ball/hinge/slide joints; sphere, box,
 capsule, cylinder geoms over a plane; limits, equalities, actuators, a fixed

@@ -68,7 +68,7 @@ def test_panda_holds_box_for_five_seconds():
         return d.xmat[hand].reshape(3, 3).T @ (d.xpos[box] - d.xpos[hand])
 
     # A user loop at the model's 2 ms control rate (error control inside each
-    # step). Creep at other step sizes: scripts/bench_creep.py (issue 13).
+    # step). Creep at other step sizes: scripts/bench_creep.py.
     while d.time < 1.0 - 1e-9:  # grasp settles
         sim.step(d)
     r0 = rel()
@@ -108,10 +108,10 @@ def hinge_angles(m, d):
 # scene_right.xml (the object dropped onto the closing hand) is not compared:
 # the drop is chaotic (mjcenic at accuracy 1e-3 leaves the object on the palm,
 # at 1e-5 it slips off the hand onto the floor), so its rest pose is not a steady
-# state of the servos; see README, Known limitations.
+# state of the servos; see docs/limitations.md.
 @pytest.mark.parametrize("file,frac", [("right_hand.xml", 0.1), ("right_hand.xml", 0.3)])
 def test_shadow_hand_tendon_servos_match_mjstep_steady_state(file, frac):
-    """Issue 5, acceptance 3: 20 position servos (4 on fixed tendons coupling
+    """20 position servos (4 on fixed tendons coupling
     J1/J2 of each finger), joint frictionloss, armature, limits, gravity. ctrl is held at
     a fixed fraction of its range; both runs must be at rest after 3 s and
     their joint angles agree within 0.02 rad (mj_step at 0.5 ms agrees with

@@ -1,5 +1,5 @@
 """models/mesh_pile.xml (scripts/gen_mesh_pile.py): 50 convex meshes dropped
-into an open bin, the pile scene of issue 18. Physics checks only; its cost
+into an open bin, the pile scene of the step-cost benchmark. Physics checks only; its cost
 and Newton iterations are measured by scripts/bench_step_cost.py."""
 import subprocess
 import sys

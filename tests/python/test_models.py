@@ -1,6 +1,6 @@
 """Every top-level MJCF listed in ../shared/models/README.md, unchanged.
 
-* Issue 5, acceptance 1: each model runs 5 s from its first keyframe with the
+* Each model runs 5 s from its first keyframe with the
   default stepper (CENIC, accuracy 1e-3) driven the way an mj_step loop drives
   it (the mj_step-signature Step() once per opt.timestep), with a finite state,
   no "unsupported feature" warning at all (condim 4/6 included), and a maximum
@@ -8,7 +8,7 @@
   timestep. mjcenic's figure is the stepper's own statistic, the deepest contact
   of every geometry query it made (half steps and rejected attempts included);
   mj_step's is the deepest contact after every mj_step.
-* Issue 2, acceptance 6: each model also runs 2 s in fixed-step mode at its own
+* Each model also runs 2 s in fixed-step mode at its own
   timestep with a finite state; fixed-base arms starting from a keyframe hold
   it about as well as mj_step does.
 
@@ -180,7 +180,7 @@ def test_model_runs_five_seconds_error_controlled(sweep, rel):
     nkey = _load(rel).nkey
     assert (r["keyframe"] is not None) == (nkey > 0), "must start from the first keyframe"
     # The only warning allowed names the mj_step integrator/solver settings the
-    # model sets and mjcenic replaces by design (issue 12 item 9); right for
+    # model sets and mjcenic replaces by design; right for
     # the models that set integrator="implicitfast", solver="CG"/"PGS".
     other = [w for w in r["warnings"] if not w.startswith(REPLACED_SETTINGS)]
     assert other == [], f"unexpected warnings: {r['warnings']}"

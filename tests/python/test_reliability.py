@@ -1,5 +1,5 @@
-"""Issue 12 regressions through Python: livelocks end in clear errors (the
-progress guarantee of the README's "Errors and progress"), a step at a huge
+"""Reliability regressions through Python: livelocks end in clear errors (the
+progress guarantee of docs/how-it-works.md, "Errors and progress"), a step at a huge
 time underflows instead of succeeding silently, inconsistent step bounds are
 refused naming the keys, replaced MJCF solver settings are named in a warning,
 and overflowing inputs name the dof.

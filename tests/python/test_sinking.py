@@ -1,4 +1,4 @@
-"""No sinking at loose accuracy (issue 17, cenic-math §11.10): on the heavy-mesh
+"""No sinking at loose accuracy (cenic-math §11.10): on the heavy-mesh
 drop (models/mesh_drop.xml, scripts/gen_mesh_drop.py: three 11 kg meshes about
 0.45 m across hitting a plane at 3-5 m/s) the deepest contact at accuracy 1e-1
 and 1e-2 is at most 1.5x the one at 1e-3 and no deeper than mj_step's at the
@@ -63,7 +63,7 @@ def test_scene_is_three_heavy_meshes_that_hit_hard(drop):
     m, mj, _, _ = drop
     assert sum(m.geom_type == mujoco.mjtGeom.mjGEOM_MESH) == 3
     assert np.allclose(m.body_mass[1:], 11.0)
-    # mj_step's soft contacts at 2 ms: a few centimetres at impact (issue 17: 30-38 mm).
+    # mj_step's soft contacts at 2 ms: a few centimetres at impact (30-38 mm).
     assert 0.01 < mj < 0.05
 
 

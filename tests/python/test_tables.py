@@ -1,5 +1,5 @@
 """The one table of options and statistics (options_table.h) as every front end
-sees it, the README generated from it, and the error norm exposed from C++."""
+sees it, the README and docs/statistics.md generated from it, and the error norm exposed from C++."""
 import math
 import subprocess
 import sys
@@ -17,6 +17,22 @@ def test_readme_tables_are_in_sync_with_the_generator():
     p = subprocess.run([sys.executable, str(ROOT / "scripts/gen_readme_tables.py"), "--check"],
                        capture_output=True, text=True, env=dict(python_env(), MJCENIC_BUILD=str(BUILD)))
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("script,saved", [("bench_step_cost.py", "docs/step_cost/step_cost.json"),
+                                          ("bench_newton.py", "docs/newton/newton.json")])
+def test_benchmark_sections_are_generated_from_the_committed_runs(script, saved, tmp_path):
+    """docs/benchmarks.md's generated sections are what each script's --from-json writes from
+    the committed JSON (so the page is regenerated, never edited by hand)."""
+    committed = (ROOT / "docs/benchmarks.md").read_text()
+    page = tmp_path / "benchmarks.md"
+    page.write_text(committed)
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--from-json", str(ROOT / saved),
+                        "--out", str(tmp_path / "out"), "--page", str(page)],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(python_env(), MJCENIC_BUILD=str(BUILD), MPLBACKEND="Agg"))
+    assert p.returncode == 0, p.stderr
+    assert page.read_text() == committed, f"run python3 scripts/{script} --from-json {saved}"
 
 
 def test_every_front_end_lists_the_same_options_and_statistics(cli):

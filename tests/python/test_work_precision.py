@@ -1,4 +1,4 @@
-"""mjcenic.work_precision and `mjcenic compare` on it (issue 17): each simulator against its own
+"""mjcenic.work_precision and `mjcenic compare` on it: each simulator against its own
 converged reference, a loud verdict when a reference does not converge, first-order mj_step
 errors, accuracy rows that are not capped by the samples, no cross-simulator error."""
 import json

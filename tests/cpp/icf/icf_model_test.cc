@@ -36,7 +36,7 @@ TEST(IcfModel, AddImpulseShiftsTheMomentumBalanceUntilTheNextSetTimeStep) {
 }
 
 // Finalize and SetTimeStep skip an empty pool's Lag and SetTimeStep (cenic-math
-// §8.9, "Tiny problems"), but every pool still takes the step h: a contact
+// §8.9.2), but every pool still takes the step h: a contact
 // added afterwards (the stiction anchors' SetAnchor) reads the pool's h.
 TEST(IcfModel, EmptyPoolsStillTakeTheTimeStep) {
   Random rng(3);

@@ -47,7 +47,7 @@ bool SteppedCleanly(const mjModel* m, mjData* d) {
   return d->time == t + m->opt.timestep && d->warning[mjWARN_BADQACC].number == 0;
 }
 
-// Issue 12 item 5: new mjData (and mjModel) at freed addresses, without
+// New mjData (and mjModel) at freed addresses, without
 // mjcenic_forget, as code written around mj_step does. Before the fix this
 // loop reused steppers of freed models (heap corruption).
 TEST(CApi, MjcenicStepDetectsNewModelAndDataAtReusedAddresses) {
@@ -116,7 +116,7 @@ TEST(CApi, RegistryIsBounded) {
   EXPECT_EQ(mjcenic_registry_size(), 0);
 }
 
-// Issue 12 item 4: a stepper given the mjData of another model.
+// A stepper given the mjData of another model.
 TEST(CApi, StepperRefusesDataOfAnotherModel) {
   std::string error;
   ModelPtr m = ModelFromXml(Sphere(), &error);
@@ -146,7 +146,7 @@ TEST(CApi, StepperRefusesDataOfAnotherModel) {
   mjcenic_destroy(s);
 }
 
-// Issue 12 item 10: what mj_loadXML's error says, not only stderr.
+// What mj_loadXML's error says, not only stderr.
 std::string CompileError(const std::string& xml) {
   std::string error;
   ModelPtr m = ModelFromXml(xml, &error);
@@ -169,7 +169,7 @@ TEST(Plugin, SecondInstanceIsAnError) {
   EXPECT_NE(e.find("more than one mjcenic plugin instance ('a' and 'b')"), std::string::npos) << e;
 }
 
-// Issue 12 item 2: models/clutter.xml with a 40 KB arena overflows it as the
+// models/clutter.xml with a 40 KB arena overflows it as the
 // clutter settles: mj_step calls mju_error. The C API returns a status, d
 // keeps its state, and the process goes on.
 ModelPtr TinyArenaClutter() {

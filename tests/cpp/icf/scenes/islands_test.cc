@@ -435,7 +435,7 @@ TEST(PrimalDualFriction, SameMinimizerOnTheMeshPile) {
   EXPECT_NEAR(st0.cost, st2.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
 }
 
-// cenic-math §8.1, primal-dual friction under error control (issue 18): at
+// cenic-math §8.1.7, primal-dual friction under error control: at
 // the loose tolerance of an error-controlled solve (ε = κ ε_acc = 1e-6 at
 // accuracy 1e-3) the primal-dual path stops at a point within that
 // tolerance of the minimizer, as plain Newton does (measured closer: 3e-7
@@ -474,7 +474,7 @@ TEST(PrimalDualFriction, LooseToleranceSameMinimizer) {
   }
 }
 
-// Issue 18's bound under error control (accuracy 1e-3, the `step()` loop at
+// The iteration bound under error control (accuracy 1e-3, the `step()` loop at
 // opt.timestep from the drop): the mesh pile and the clutter scene need at
 // most 6 Newton iterations per solve, and with primal-dual friction (§8.1)
 // clearly fewer than plain Newton's 5.16 and 4.82 (measured 4.30 and 3.74).
@@ -497,7 +497,7 @@ TEST(PrimalDualFriction, ErrorControlledDropsNeedFewNewtonIterations) {
   }
 }
 
-// Issue 18's bound: fixed mode on the mesh pile (≈ 170 multi-point mesh
+// The iteration bound: fixed mode on the mesh pile (≈ 170 multi-point mesh
 // contacts in one or two islands) needs at most 6 Newton iterations per solve
 // once it is piled (0.5–0.7 s after the drop). Primal-dual friction (§8.1)
 // brought it there (measured 5.27); the majorized iterations it replaced
@@ -687,7 +687,7 @@ TEST(ContactSweeps, SameMinimizerFewerIterationsOnOverlappingSpheres) {
   }
 }
 
-// Targeting by history (cenic-math §8.1, h23e paragraph): an island is swept
+// Targeting by history (cenic-math §8.1.4): an island is swept
 // only if its dofs needed ≥ sweep_min_history iterations in the last solve
 // from the usual guess, and, once it started from the sweeps, only while that
 // saved ≥ sweep_min_saving iterations. The same minimizer either way.
@@ -740,7 +740,7 @@ TEST(ContactSweeps, HistoryTargetsIslandsThatWereSlow) {
   }
 }
 
-// Impact sweeps (cenic-math §8.1, h24b paragraph): free bodies landing at
+// Impact sweeps (cenic-math §8.1.5): free bodies landing at
 // 5 m/s (the Hunt–Crossley impulse quadratic in v_n: Newton halves v_n per
 // iteration from the guess) are swept without any history, and need fewer
 // iterations to the same minimizer; an articulated body landing the same way
@@ -794,7 +794,7 @@ TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
   }
 }
 
-// Pile impacts (cenic-math §8.1, h26a paragraph): an island of more than
+// Pile impacts (cenic-math §8.1.5): an island of more than
 // impact_max_dofs dofs is swept for impacts only when many of its bodies land
 // at once (at least pile_impact_share of its contacts and pile_impact_count
 // contacts are impacts), with pile_impact_sweeps sweeps. Six boxes in a row,
@@ -826,7 +826,7 @@ TEST(ContactSweeps, PileImpactsAreSweptWhenManyBodiesLand) {
               st1.iterations, st1.sweep_islands, dv);
   EXPECT_EQ(st1.sweep_islands, 1);
   EXPECT_LT(st1.iterations, st0.iterations);
-  // The same with the rule off (the island is too large for h24b's rule), or
+  // The same with the rule off (the island is too large for the impact rule), or
   // asking for more impacts than there are: not swept, the plain iterations.
   for (const auto& [share, count] : {std::pair{0.0, 8}, std::pair{0.03, 25}}) {
     SolverOptions o = impact;
@@ -846,7 +846,7 @@ TEST(ContactSweeps, PileImpactsAreSweptWhenManyBodiesLand) {
   EXPECT_EQ(r1.sweep_islands, 1);
 }
 
-// Articulated sweeps (cenic-math §8.1, h24c paragraph): the contact sweeps
+// Articulated sweeps (cenic-math §8.1.6): the contact sweeps
 // with the trees' real A (dense Cholesky per tree) and the joint-limit rows
 // swept as one-sided rows. Four three-link bodies (a free root and two
 // limited hinges, 8 dofs per tree) land at 5 m/s with their hinges driven
@@ -898,7 +898,7 @@ TEST(ContactSweeps, ArticulatedSweepsKeepTheMinimizer) {
   }
 }
 
-// Solve's `extrapolated` (cenic-math §8.1 "Initial guess"): an island whose
+// Solve's `extrapolated` (cenic-math §8.1.1): an island whose
 // guess was extrapolated is not accepted at k = 0 even if it meets the
 // optimality test there. What IcfSolver::Solve guarantees for such an island
 // at its optimum: it is assembled and factorized (st.factorizations ≥ 1, a
@@ -1072,7 +1072,7 @@ TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
   EXPECT_LT(dq, 1e-8);
 }
 
-// Lag-2 guess (cenic-math §8.1, "Lag-2 guess"): in the Allegro hand scene
+// Lag-2 guess (cenic-math §8.1.2): in the Allegro hand scene
 // the object resting on the palm is its own island, and its accelerations
 // repeat every second step up to a factor (a ≈ a_older, a ≈ −a_older:
 // period-2 and period-4 chatter of its two contacts), so both the
