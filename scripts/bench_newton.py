@@ -40,11 +40,11 @@ import numpy as np  # noqa: E402
 import mjcenic  # noqa: E402
 from test_models import MODELS  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "models"
 OUT = ROOT / "docs" / "newton"
-PAGE = ROOT / "docs" / "benchmarks.md"  # the generated section lives here
-BEGIN = "<!-- BEGIN GENERATED newton (scripts/bench_newton.py) -->"
-END = "<!-- END GENERATED newton -->"
 LIMIT = 6.0  # the plot's reference line, iterations per solve
 ACCURACY = 1e-3
 CHUNK = 0.05  # s, mjcenic-run's default --chunk for error-controlled modes
@@ -150,24 +150,12 @@ def table(records):
     return "\n".join(lines)
 
 
-def write_page(text, page=PAGE):
-    s = page.read_text()
-    if BEGIN not in s or END not in s:
-        raise SystemExit(f"{page} lacks the newton markers")
-    a = s.index(BEGIN) + len(BEGIN)
-    b = s.index(END)
-    page.write_text(s[:a] + "\n" + text + "\n" + s[b:])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--only", nargs="*")
-    ap.add_argument("--no-page", "--no-readme", dest="no_page", action="store_true",
-                    help="do not rewrite the section of docs/benchmarks.md")
-    ap.add_argument("--page", default=str(PAGE), help="the page holding the newton markers")
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--from-json")
+    _page.add_arguments(ap)
     a = ap.parse_args()
     out = pathlib.Path(a.out)
     if a.from_json:
@@ -192,8 +180,8 @@ def main():
             indent=1))
     out.mkdir(parents=True, exist_ok=True)
     plot(records, out / "newton.png")
-    if not a.no_page:
-        write_page(table(records), pathlib.Path(a.page))
+    if not a.only:
+        _page.publish(a, out, "newton", "bench_newton.py", table(records))
     print(f"wrote {out}")
 
 

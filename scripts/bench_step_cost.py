@@ -41,13 +41,13 @@ import numpy as np  # noqa: E402
 import mjcenic  # noqa: E402
 from test_models import MODELS  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "models"
 OUT = ROOT / "docs" / "step_cost"
-PAGE = ROOT / "docs" / "benchmarks.md"  # the generated section lives here
 PHASES = ["time_geometry", "time_contacts", "time_assembly", "time_evaluate", "time_factorize",
           "time_line_search", "time_writeback"]
-BEGIN = "<!-- BEGIN GENERATED step_cost (scripts/bench_step_cost.py) -->"
-END = "<!-- END GENERATED step_cost -->"
 
 
 def state_of(m, d):
@@ -160,8 +160,7 @@ def plot(records, path):
 
 def page_section(records, meta, baseline):
     ratios = [r["ratio"] for r in records]
-    lines = [BEGIN, "",
-             f"Fixed mode (error control off, h = the model's `opt.timestep`) against `mj_step`, "
+    lines = [f"Fixed mode (error control off, h = the model's `opt.timestep`) against `mj_step`, "
              f"µs per step, min of {meta['reps']} interleaved repetitions in one process from the "
              f"same state (first keyframe + {meta['settle']:g} s of `mj_step`), on this machine "
              f"(`nice python3 scripts/bench_step_cost.py`). Median ratio {statistics.median(ratios):.2f}. "
@@ -185,7 +184,7 @@ def page_section(records, meta, baseline):
                      " | ".join(f"{ph[p]:.2f}" for p in PHASES[:-1]) + " |")
     if baseline:
         lines += ["", f"Baseline in parentheses: {meta.get('baseline_note', 'docs/step_cost/baseline.json')}."]
-    lines += ["", "![step cost](step_cost/step_cost.png)", "", END]
+    lines += ["", "![step cost](step_cost/step_cost.png)"]
     return "\n".join(lines)
 
 
@@ -195,11 +194,8 @@ def main():
     ap.add_argument("--settle", type=float, default=0.5)
     ap.add_argument("--chunk", type=float, default=0.05, help="mj_step wall seconds per chunk")
     ap.add_argument("--only", nargs="*", help="substrings of model paths to run")
-    ap.add_argument("--no-page", "--no-readme", dest="no_page", action="store_true",
-                    help="do not rewrite the section of docs/benchmarks.md")
-    ap.add_argument("--page", default=str(PAGE), help="the page holding the step_cost markers")
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--from-json", help="regenerate PNG + page section from this saved run")
+    _page.add_arguments(ap)
     a = ap.parse_args()
     out = pathlib.Path(a.out)
     base_path = OUT / "baseline.json"
@@ -220,7 +216,7 @@ def main():
             meta["baseline_note"] = base_note
         out.mkdir(parents=True, exist_ok=True)
         (out / "step_cost.json").write_text(json.dumps(saved, indent=1))
-        write_outputs(records, meta, baseline, out, pathlib.Path(a.page))
+        write_outputs(records, meta, baseline, out, a)
         return
     paths = [("shared/" + rel, SHARED / rel) for rel in MODELS]
     paths += [(f"models/{p.name}", p) for p in sorted((ROOT / "models").glob("*.xml"))]
@@ -241,20 +237,17 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     meta = {"reps": a.reps, "settle": a.settle, "chunk": a.chunk, "phases_exclusive": True}
     (out / "step_cost.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
-    if a.only or a.no_page:
+    if a.only:
         return
     if base_note:
         meta["baseline_note"] = base_note
-    write_outputs(records, meta, baseline, out, pathlib.Path(a.page))
+    write_outputs(records, meta, baseline, out, a)
 
 
-def write_outputs(records, meta, baseline, out, page=PAGE):
+def write_outputs(records, meta, baseline, out, args):
     plot(records, out / "step_cost.png")
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{page} lacks the step_cost markers")
-    i, j = text.index(BEGIN), text.index(END) + len(END)
-    page.write_text(text[:i] + page_section(records, meta, baseline) + text[j:])
+    _page.publish(args, out, "step_cost", "bench_step_cost.py", page_section(records, meta, baseline))
+
 
 if __name__ == "__main__":
     main()

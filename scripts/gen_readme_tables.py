@@ -14,13 +14,15 @@ Python bindings), between the marker comments
 import argparse
 import os
 import pathlib
-import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "python"))
 
 import mjcenic  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
 
 
 def _cell(text):
@@ -47,13 +49,8 @@ TABLES = {"options": options_table, "stats": stats_table}
 
 def render(readme, names=("options",)):
     """The text with the generated blocks `names` replaced."""
-    for name, table in ((n, TABLES[n]()) for n in names):
-        begin = f"<!-- BEGIN GENERATED {name} (scripts/gen_readme_tables.py) -->"
-        end = f"<!-- END GENERATED {name} -->"
-        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
-        if not pattern.search(readme):
-            raise SystemExit(f"no block {begin} ... {end}")
-        readme = pattern.sub(lambda _: f"{begin}\n{table}\n{end}", readme)
+    for name in names:
+        readme = _page.render(readme, name, "gen_readme_tables.py", TABLES[name](), blank=False)
     return readme
 
 
