@@ -2,7 +2,7 @@
 """Creep benchmark: how fast objects held by static friction slide,
 for mjcenic's defaults, candidate settings and mj_step.
 
-    python3 scripts/bench_creep.py [--out-dir out/creep] [--quick]
+    python3 scripts/bench_creep.py [--out-dir docs/creep] [--quick]
         [--scenes pinch,incline,gripper,panda,stack] [--series "defaults;..."]
 
 Scenes (all far inside the friction cone, so Coulomb's law says: no motion):
@@ -20,7 +20,9 @@ settling, divided by the window [µm/s]. Runs: mjcenic in an mj_step-style
 loop (step() per model timestep, error control inside) and in 20 ms
 advance_to chunks at accuracies 1e-2..1e-4, mjcenic fixed steps of 1-100 ms,
 and mj_step (elliptic and pyramidal cones, noslip_iterations 0 and 10).
-Writes creep.json and creep.png. Run from the repository root after `make build`.
+Writes creep.json, creep.png and (for an --out-dir under docs/) the "creep" section of
+docs/benchmarks.md; --from-json docs/creep/creep.json regenerates plot and section without
+measuring, --no-page prints the section instead. Run after `make build`.
 """
 import argparse
 import json
@@ -171,15 +173,25 @@ MJ = [("elliptic", mujoco.mjtCone.mjCONE_ELLIPTIC, 0), ("elliptic+noslip", mujoc
       ("pyramidal+noslip", mujoco.mjtCone.mjCONE_PYRAMIDAL, 10)]
 
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out-dir", default="out/creep")
+    ap.add_argument("--out-dir", default=str(ROOT / "docs" / "creep"))
+    _page.add_arguments(ap)
     ap.add_argument("--quick", action="store_true", help="fewer fixed steps and accuracies")
     ap.add_argument("--scenes", default=",".join(SCENES))
     ap.add_argument("--series", default=";".join(SERIES), help="names separated by ;")
     args = ap.parse_args()
     out = pathlib.Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if args.from_json:
+        rows = json.loads(pathlib.Path(args.from_json).read_text())
+        plot(rows, out / "creep.png")
+        _page.publish(args, out, "creep", "bench_creep.py", section(rows))
+        return
     accs = [1e-2, 1e-4] if args.quick else ACCURACIES
     hs = [2e-3, 2e-2, 1e-1] if args.quick else FIXED_H
     rows = []
@@ -204,6 +216,53 @@ def main():
     (out / "creep.json").write_text(json.dumps(rows, indent=1))
     plot(rows, out / "creep.png")
     print(f"wrote {out / 'creep.json'} and {out / 'creep.png'}")
+    _page.publish(args, out, "creep", "bench_creep.py", section(rows))
+
+
+def _um(v):
+    return "—" if v is None else "not finite" if not math.isfinite(v) else f"{v:.2g}" if v < 1 else f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def section(rows):
+    """The page section: creep [µm/s] per scene for mj_step and each mjcenic series (loop and
+    chunks: the largest over the accuracies; fixed steps up to 20 ms: the largest)."""
+    scenes = list(dict.fromkeys(r["scene"] for r in rows))
+    accs = sorted({r["accuracy"] for r in rows if "accuracy" in r}, reverse=True)
+    hs = sorted({r["h"] for r in rows if "h" in r})
+
+    def worst(sel):
+        vals = [r["creep_um_s"] if r["ok"] else math.inf for r in sel]
+        return max(vals) if vals else None
+
+    table = []
+    for series in dict.fromkeys(r["series"] for r in rows):
+        rs = [r for r in rows if r["series"] == series]
+        if rs[0]["method"] == "mj_step":
+            table.append((f"`{series}`", {sc: worst([r for r in rs if r["scene"] == sc]) for sc in scenes}))
+            continue
+        acc_text = "…".join(f"1e{round(math.log10(a))}" for a in (accs[0], accs[-1])[:len(accs)])
+        for method in ("loop", "chunks"):
+            table.append((f"{series}, {method}, accuracy {acc_text} (largest)", {
+                sc: worst([r for r in rs if r["scene"] == sc and r["method"] == method]) for sc in scenes}))
+        small = [h for h in hs if h <= 0.02 + 1e-12]
+        if small:
+            table.append((f"{series}, fixed {1e3 * small[0]:g}–{1e3 * small[-1]:g} ms (largest)", {
+                sc: worst([r for r in rs if r["scene"] == sc and r["method"] == "fixed"
+                           and r["h"] in small]) for sc in scenes}))
+        for h in (h for h in hs if h > 0.02 + 1e-12):
+            table.append((f"{series}, fixed {1e3 * h:g} ms", {
+                sc: worst([r for r in rs if r["scene"] == sc and r["method"] == "fixed"
+                           and r["h"] == h]) for sc in scenes}))
+    lines = ["Creep [µm/s]: the held object's displacement over 1 s after settling (relative to "
+             "the hand for the gripper and the Panda; the fastest box of the stack). "
+             "\"loop\": `step()` per model timestep (2 ms) with error control; \"chunks\": "
+             "`advance_to` every 20 ms; fixed: `mode=fixed` at that step "
+             "(`python3 scripts/bench_creep.py`).", "",
+             "| | " + " | ".join(scenes) + " |", "|---|" + "---:|" * len(scenes)]
+    for label, vals in table:
+        lines.append(f"| {label} | " + " | ".join(_um(vals[sc]) for sc in scenes) + " |")
+    lines += ["", "![creep](creep/creep.png)"]
+    return "\n".join(lines)
 
 
 def plot(rows, path):

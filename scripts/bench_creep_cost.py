@@ -12,10 +12,13 @@ the minimum of N repetitions (the machine is noisy).
 --anchors: the stiction anchors off (the paper's friction law, the first
 configuration, i.e. the baseline of the ratios) and on (the default), both
 with build/mjcenic-run (or $MJCENIC_BUILD/mjcenic-run). Writes the JSON and a
-PNG of the on/off ratios next to it.
+PNG of the on/off ratios next to it, and for an --out under docs/ the "creep_cost"
+section of docs/benchmarks.md; --from-json docs/creep/cost.json regenerates plot
+and section without measuring, --no-page prints the section instead.
 """
 import argparse
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -44,6 +47,10 @@ def run(binary, path, args, duration):
         return json.load(open(out))
 
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", action="append", default=[])
@@ -52,11 +59,23 @@ def main():
     ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--models", default="")
-    ap.add_argument("--out", default=str(ROOT / "out/creep/cost.json"))
+    ap.add_argument("--out", default=None, help="the JSON to write (default out/creep/cost.json; "
+                    "docs/creep/cost.json with --anchors)")
+    _page.add_arguments(ap)
     ap.add_argument("--update", action="store_true",
                     help="replace only the rows of the models run in an existing --out "
                          "(e.g. re-measure noisy wall times with more --reps)")
     a = ap.parse_args()
+    if a.from_json:
+        rows = json.loads(pathlib.Path(a.from_json).read_text())
+        names = [k for k in rows[0] if k != "model"]
+        out = pathlib.Path(a.out) if a.out else pathlib.Path(a.from_json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        plot(rows, names[0], names[1], out.with_suffix(".png"))
+        _page.publish(a, out.parent, "creep_cost", "bench_creep_cost.py", section(rows, names))
+        return
+    if a.out is None:
+        a.out = str(ROOT / ("docs/creep/cost.json" if a.anchors else "out/creep/cost.json"))
     if a.anchors:
         binary = str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build")) / "mjcenic-run")
         a.config = [f"off={binary}:stiction_anchors=false", f"on={binary}"] + a.config
@@ -110,6 +129,37 @@ def main():
         print(f"| {row['model']} | " + " | ".join(cells) + " | " + "; ".join(ratios) + " |")
     if len(names) >= 2:
         plot(rows, names[0], names[1], pathlib.Path(a.out).with_suffix(".png"))
+        if not a.models:
+            _page.publish(a, pathlib.Path(a.out).parent, "creep_cost", "bench_creep_cost.py",
+                          section(rows, names))
+
+
+def section(rows, names):
+    """The page section: per model the second configuration's Newton iterations per solve and
+    wall time over the first's, and their ranges."""
+    base, other = names[0], names[1]
+    ok = [r for r in rows if "wall" in r.get(base, {}) and "wall" in r.get(other, {})]
+    n = {r["model"]: (r[other]["newton_per_solve"] / r[base]["newton_per_solve"]
+                      if r[base]["newton_per_solve"] > 0 else 1.0 if r[other]["newton_per_solve"] == 0
+                      else math.inf) for r in ok}
+    w = {r["model"]: r[other]["wall"] / r[base]["wall"] for r in ok}
+    failed = [r["model"] for r in rows if r not in ok]
+    cmd = ("python3 scripts/bench_creep_cost.py --anchors" if (base, other) == ("off", "on")
+           else "python3 scripts/bench_creep_cost.py --config ...")
+    lines = [f"`{other}` against `{base}` (`{cmd}`): {len(rows)} cases, 1 s at accuracy 1e-3 in "
+             "a `step()` loop, the configurations interleaved, wall time the minimum of the "
+             f"repetitions. {other} / {base}: Newton iterations per solve "
+             f"{min(n.values()):.2f}–{max(n.values()):.2f}×, wall time "
+             f"{min(w.values()):.2f}–{max(w.values()):.2f}× (median {_page.median(list(w.values())):.2f})"
+             + (f"; failed: {', '.join(failed)}." if failed else "; every run finite."), "",
+             f"| model | Newton it./solve {base} | {other} | ratio | wall [s] {base} | {other} | ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in ok:
+        lines.append(f"| {r['model']} | {r[base]['newton_per_solve']:.2f} | "
+                     f"{r[other]['newton_per_solve']:.2f} | {n[r['model']]:.2f} | "
+                     f"{r[base]['wall']:.3g} | {r[other]['wall']:.3g} | {w[r['model']]:.2f} |")
+    lines += ["", "![creep cost](creep/cost.png)"]
+    return "\n".join(lines)
 
 
 def plot(rows, base, other, path):

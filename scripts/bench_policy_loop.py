@@ -21,9 +21,10 @@ shared: CPU time is what a loaded machine can still compare):
 
 Reports CPU ratios to mj_step in the same loop, mjcenic's accepted and rejected
 steps, convex solves, Newton iterations per solve, and the deepest penetration
-of each run. Writes DIR/policy_loop.json, DIR/policy_loop.md and
-DIR/policy_loop.png (DIR defaults to docs/policy_loop). Not a test: it only
-measures.
+of each run. Writes DIR/policy_loop.json, DIR/policy_loop.png (DIR defaults
+to docs/policy_loop) and the "policy_loop" section of docs/benchmarks.md;
+--from-json DIR/policy_loop.json regenerates the plot and the section without
+measuring, --no-page prints the section instead. Not a test: it only measures.
 """
 import argparse
 import json
@@ -43,6 +44,9 @@ sys.path.insert(0, str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "buil
 import mujoco  # noqa: E402
 
 import mjcenic  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
 
 ROBOTS = [
     "menagerie/franka_emika_panda/scene.xml",
@@ -149,15 +153,36 @@ def summarize(records, configs):
     return out
 
 
-def write_md(records, configs, out_dir):
-    md = ["| model | loop | " + " | ".join(f"{k} / mj_step (steps + rejected)" for k in configs) + " |",
-          "|---|---|" + "---|" * len(configs)]
+def section(data, link):
+    """The page section: the loop, the configurations, the medians and the table."""
+    configs = list(data["configs"])
+    records, summary = data["records"], data["summary"]
+    opts = "; ".join(f"{k}: " + (", ".join(f"`{o}={v}`" for o, v in data["configs"][k].items())
+                                 or "the defaults") for k in configs)
+    lines = [
+        f"The loop a controller runs: `d.ctrl` written before every call (ctrl0 + 1 % of the "
+        f"actuator range × sin(2πt)), one call per `opt.timestep`, {data['duration']:g} s from "
+        "the first keyframe; the same loop with `ctrl` held for comparison (the best case for "
+        "dense output, which may then end a call inside a longer step). mjcenic's "
+        f"configurations ({opts}) against `mj_step` in the same loop: process CPU time, minimum "
+        f"of {data['reps']} interleaved repetitions (`python3 scripts/bench_policy_loop.py`; "
+        f"MuJoCo {data['mujoco']}).", ""]
+    robots = [r for r in records if r["model"] in ROBOTS]
+    lines += [f"Median (max) CPU time / `mj_step`'s over the {len(robots)} robots:", "",
+              "| loop | " + " | ".join(configs) + " |", "|---|" + "---:|" * len(configs)]
+    for name in ("every", "held"):
+        lines.append(f"| ctrl {'written every call' if name == 'every' else 'held'} | " + " | ".join(
+            f"{summary[f'robots_{name}_{k}_median']:.2f} ({summary[f'robots_{name}_{k}_max']:.2f})"
+            for k in configs) + " |")
+    lines += ["", "Per model: CPU time / `mj_step`'s (accepted + rejected steps).", "",
+              "| model | loop | " + " | ".join(configs) + " |", "|---|---|" + "---|" * len(configs)]
     for r in records:
         for name, lp in r["loops"].items():
             cells = [f"{lp['ratio'][k]:.2f} ({lp['info'][k]['steps']} + {lp['info'][k]['rejected_steps']})"
                      for k in configs]
-            md.append(f"| {r['model']} | ctrl {name} | " + " | ".join(cells) + " |")
-    (out_dir / "policy_loop.md").write_text("\n".join(md) + "\n")
+            lines.append(f"| {r['model']} | ctrl {name} | " + " | ".join(cells) + " |")
+    lines += ["", f"![policy loop]({link}/policy_loop.png)"]
+    return "\n".join(lines)
 
 
 def plot(records, configs, out_dir):
@@ -195,6 +220,7 @@ def main():
                    help="comma-separated paths under the shared models folder, or MJCF files")
     p.add_argument("--configs", default="default,embedded,fixed")
     p.add_argument("--out-dir", default=str(ROOT / "docs" / "policy_loop"))
+    _page.add_arguments(p)
     a = p.parse_args()
     configs = [c for c in a.configs.split(",") if c]
     bad = [c for c in configs if c not in CONFIGS]
@@ -205,19 +231,23 @@ def main():
     names = [s for s in a.models.split(",") if s] or ROBOTS + [str(PILE)]
     paths = [pathlib.Path(s) if pathlib.Path(s).is_file() else SHARED / s for s in names]
     missing = [str(q) for q in paths if not q.is_file()]
-    if missing:
+    if missing and not a.from_json:
         p.error(f"no such model(s): {missing} (shared models: {SHARED}, MJCENIC_SHARED_MODELS)")
     out_dir = pathlib.Path(a.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    records = [bench(q, a.duration, a.reps, configs, print) for q in paths]
-    summary = summarize(records, configs)
-    print(json.dumps(summary))
-    (out_dir / "policy_loop.json").write_text(json.dumps(
-        {"duration": a.duration, "reps": a.reps, "configs": {k: CONFIGS[k] for k in configs},
-         "mujoco": mujoco.__version__, "summary": summary, "records": records}, indent=1))
-    write_md(records, configs, out_dir)
-    plot(records, configs, out_dir)
-    print(f"wrote {out_dir}/policy_loop.json, policy_loop.md, policy_loop.png")
+    if a.from_json:
+        data = json.loads(pathlib.Path(a.from_json).read_text())
+    else:
+        records = [bench(q, a.duration, a.reps, configs, print) for q in paths]
+        summary = summarize(records, configs)
+        print(json.dumps(summary))
+        data = {"duration": a.duration, "reps": a.reps, "configs": {k: CONFIGS[k] for k in configs},
+                "mujoco": mujoco.__version__, "summary": summary, "records": records}
+        (out_dir / "policy_loop.json").write_text(json.dumps(data, indent=1))
+    plot(data["records"], list(data["configs"]), out_dir)
+    print(f"wrote {out_dir}/policy_loop.png")
+    _page.publish(a, out_dir, "policy_loop", "bench_policy_loop.py",
+                  section(data, _page.link_dir(a, out_dir) or out_dir))
 
 
 if __name__ == "__main__":

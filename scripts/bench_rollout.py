@@ -9,7 +9,11 @@ mjcenic.Stepper (what a user writes without rollout) and checks that every confi
 the same arrays bit for bit. Throughput = rollout steps (of opt.timestep) per wall second.
 
     nice python3 scripts/bench_rollout.py [--nbatch 8] [--nstep 150] [--reps 9] [--wait-idle 1.7]
-        [--out docs/rollout]   # writes rollout.json and rollout.png
+        [--out docs/rollout]   # writes rollout.json, rollout.png and the page section
+
+The "rollout" section of docs/benchmarks.md is rewritten from the run (for an --out under docs/);
+--from-json docs/rollout/rollout.json regenerates plot and section without measuring, --no-page
+prints the section instead.
 """
 import argparse
 import json
@@ -25,6 +29,8 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILD = pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build"))
 sys.path.insert(0, str(BUILD / "python"))
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
 import mujoco  # noqa: E402
 import mjcenic  # noqa: E402
 
@@ -105,6 +111,29 @@ def plot(report, out):
     plt.close(fig)
 
 
+def section(r):
+    """The page section: the batch, the table and the two ratios."""
+    w, tp = r["wall_time"], r["throughput_steps_per_s"]
+    one = w["rollout, 1 thread"]["min"]
+    same = all(r["bit_identical_to_1_thread"].values())
+    lines = [
+        f"`mjcenic.rollout` on 1 and 2 threads and a Python `Stepper` loop over the same batch: "
+        f"{r['model']}, {r['nbatch']} rollouts × {r['nstep']} steps of {1e3 * r['timestep']:g} ms "
+        f"from jittered starts, interleaved, wall time the minimum of {r['reps']} repetitions on a "
+        f"{r['cpus']}-core machine (`nice python3 scripts/bench_rollout.py --wait-idle 1.7`). "
+        f"2 threads: {r['speedup_2_threads']:.2f}× one thread's throughput; CPU time of the "
+        f"2-thread run / the 1-thread run's: {r['cpu_time_ratio_2_vs_1_thread']:.2f} (the threads "
+        "add no work when it is 1). "
+        + ("All three return the same arrays bit for bit." if same else
+           "The runs do NOT return the same arrays: "
+           + ", ".join(k for k, v in r["bit_identical_to_1_thread"].items() if not v) + "."), "",
+        "| | wall time (min) | steps/s | vs 1 thread |", "|---|---|---|---|"]
+    for k, v in w.items():
+        lines.append(f"| {k} | {v['min']:.3f} s | {tp[k]:.0f} | {one / v['min']:.2f}× |")
+    lines += ["", "![rollout throughput](rollout/rollout.png)"]
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=str(ROOT / "models/clutter.xml"))
@@ -116,11 +145,13 @@ def main():
                     help="before each rep, wait until this many cores were idle for 1 s "
                          "(shared machine; up to --wait-timeout s per rep)")
     ap.add_argument("--wait-timeout", type=float, default=120.0)
-    ap.add_argument("--plot-only", action="store_true",
-                    help="redraw rollout.png from the rollout.json in --out")
+    _page.add_arguments(ap)
     a = ap.parse_args()
-    if a.plot_only:
-        plot(json.loads((pathlib.Path(a.out) / "rollout.json").read_text()), a.out)
+    if a.from_json:
+        report = json.loads(pathlib.Path(a.from_json).read_text())
+        pathlib.Path(a.out).mkdir(parents=True, exist_ok=True)
+        plot(report, a.out)
+        _page.publish(a, a.out, "rollout", "bench_rollout.py", section(report))
         return 0
 
     m = mujoco.MjModel.from_xml_path(a.model)
@@ -182,6 +213,7 @@ def main():
     (out / "rollout.json").write_text(json.dumps(report, indent=2) + "\n")
 
     plot(report, out)
+    _page.publish(a, out, "rollout", "bench_rollout.py", section(report))
     print(json.dumps({k: report[k] for k in ("throughput_steps_per_s", "speedup_2_threads",
                                              "cpu_time_ratio_2_vs_1_thread",
                                              "bit_identical_to_1_thread", "loadavg_before",

@@ -15,7 +15,11 @@ convex solves and Newton iterations per solve, the deepest penetration each run 
 between the two mjcenic runs' final states (weighted norm, mjcenic.error_norm)
 against the accuracy.
 
-Writes OUT/step_loop.json, OUT/step_loop.png and OUT/step_loop.md.
+Writes OUT/step_loop.json, OUT/step_loop.png and, for an OUT under docs/, the
+section of docs/benchmarks.md named after OUT ("step_loop" for docs/step_loop,
+"step_loop/per_unit_step_0.3s" for docs/step_loop/per_unit_step_0.3s);
+--from-json OUT/step_loop.json regenerates plot and section without
+measuring, --no-page prints the section instead.
 """
 import argparse
 import json
@@ -38,6 +42,9 @@ import mujoco  # noqa: E402
 import mjcenic  # noqa: E402
 from mjcenic._cliutil import key_value  # noqa: E402
 from test_models import MODELS  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
 
 ACCURACY = 1e-3
 # Models the acceptance median is taken over: robots (arms, hands, legged, humanoids).
@@ -153,6 +160,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--models", default="", help="comma-separated paths under ../shared/models")
     p.add_argument("--out-dir", default=str(ROOT / "docs" / "step_loop"))
+    _page.add_arguments(p)
     p.add_argument("--option", action="append", type=key_value, metavar="KEY=VALUE", default=[],
                    help="a stepper option for both mjcenic runs (repeatable; e.g. "
                         "error_per_unit_step=0.3 to measure a variant; accuracy overrides 1e-3)")
@@ -164,47 +172,69 @@ def main():
         p.error("--duration must be > 0 and --reps >= 1")
     models = [s for s in a.models.split(",") if s] or MODELS
     missing = [s for s in models if not (SHARED / s).exists()]
-    if missing:
+    if missing and not a.from_json:
         p.error(f"no such model(s) under {SHARED}: {missing}")
     out_dir = pathlib.Path(a.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = []
+    if a.from_json:
+        data = json.loads(pathlib.Path(a.from_json).read_text())
+    else:
+        records = [bench(rel, a.duration, a.reps, print, options) for rel in models]
+        robots = [r for r in records if r["model"].startswith(ROBOTS)]
+        summary = {
+            "median_dense_all": statistics.median(r["ratio_dense"] for r in records),
+            "median_capped_all": statistics.median(r["ratio_capped"] for r in records),
+            "median_dense_robots": statistics.median(r["ratio_dense"] for r in robots) if robots else None,
+            "median_capped_robots": statistics.median(r["ratio_capped"] for r in robots) if robots else None,
+            "max_newton_per_solve_dense": max(
+                r["info"]["dense"]["newton_iterations"] / max(r["info"]["dense"]["solves"], 1)
+                for r in records),
+            "robots": [r["model"] for r in robots]}
+        print(json.dumps({k: v for k, v in summary.items() if k != "robots"}))
+        data = {"duration": a.duration, "reps": a.reps,
+                "accuracy": float(options.get("accuracy", ACCURACY)),
+                "options": {k: _number(v) for k, v in options.items()},
+                "mujoco": mujoco.__version__, "summary": summary, "records": records}
+        (out_dir / "step_loop.json").write_text(json.dumps(data, indent=1))
+    plot(data["records"], out_dir, data["accuracy"])
+    print(f"wrote {out_dir}/step_loop.png")
+    link = _page.link_dir(a, out_dir) or str(out_dir)
+    _page.publish(a, out_dir, link, "bench_step_loop.py", section(data, link))
 
-    def log(s):
-        print(s, flush=True)
-        lines.append(s)
 
-    records = [bench(rel, a.duration, a.reps, log, options) for rel in models]
-    robots = [r for r in records if r["model"].startswith(ROBOTS)]
-    summary = {
-        "median_dense_all": statistics.median(r["ratio_dense"] for r in records),
-        "median_capped_all": statistics.median(r["ratio_capped"] for r in records),
-        "median_dense_robots": statistics.median(r["ratio_dense"] for r in robots) if robots else None,
-        "median_capped_robots": statistics.median(r["ratio_capped"] for r in robots) if robots else None,
-        "max_newton_per_solve_dense": max(
-            r["info"]["dense"]["newton_iterations"] / max(r["info"]["dense"]["solves"], 1)
-            for r in records),
-        "robots": [r["model"] for r in robots]}
-    log(json.dumps({k: v for k, v in summary.items() if k != "robots"}))
-    (out_dir / "step_loop.json").write_text(json.dumps(
-        {"duration": a.duration, "reps": a.reps, "accuracy": float(options.get("accuracy", ACCURACY)),
-         "options": {k: _number(v) for k, v in options.items()},
-         "mujoco": mujoco.__version__, "summary": summary, "records": records}, indent=1))
-    md = ["| model | dense output / mj_step | dense_output=false / mj_step | steps (dense / capped) "
-          "| Newton it./solve (dense) | max pen. [mm] mj_step / dense / capped "
-          "| final-state difference (weighted) |",
-          "|---|---|---|---|---|---|---|"]
+def section(data, link):
+    """The page section: what was run, the medians and the per-model table."""
+    sm, records = data["summary"], data["records"]
+    opts = ", ".join(f"`{k}={v}`" for k, v in data.get("options", {}).items() if k != "accuracy")
+    cmd = f"python3 scripts/bench_step_loop.py --duration {data['duration']:g} --reps {data['reps']}"
+    cmd += "".join(f" --option {k}={v}" for k, v in data.get("options", {}).items())
+    if link != "step_loop":
+        cmd += f" --out-dir docs/{link}"
+    lines = [
+        f"`step()` once per `opt.timestep`, `ctrl` held, accuracy {data['accuracy']:g}"
+        + (f", {opts}" if opts else "") + f", {data['duration']:g} s from the first keyframe, "
+        "with `dense_output` on (the default) and off, against `mj_step` in the same loop: wall "
+        f"time, minimum of {data['reps']} interleaved repetitions (`{cmd}`; MuJoCo {data['mujoco']}).",
+        "",
+        f"Median wall time / `mj_step`'s: {sm['median_dense_robots']:.2f} with dense output and "
+        f"{sm['median_capped_robots']:.2f} with `dense_output=false` over the "
+        f"{len(sm['robots'])} robots; {sm['median_dense_all']:.2f} and "
+        f"{sm['median_capped_all']:.2f} over all {len(records)} models. Highest Newton "
+        f"iterations per solve (dense): {sm['max_newton_per_solve_dense']:.2f}.", "",
+        "| model | dense output / mj_step | dense_output=false / mj_step | steps (dense / capped) "
+        "| Newton it./solve (dense) | max pen. [mm] mj_step / dense / capped "
+        "| final-state difference (weighted) |",
+        "|---|---|---|---|---|---|---|"]
     for r in records:
         i = r["info"]
-        md.append(f"| {r['model']} | {r['ratio_dense']:.2f} | {r['ratio_capped']:.2f} | "
-                  f"{i['dense']['steps']} / {i['capped']['steps']} | "
-                  f"{i['dense']['newton_iterations'] / max(i['dense']['solves'], 1):.2f} | "
-                  f"{1e3 * i['mj_step']['max_penetration']:.3g} / "
-                  f"{1e3 * i['dense']['max_penetration']:.3g} / "
-                  f"{1e3 * i['capped']['max_penetration']:.3g} | {r['dense_vs_capped_final']:.2g} |")
-    (out_dir / "step_loop.md").write_text("\n".join(md) + "\n")
-    plot(records, out_dir, float(options.get("accuracy", ACCURACY)))
-    print(f"wrote {out_dir}/step_loop.json, step_loop.md, step_loop.png")
+        lines.append(f"| {r['model']} | {r['ratio_dense']:.2f} | {r['ratio_capped']:.2f} | "
+                     f"{i['dense']['steps']} / {i['capped']['steps']} | "
+                     f"{i['dense']['newton_iterations'] / max(i['dense']['solves'], 1):.2f} | "
+                     f"{1e3 * i['mj_step']['max_penetration']:.3g} / "
+                     f"{1e3 * i['dense']['max_penetration']:.3g} / "
+                     f"{1e3 * i['capped']['max_penetration']:.3g} | {r['dense_vs_capped_final']:.2g} |")
+    lines += ["", f"![step loop]({link}/step_loop.png)"]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

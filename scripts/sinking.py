@@ -32,7 +32,10 @@ the wall time of "default" against "paper", the two runs interleaved in one
 process, min over N repetitions (this machine is shared); ratio = default /
 paper.
 
-Writes OUT/sinking.json and OUT/sinking.png.
+Writes OUT/sinking.json, OUT/sinking.png and (for an OUT under docs/) the
+"sinking" section of docs/benchmarks.md; --from-json OUT/sinking.json
+regenerates plot and section without measuring, --no-page prints the section
+instead.
 """
 import argparse
 import json
@@ -124,6 +127,10 @@ def verdict(pens, mj):
     return bool(ok)
 
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out-dir", default=str(ROOT / "docs/sinking"))
@@ -135,7 +142,16 @@ def main():
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--cost-reps", type=int, default=5,
                    help="repetitions of the interleaved cost runs at 1e-3 (0: none)")
+    _page.add_arguments(p)
     a = p.parse_args()
+    if a.from_json:
+        res = json.loads(pathlib.Path(a.from_json).read_text())
+        out = pathlib.Path(a.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        if not a.no_plot:
+            plot(res, out / "sinking.png")
+        _page.publish(a, out, "sinking", "sinking.py", section(res))
+        return
     extra = {}
     for kv in a.option:
         k, v = kv.split("=", 1)
@@ -172,9 +188,23 @@ def main():
             r["cost_1e-3"] = cost(sc, loops, a.cost_reps, extra)
         res["scenes"][name] = r
         (out / "sinking.json").write_text(json.dumps(res, indent=1) + "\n")
-    (out / "summary.md").write_text(summary(res))
     if not a.no_plot:
         plot(res, out / "sinking.png")
+    _page.publish(a, out, "sinking", "sinking.py", section(res))
+
+
+def section(res):
+    """The page section: what was run, the tables and the plot."""
+    ok = {c: sum(all(r["runs"][f"{c}/{lp}"]["ok"] for lp in res["loops"] if f"{c}/{lp}" in r["runs"])
+                 for r in res["scenes"].values()) for c in res["configs"]}
+    n = len(res["scenes"])
+    head = (f"Max penetration [mm] of mjcenic at accuracy "
+            + " / ".join(f"{a:g}" for a in res["accuracies"])
+            + " against `mj_step` at the model's dt, per loop; **sinks**: at a loose accuracy deeper "
+            "than 1.5× the 1e-3 run's or than `mj_step`'s (`python3 scripts/sinking.py`). "
+            "Scenes meeting the criterion in every loop: "
+            + ", ".join(f"{c} {ok[c]} of {n}" for c in res["configs"]) + ".")
+    return head + "\n\n" + summary(res).strip() + "\n\n![sinking](sinking/sinking.png)"
 
 
 def cost(sc, loops, reps, extra):

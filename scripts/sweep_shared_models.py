@@ -4,8 +4,12 @@
 and with mj_step at the model's timestep, and writes
 
     OUT/sweep.json   one record per model (build/mjcenic-run's JSON)
-    OUT/sweep.md     a table: real-time rates, max penetration, steps
     OUT/sweep.png    max penetration, mjcenic vs mj_step, per model
+    a table (real-time rates, max penetration, steps): for an OUT under docs/ the
+    "sweep" section of docs/benchmarks.md, else OUT/sweep.md
+
+--from-json OUT/sweep.json regenerates plot and table without running; --no-page
+prints the section instead.
 
     python3 scripts/sweep_shared_models.py [--duration 5] [--out out/sweep] [--jobs N]
                                            [--models REL,REL] [--ray [ADDRESS]]
@@ -31,6 +35,9 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 from test_models import CONVERGED_COLLIDER, MODELS, SLOW_FIRST  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "models"
 
@@ -66,7 +73,13 @@ def main():
     ap.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                     help="run the models as Ray tasks on the cluster at ADDRESS (local Ray "
                          "without one) instead of --jobs threads")
+    _page.add_arguments(ap)
     a = ap.parse_args()
+    if a.from_json:
+        records = json.loads(pathlib.Path(a.from_json).read_text())
+        duration = max(r.get("sim_time", 0) for r in records)
+        write_outputs(a, pathlib.Path(a.out), records, duration)
+        return
     binary = str((pathlib.Path(a.build) / "mjcenic-run").resolve())
     # Checked before any work.
     if not os.access(binary, os.X_OK):
@@ -105,7 +118,11 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(json.dumps(records, indent=1))
 
-    lines = [f"Every top-level model of `../shared/models`, {a.duration:g} s from its first keyframe "
+    write_outputs(a, out, records, a.duration)
+
+
+def table(records, duration):
+    lines = [f"Every top-level model of `../shared/models`, {duration:g} s from its first keyframe "
              "with `ctrl` held; mjcenic with default options (CENIC, accuracy 1e-3) called once per "
              "`opt.timestep` like `mj_step`. Real-time rate = simulated / wall time on one core; "
              "penetration = deepest contact seen (mjcenic: every geometry query it made). Models marked "
@@ -125,8 +142,15 @@ def main():
         lines.append(f"| {name} | {mrt:.3g}x | {rt:.3g}x | {1e3 * r['mjstep_max_penetration']:.3g} "
                      f"| {1e3 * r['max_penetration']:.3g} | {r['accepted_steps']} ({r['rejected_steps']}) "
                      f"| {it:.2f} | {len(r['warnings'])} |")
-    (out / "sweep.md").write_text("\n".join(lines) + "\n")
+    return "\n".join(lines)
 
+
+def write_outputs(a, out, records, duration):
+    out.mkdir(parents=True, exist_ok=True)
+    text = table(records, duration)
+    link = _page.link_dir(a, out)
+    if link is None and not a.page:
+        (out / "sweep.md").write_text(text + "\n")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -142,11 +166,15 @@ def main():
     ax.invert_yaxis()
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlabel("max penetration [mm]")
-    ax.set_title(f"Shared models, {a.duration:g} s")
+    ax.set_title(f"Shared models, {duration:g} s")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "sweep.png", dpi=120)
-    print(f"wrote {out / 'sweep.json'}, {out / 'sweep.md'}, {out / 'sweep.png'}")
+    print(f"wrote {out / 'sweep.png'}")
+    link = link or str(out)
+    cmd = f"python3 scripts/sweep_shared_models.py --duration {duration:g} --out {'docs/' + link if _page.under_docs(out) else out}"
+    _page.publish(a, out, "sweep", "sweep_shared_models.py",
+                  f"{text}\n\n`{cmd}`\n\n![sweep penetration]({link}/sweep.png)")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,12 @@ time-varying control hold ctrl for 20 ms periods (the same schedule for both
 simulators), which does bound every simulator's step by 20 ms.
 
 Writes OUT/work_precision.json, one OUT/<scene>.png per scene (error vs wall
-time; error vs accuracy) and OUT/summary.md.
+time; error vs accuracy) and the summary table: for an OUT under docs/, as the
+section of docs/benchmarks.md named after OUT ("work_precision" for
+docs/work_precision, "work_precision/ingredients" for docs/work_precision/ingredients),
+else as OUT/summary.md. --from-json OUT/work_precision.json regenerates the plots and
+the section without measuring (a JSON named work_precision_X.json: the section
+OUT-name + "_X"); --no-page prints the section instead.
 """
 import argparse
 import pickle
@@ -49,6 +54,9 @@ import mujoco  # noqa: E402
 
 import mjcenic  # noqa: E402
 from mjcenic import work_precision as wp  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
 
 SAMPLE = 0.02  # [s] sample and control period
 REF_LEVEL = 8  # reference step: dt / 2^REF_LEVEL (a scene may ask for a finer one)
@@ -206,16 +214,19 @@ def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None):
 cost_at = wp.cost_at
 
 
-def summarize(results, log):
-    lines = ["| scene | mj_step ref. check | mjcenic ref. check | series | achieved traj. error "
-             "at accuracy 1e-2 / 1e-3 / 1e-4 | wall / mj_step's at error 1e-3 |", "|---|---|---|---|---|---|"]
+def summary_rows(results, series_list):
+    """Per scene and series: the references' checks, the achieved errors at 1e-2 / 1e-3 / 1e-4
+    and wall / mj_step's at error 1e-3 (or at the tightest error both reach) with that error."""
+    rows = []
     for res in results:
         runs = res["runs"]
-        for series in CONFIGS:
+        for series in series_list:
+            if not any(x["series"] == series for x in runs):
+                continue
             errs = []
             for a in (1e-2, 1e-3, 1e-4):
                 r = [x for x in runs if x["series"] == series and x.get("accuracy") == a]
-                errs.append(f"{r[0]['traj_error']:.2g}" if r and "traj_error" in r[0] else "—")
+                errs.append(r[0]["traj_error"] if r and "traj_error" in r[0] else None)
             target = 1e-3
             ours, theirs = cost_at(runs, series, target), cost_at(runs, "mj_step", target)
             if ours is None or theirs is None:  # the tightest error both reach
@@ -224,17 +235,57 @@ def summarize(results, log):
                         for s in (series, "mj_step")]
                 target = max(both)
                 ours, theirs = cost_at(runs, series, target), cost_at(runs, "mj_step", target)
-            ratio = f"{ours / theirs:.2f} (at {target:.2g})" if ours and theirs else "—"
-            lines.append(f"| {res['scene']} | {res['references']['mj_step']['check']:.2g} | "
-                         f"{res['references']['mjcenic']['check']:.2g} | {series} | "
-                         f"{' / '.join(errs)} | {ratio} |")
+            rows.append({"scene": res["scene"], "series": series, "errors": errs, "target": target,
+                         "ratio": ours / theirs if ours and theirs else None,
+                         "checks": [res["references"][k]["check"] for k in ("mj_step", "mjcenic")],
+                         "converged": [res["references"][k]["converged"] for k in ("mj_step", "mjcenic")]})
+    return rows
+
+
+def summarize(results, log=print, series_list=None):
+    series_list = series_list or list(dict.fromkeys(
+        x["series"] for res in results for x in res["runs"] if x["series"] != "mj_step"))
+    lines = ["| scene | mj_step ref. check | mjcenic ref. check | series | achieved traj. error "
+             "at accuracy 1e-2 / 1e-3 / 1e-4 | wall / mj_step's at error 1e-3 |", "|---|---|---|---|---|---|"]
+    for r in summary_rows(results, series_list):
+        checks = [f"{c:.2g}" + ("" if ok else " (**n.c.**)") for c, ok in zip(r["checks"], r["converged"])]
+        errs = " / ".join("—" if e is None else f"{e:.2g}" for e in r["errors"])
+        ratio = f"{r['ratio']:.2f} (at {r['target']:.2g})" if r["ratio"] is not None else "—"
+        lines.append(f"| {r['scene']} | {checks[0]} | {checks[1]} | {r['series']} | {errs} | {ratio} |")
     text = "\n".join(lines)
     log(text)
     return text
 
 
-def plot(res, out_dir):
-    wp.plot(res, out_dir / f"{res['scene']}.png", ACCURACIES)
+def section(data, link):
+    """The page section: the run, the medians, the summary table and the plots."""
+    results = data["results"]
+    series_list = list(dict.fromkeys(x["series"] for res in results for x in res["runs"]
+                                     if x["series"] != "mj_step"))
+    rows = summary_rows(results, series_list)
+    medians = []
+    for series in series_list:
+        vals = [r["ratio"] for r in rows if r["series"] == series and r["ratio"] is not None]
+        if vals:
+            medians.append(f"{series} {_page.median(vals):.2f}")
+    scenes = [res["scene"] for res in results]
+    cmd = "python3 scripts/work_precision.py"
+    if link != "work_precision":
+        cmd += (f" --out-dir docs/{link.split('/_')[0]} --scenes {','.join(scenes)}"
+                f" --series {','.join(series_list)}")
+    head = (f"Achieved trajectory error (max over the {1e3 * data['sample']:g} ms samples; m and "
+            "rad) of each series against its own simulator's converged reference, and wall time "
+            "against `mj_step`'s at equal error (`" + cmd + f"`; MuJoCo {data['mujoco']}). "
+            "**n.c.**: the reference is not converged (errors below about twice its check are not "
+            f"resolved). Median over the {len(scenes)} scenes of wall / `mj_step`'s at equal error: "
+            + ", ".join(medians) + ".")
+    suffix = link.split("/_work_precision")[1] if "/_work_precision" in link else ""
+    plots = ", ".join(f"[{s}]({link.split('/_')[0]}/{s}{suffix}.png)" for s in scenes)
+    return head + "\n\n" + summarize(results, lambda _: None, series_list) + "\n\nPlots per scene: " + plots
+
+
+def plot(res, out_dir, suffix=""):
+    wp.plot(res, out_dir / f"{res['scene']}{suffix}.png", ACCURACIES)
 
 
 def main():
@@ -252,7 +303,16 @@ def main():
                    help="directory: reuse (or store) each scene's references there")
     p.add_argument("--series", default=",".join(DEFAULT_SERIES),
                    help="mjcenic series to run (mj_step always runs)")
+    _page.add_arguments(p)
     a = p.parse_args()
+    if a.from_json:
+        data = json.loads(pathlib.Path(a.from_json).read_text())
+        out_dir = pathlib.Path(a.out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for res in data["results"]:
+            plot(res, out_dir, pathlib.Path(a.from_json).stem[len("work_precision"):])
+        publish(a, out_dir, data, pathlib.Path(a.from_json).stem)
+        return
     names = [s for s in a.scenes.split(",") if s]
     bad = [s for s in names if s not in SCENES]
     if bad:
@@ -280,8 +340,18 @@ def main():
         (out_dir / "work_precision.json").write_text(json.dumps(
             {"sample": SAMPLE, "ref_level": REF_LEVEL, "mujoco": mujoco.__version__,
              "results": results}, indent=1, default=float))
-    (out_dir / "summary.md").write_text(summarize(results, log) + "\n")
-    print(f"wrote {out_dir}/work_precision.json, summary.md and one PNG per scene")
+    data = {"sample": SAMPLE, "ref_level": REF_LEVEL, "mujoco": mujoco.__version__, "results": results}
+    if _page.link_dir(a, out_dir) is None:
+        (out_dir / "summary.md").write_text(summarize(results, log) + "\n")
+    print(f"wrote {out_dir}/work_precision.json and one PNG per scene")
+    publish(a, out_dir, data, "work_precision")
+
+
+def publish(a, out_dir, data, stem):
+    link = _page.link_dir(a, out_dir) or str(out_dir)
+    name = link + stem[len("work_precision"):]
+    _page.publish(a, out_dir, name, "work_precision.py",
+                  section(data, link + ("/_" + stem if stem != "work_precision" else "")))
 
 
 if __name__ == "__main__":
