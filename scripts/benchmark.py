@@ -4,6 +4,10 @@
 
     python3 scripts/benchmark.py [--out-dir out/benchmark] [--quick]
 
+With --out-dir under docs/ (e.g. docs/benchmark) the run also writes the
+"benchmark" section of docs/benchmarks.md; --from-json DIR/benchmark.json
+regenerates plot and section without measuring, --no-page prints the section.
+
 Writes benchmark.json (wall time, steps, solves, Newton iterations,
 factorizations, error vs reference per run) and work_precision.png (error vs
 wall time, one panel per scene). The error of a run is the weighted
@@ -30,6 +34,9 @@ sys.path.insert(0, str(pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "buil
 import mujoco  # noqa: E402
 
 import mjcenic  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
 
 SCENES = [
     # name, file, keyframe, end time [s], extra stepper options, also run
@@ -81,9 +88,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out-dir", default=str(ROOT / "out" / "benchmark"))
     p.add_argument("--quick", action="store_true", help="fewer accuracies and time steps")
+    _page.add_arguments(p)
     a = p.parse_args()
     out = pathlib.Path(a.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if a.from_json:
+        rows = json.loads(pathlib.Path(a.from_json).read_text())["rows"]
+        write_outputs(a, out, rows)
+        return
     accs = ACCURACIES[:3] if a.quick else ACCURACIES
     dts = MJSTEP_DT[:3] if a.quick else MJSTEP_DT
     rows = []
@@ -114,7 +126,23 @@ def main():
                 reference="mjcenic cenic accuracy 1e-6 (global_accuracy where it is run)",
                 error="weighted tangent-space position error at the end time (inf-norm)")
     (out / "benchmark.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+    write_outputs(a, out, rows)
 
+
+def section(rows, link):
+    """The page section: per scene and series, the end error and the wall time per level."""
+    lines = ["End error (weighted, against mjcenic at accuracy 1e-6) and wall time per run "
+             f"(`python3 scripts/benchmark.py --out-dir docs/{link}`).", "",
+             "| scene | series | accuracy or dt | end error | wall [s] | steps |", "|---|---|---|---:|---:|---:|"]
+    for r in rows:
+        level = f"dt {1e3 * r['timestep']:g} ms" if r["method"] == "mj_step" else f"{r['accuracy']:g}"
+        lines.append(f"| {r['scene']} | {r['method']} | {level} | {r['error']:.2g} | "
+                     f"{r['wall_time']:.3g} | {r['steps']} |")
+    lines += ["", f"![work-precision]({link}/work_precision.png)"]
+    return "\n".join(lines)
+
+
+def write_outputs(a, out, rows):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -142,7 +170,9 @@ def main():
     axes[0].legend()
     fig.tight_layout()
     fig.savefig(out / "work_precision.png", dpi=110)
-    print(f"wrote {out / 'benchmark.json'} and {out / 'work_precision.png'}")
+    print(f"wrote {out / 'work_precision.png'}")
+    link = _page.link_dir(a, out) or str(out)
+    _page.publish(a, out, "benchmark", "benchmark.py", section(rows, link))
 
 
 if __name__ == "__main__":
