@@ -6,6 +6,10 @@ Newton iterations per convex solve and in total, wall-time ratio (min of
 --reps, interleaved).
 
     python3 scripts/bench_anchor_eps_cap.py [--reps 2] [--out docs/step_loop/anchor_eps_cap.json]
+
+For an --out under docs/ the run also writes the "anchor_eps_cap" section of
+docs/benchmarks.md; --from-json FILE regenerates the section without measuring,
+--no-page prints it instead.
 """
 import argparse
 import json
@@ -22,12 +26,41 @@ import mujoco  # noqa: E402
 
 import mjcenic  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import _page  # noqa: E402
+
+
+def section(data):
+    recs = data["records"]
+    ratios = [r["wall_ratio"] for r in recs]
+    same = sum(r["cap"]["steps"] == r["nocap"]["steps"] and r["cap"]["newton"] == r["nocap"]["newton"]
+               for r in recs)
+    lines = [f"`anchor_eps_cap` on / off in the `mj_step`-style loop (1 s, `step()` once per "
+             f"`opt.timestep`, accuracy 1e-3, dense output; wall time min of {data['reps']} "
+             "interleaved repetitions; `python3 scripts/bench_anchor_eps_cap.py`): the same steps "
+             f"and Newton iterations on {same} of {len(recs)} robots; wall-time ratio "
+             f"{min(ratios):.2f}–{max(ratios):.2f} (median {_page.median(ratios):.2f}).", "",
+             "| model | steps on / off | Newton it./solve on / off | Newton total on / off | wall on / off |",
+             "|---|---|---|---:|---:|"]
+    for r in recs:
+        c, o = r["cap"], r["nocap"]
+        lines.append(f"| {r['model']} | {c['steps']} / {o['steps']} | {c['newton_per_solve']:.2f} / "
+                     f"{o['newton_per_solve']:.2f} | {c['newton'] / max(o['newton'], 1):.2f} | "
+                     f"{r['wall_ratio']:.2f} |")
+    return "\n".join(lines)
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--out", default=str(ROOT / "docs" / "step_loop" / "anchor_eps_cap.json"))
+    _page.add_arguments(p)
     a = p.parse_args()
+    if a.from_json:
+        data = json.loads(pathlib.Path(a.from_json).read_text())
+        _page.publish(a, pathlib.Path(a.from_json).parent, "anchor_eps_cap", "bench_anchor_eps_cap.py",
+                      section(data))
+        return
     models = [r["model"] for r in
               json.loads((ROOT / "docs" / "step_loop" / "step_loop.json").read_text())["records"]]
     records = []
@@ -60,8 +93,11 @@ def main():
               f"{c['newton_per_solve']:.2f} / {o['newton_per_solve']:.2f}  Newton total "
               f"{c['newton'] / o['newton']:.2f}x  wall {rec['wall_ratio']:.2f}x", flush=True)
         records.append(rec)
-    pathlib.Path(a.out).write_text(json.dumps({"reps": a.reps, "records": records}, indent=1))
+    data = {"reps": a.reps, "records": records}
+    pathlib.Path(a.out).write_text(json.dumps(data, indent=1))
     print(f"wrote {a.out}")
+    _page.publish(a, pathlib.Path(a.out).parent, "anchor_eps_cap", "bench_anchor_eps_cap.py",
+                  section(data))
 
 
 if __name__ == "__main__":
