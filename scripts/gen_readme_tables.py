@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Writes the README's options and statistics tables from the one table in
+"""Writes the options and statistics tables from the one table in
 mjcenic/integrator/options_table.h (through the built Python bindings), between
-the marker comments
+marker comments: the public options and the statistics in README.md,
 
     <!-- BEGIN GENERATED options (scripts/gen_readme_tables.py) -->
     <!-- END GENERATED options -->
 
-(and the same for `stats`). Run after `make build`:
+(and the same for `stats`), the expert options in docs/options.md (block
+`expert_options`). Run after `make build`:
 
-    python3 scripts/gen_readme_tables.py            # rewrite README.md
-    python3 scripts/gen_readme_tables.py --check    # exit 1 if README.md is out of date
+    python3 scripts/gen_readme_tables.py            # rewrite README.md, docs/options.md
+    python3 scripts/gen_readme_tables.py --check    # exit 1 if either is out of date
 """
 import argparse
 import os
@@ -27,9 +28,11 @@ def _cell(text):
     return str(text).replace("\n", " ")
 
 
-def options_table():
+def options_table(expert=False):
     rows = ["| key | default | values | meaning |", "|---|---|---|---|"]
     for o in mjcenic.option_table():
+        if bool(o.get("expert", False)) != expert:
+            continue
         rows.append(f"| `{o['key']}` | `{o['default']}` | {_cell(o['expect'])} | {_cell(o['doc'])} |")
     return "\n".join(rows)
 
@@ -42,14 +45,19 @@ def stats_table():
     return "\n".join(rows)
 
 
-def render(readme):
-    """README text with every generated block replaced."""
-    for name, table in (("options", options_table()), ("stats", stats_table())):
+def render(readme, blocks=None):
+    """Text with every generated block of `blocks` (name → table) replaced."""
+    if blocks is None:
+        blocks = (("options", options_table() + "\n\nExpert options (solver speed knobs, "
+                   "variants of the error norm and the contact law, phase timers), settable "
+                   "by the same keys: [docs/options.md](docs/options.md)."),
+                  ("stats", stats_table()))
+    for name, table in blocks:
         begin = f"<!-- BEGIN GENERATED {name} (scripts/gen_readme_tables.py) -->"
         end = f"<!-- END GENERATED {name} -->"
         pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
         if not pattern.search(readme):
-            raise SystemExit(f"README.md has no block {begin} ... {end}")
+            raise SystemExit(f"no block {begin} ... {end}")
         readme = pattern.sub(lambda _: f"{begin}\n{table}\n{end}", readme)
     return readme
 
@@ -59,19 +67,23 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", help="only check; exit 1 if out of date")
     p.add_argument("--readme", default=str(ROOT / "README.md"))
+    p.add_argument("--options-doc", default=str(ROOT / "docs/options.md"))
     a = p.parse_args(argv)
-    path = pathlib.Path(a.readme)
-    text = path.read_text()
-    new = render(text)
-    if a.check:
-        if new != text:
-            print(f"{path} is out of date: run python3 scripts/gen_readme_tables.py", file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        path.write_text(new)
-        print(f"updated {path}")
-    return 0
+    stale = 0
+    for path, blocks in ((pathlib.Path(a.readme), None),
+                         (pathlib.Path(a.options_doc),
+                          (("expert_options", options_table(expert=True)),))):
+        text = path.read_text()
+        new = render(text, blocks)
+        if a.check:
+            if new != text:
+                print(f"{path} is out of date: run python3 scripts/gen_readme_tables.py",
+                      file=sys.stderr)
+                stale = 1
+        elif new != text:
+            path.write_text(new)
+            print(f"updated {path}")
+    return stale
 
 
 if __name__ == "__main__":

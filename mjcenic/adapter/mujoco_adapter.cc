@@ -12,7 +12,6 @@
 #include <type_traits>
 
 #include "mjcenic/adapter/contact_parameters.h"
-#include "mjcenic/icf/hessian.h"
 
 namespace mjcenic::adapter {
 
@@ -240,7 +239,6 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
     model->M_rowadr.assign(m->M_rowadr, m->M_rowadr + nv);
     model->M_rownnz.assign(m->M_rownnz, m->M_rownnz + nv);
     model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
-    icf::NoteMassPattern(model);  // the model's tree: once (cenic-math §8.9)
   } else {
     // The limit, gain, coupling and dry-friction pools are rebuilt in place:
     // rows a new build makes again are refilled (Put, PutSingle), the rest
@@ -255,7 +253,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
   // D and K are the adapter's (model-only) damping and stiffness under the
   // two flags: refilled only when the flags differ from the last fill or the
-  // model was reset (cenic-math §8.9, "h26b").
+  // model was reset (cenic-math §8.9).
   const int damper_spring = (no_damper ? 1 : 0) | (no_spring ? 2 : 0);
   if (model->damper_spring_source != damper_spring) {
     for (int i = 0; i < nv; ++i) {
@@ -272,7 +270,7 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   // A double tests false only at ±0, whose bits are 0 but for the sign: one
   // OR of all the bodies' wrench bits (a loop GCC vectorizes) finds the
   // usual case of no applied wrench without a test per entry (cenic-math
-  // §8.9, "h25d"); the per-body tests below are the same as before.
+  // §8.9); the per-body tests below are the usual ones.
   std::uint64_t wrench_bits = 0;
   for (long k = 6; k < 6L * m->nbody; ++k) {
     std::uint64_t bits;
@@ -377,7 +375,7 @@ void MujocoAdapter::AddTendonSprings(const mjModel* m, const mjData* d, icf::Icf
 void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model) {
   const bool clampctrl = !Disabled(m, mjDSBL_CLAMPCTRL);
   // (No disabled group, the usual case: no per-actuator group test; cenic-math
-  // §8.9, "h26b".)
+  // §8.9.)
   const int disabled_groups = m->opt.disableactuator;
   for (int a = 0; a < m->nactuator; ++a) {
     if (disabled_groups && m->actuator_group[a] >= 0 && m->actuator_group[a] < 31 &&

@@ -61,11 +61,9 @@ const char* ToString(ErrorEstimate e);
 //  * a Step()/AdvanceTo() that needs more than max_steps_per_call (unset:
 //    kMaxStepsAtLargestStep) steps even at the largest step is refused; with
 //    max_steps_per_call set, a call also ends after that many accepted steps.
+// (kRelativeMinStep, kMaxStepsAtLargestStep, kDefaultMaxStep: step_size_controller.h.)
 inline constexpr double kMinAccuracy = 1e-12;
-inline constexpr double kRelativeMinStep = 1e-14;
 inline constexpr double kMinLengthScale = 1e-6;  // [m]
-inline constexpr long kMaxStepsAtLargestStep = 1000000;
-inline constexpr double kDefaultMaxStep = 0.1;  // error-controlled largest step [s]
 
 struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling

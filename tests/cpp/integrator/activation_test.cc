@@ -1,4 +1,4 @@
-// Actuator activation dynamics under error control (issue 5, scope 4): act is
+// Actuator activation dynamics under error control: act is
 // advanced with MuJoCo's rule in every (half) step and is part of the error
 // norm, so a stiff activation filter limits the step where it changes the
 // force, and an exact filter does not.

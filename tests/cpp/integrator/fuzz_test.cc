@@ -1,4 +1,4 @@
-// Seeded randomized robustness suite (issue 12): random MJCF from a small
+// Seeded randomized robustness suite: random MJCF from a small
 // grammar (supported and unsupported features), random options (valid and
 // invalid), random hostile states and random API call sequences. Invariant
 // for every call: a clean success with a finite state at the target time, or

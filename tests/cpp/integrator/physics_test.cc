@@ -271,7 +271,7 @@ TEST(PhysicsIncline, SingleContactCreepUsesLoadRegularization) {
   EXPECT_NEAR(v_creep / v_pred, 1.0, 0.05);
 }
 
-// Issue 13, stiction anchors (option stiction_anchors, on by default): the
+// Stiction anchors (option stiction_anchors, on by default): the
 // same box at 20° (ρ = 0.73) holds at every fixed step, where the
 // regularized law alone creeps at v_s ρ/sqrt(1 − ρ²) = 107 µm/s. On release
 // (gravity along the normal only) the box rocks back as its corners' normal

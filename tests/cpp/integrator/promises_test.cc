@@ -1,5 +1,5 @@
 // README promises that no other test pins down, each against an independent
-// truth (issue 11): a closed form, the exact recursion of the method on a
+// truth: a closed form, the exact recursion of the method on a
 // linear system, a conservation law, mj_step where both must agree, or a
 // quantity recomputed by MuJoCo (mj_forward / mj_collision) at the stepped
 // state rather than read from mjcenic's statistics. Each test is aimed at a

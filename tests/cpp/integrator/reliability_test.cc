@@ -1,4 +1,4 @@
-// Issue 12 regressions: every would-be livelock, silent no-op or unnamed
+// Reliability regressions: every would-be livelock, silent no-op or unnamed
 // failure ends in a clear error (README, "Errors and progress").
 #include <cmath>
 #include <string>
