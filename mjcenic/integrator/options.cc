@@ -95,9 +95,9 @@ const char* NameOf(const char* const (&names)[N], E e) {
 
 }  // namespace
 
-const char* ToString(icf::LineSearchGuess g) { return NameOf({"cubic", "quadratic"}, g); }
+const char* ToString(LineSearchGuess g) { return NameOf({"cubic", "quadratic"}, g); }
 
-const char* ToString(icf::LinearSolverKind k) {
+const char* ToString(LinearSolverKind k) {
   return NameOf({"auto", "dense", "sparse", "islands", "pcg", "lowrank", "block", "tree"}, k);
 }
 

@@ -13,7 +13,6 @@
 #include "mjcenic/adapter/contact_options.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/step_size_controller.h"
-#include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/icf/parameters.h"
 
 namespace mjcenic {
@@ -44,6 +43,27 @@ enum class ErrorEstimate {
               // hand (v_t, v̂, the previous step's acceleration): 1 solve, 1 query
 };
 const char* ToString(ErrorEstimate e);
+
+// The Newton solver settings a user sets (options_table.h); the stepper maps
+// them to the ICF layer's icf::SolverOptions in one place (stepper.cc,
+// ToSolverOptions) and fixes the rest. Defaults: icf::SolverOptions' (impact
+// sweeps: 20, on in fixed mode, cenic-math §8.1 "Impact sweeps").
+enum class LineSearchGuess { kCubic, kQuadratic };
+enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock, kTree };
+struct SolverSettings {
+  double tolerance = 1e-8;      // Newton tolerance ε_req (fixed mode; cenic-math §8.2)
+  int max_iterations = 100;     // Newton iteration cap per solve
+  bool hessian_reuse = false;   // §8.5
+  LineSearchGuess line_search_guess = LineSearchGuess::kCubic;
+  bool island_line_search = true;
+  LinearSolverKind linear_solver = LinearSolverKind::kAuto;
+  double pcg_tolerance = 1e-4;
+  double pcg_forcing_max = 0;
+  bool pull_back_guess = false;
+  int guess_sweeps = 0;
+  int impact_sweeps = 20;
+  int articulated_sweeps = 0;
+};
 
 // Progress guarantee (README, "Errors and progress"): documented bounds that
 // turn every would-be livelock into a clear error.
@@ -119,14 +139,7 @@ struct StepperOptions {
   bool phase_timers = false;         // time_* statistics per phase (time_total always)
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping
   icf::IcfParameters icf;            // v_s, Δ, σ_R, β, h^nr_min
-  // Newton tolerances, reuse, line search, linear solver; the stepper's
-  // defaults differ from SolverOptions' in impact_sweeps (20: on in fixed
-  // mode, cenic-math §8.1 "Impact sweeps").
-  icf::SolverOptions solver = [] {
-    icf::SolverOptions s;
-    s.impact_sweeps = 20;
-    return s;
-  }();
+  SolverSettings solver;  // Newton tolerances, reuse, line search, linear solver
 };
 
 // The statistics, one line each: X(name, type, doc). StepperStats has one

@@ -22,8 +22,8 @@
 
 namespace mjcenic {
 
-const char* ToString(icf::LineSearchGuess g);
-const char* ToString(icf::LinearSolverKind k);
+const char* ToString(LineSearchGuess g);
+const char* ToString(LinearSolverKind k);
 
 enum OptionLevel { kPublic, kExpert };
 
@@ -132,12 +132,11 @@ using ControllerName =
     Enum<ControllerTreatment, ControllerTreatment::kZeroOrderHold, ControllerTreatment::kExplicit,
          ControllerTreatment::kImplicit>;
 using LineSearchGuessName =
-    Enum<icf::LineSearchGuess, icf::LineSearchGuess::kCubic, icf::LineSearchGuess::kQuadratic>;
+    Enum<LineSearchGuess, LineSearchGuess::kCubic, LineSearchGuess::kQuadratic>;
 using LinearSolverName =
-    Enum<icf::LinearSolverKind, icf::LinearSolverKind::kAuto, icf::LinearSolverKind::kDense,
-         icf::LinearSolverKind::kSparse, icf::LinearSolverKind::kIslands,
-         icf::LinearSolverKind::kPcg, icf::LinearSolverKind::kLowRank,
-         icf::LinearSolverKind::kBlock, icf::LinearSolverKind::kTree>;
+    Enum<LinearSolverKind, LinearSolverKind::kAuto, LinearSolverKind::kDense,
+         LinearSolverKind::kSparse, LinearSolverKind::kIslands, LinearSolverKind::kPcg,
+         LinearSolverKind::kLowRank, LinearSolverKind::kBlock, LinearSolverKind::kTree>;
 
 // ContactOptions::frictionloss_stiction: "mujoco" (false) or "stiction" (true).
 struct FrictionlossName {

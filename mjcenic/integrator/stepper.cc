@@ -19,6 +19,32 @@ using stepper_internal::PhaseNow;
 using stepper_internal::Seconds;
 using stepper_internal::Ticks;
 
+static_assert(static_cast<int>(icf::LinearSolverKind::kTree) ==
+                  static_cast<int>(LinearSolverKind::kTree) &&
+              static_cast<int>(icf::LinearSolverKind::kPcg) ==
+                  static_cast<int>(LinearSolverKind::kPcg) &&
+              static_cast<int>(icf::LinearSolverKind::kIslands) ==
+                  static_cast<int>(LinearSolverKind::kIslands));
+
+icf::SolverOptions ToSolverOptions(const SolverSettings& s) {
+  icf::SolverOptions o;
+  o.tolerance = s.tolerance;
+  o.max_iterations = s.max_iterations;
+  o.hessian_reuse = s.hessian_reuse;
+  o.line_search_guess = s.line_search_guess == LineSearchGuess::kQuadratic
+                            ? icf::LineSearchGuess::kQuadratic
+                            : icf::LineSearchGuess::kCubic;
+  o.island_line_search = s.island_line_search;
+  o.linear_solver = static_cast<icf::LinearSolverKind>(s.linear_solver);  // same order
+  o.pcg_tolerance = s.pcg_tolerance;
+  o.pcg_forcing_max = s.pcg_forcing_max;
+  o.pull_back_guess = s.pull_back_guess;
+  o.guess_sweeps = s.guess_sweeps;
+  o.impact_sweeps = s.impact_sweeps;
+  o.articulated_sweeps = s.articulated_sweeps;
+  return o;
+}
+
 namespace {
 // The step-size controller's settings from the options.
 StepSizeRules Rules(const StepperOptions& o) {
@@ -74,7 +100,13 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       mujoco_(std::make_unique<Mujoco>(m, o, &stats_.controller_calls)),
       norm_(m, o.error_norm, o.length_scale, o.velocity_horizon),
       step_size_(Rules(o)),
+      solver_state_(std::make_unique<SolverState>()),
+      solver_(solver_state_->solver),
+      solve_options_(solver_state_->solve),
+      last_status_(icf::SolveStatus::kConverged),
+      failed_status_(icf::SolveStatus::kConverged),
       h_hist_(kBins, 0) {
+  solver_state_->user = ToSolverOptions(o.solver);
   scratch_.Resize(n_);
   warm_.Configure(n_.nv, !step_size_.controlled(), o.period2_guess);
   PrepareSolveOptions();
@@ -187,7 +219,7 @@ void Stepper::PrepareSolveOptions() {
   // options are fixed at construction); Solve sets the rest per call without
   // copying the whole struct (cenic-math §8.9, "h26b").
   icf::SolverOptions& o = solve_options_;
-  o = options_.solver;
+  o = solver_state_->user;
   o.phase_timers = options_.phase_timers;
   // Primal-dual friction (cenic-math §8.1), in fixed mode and under error
   // control: only H changes, so the solution is the same to the tolerance.

@@ -31,7 +31,6 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/icf/icf_model.h"
-#include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/adapter/controller.h"
 #include "mjcenic/adapter/mujoco_state.h"
 #include "mjcenic/adapter/state_snapshot.h"
@@ -41,6 +40,11 @@
 #include "mjcenic/integrator/warm_start.h"
 
 namespace mjcenic {
+namespace icf {
+class IcfSolver;
+struct SolverOptions;
+enum class SolveStatus;
+}  // namespace icf
 
 // Penetration max(−dist) over d's active contacts [m]: the measure behind
 // StepperStats::max_penetration, for a run of mj_step to compare with.
@@ -234,12 +238,17 @@ class Stepper {
   ErrorNorm norm_;
   StepSizeController step_size_;
   WarmStart warm_;
-  icf::IcfSolver solver_;
-  icf::SolverOptions solve_options_;  // Solve's options (PrepareSolveOptions, then per solve)
+  // The ICF solver and its options, kept out of this header (stepper_internal.h):
+  // solver_ and solve_options_ (Solve's options: PrepareSolveOptions, then per
+  // solve) refer into it.
+  struct SolverState;
+  std::unique_ptr<SolverState> solver_state_;
+  icf::IcfSolver& solver_;
+  icf::SolverOptions& solve_options_;
   icf::IcfModel model_start_, model_mid_;  // built at x_t, at x_m
   const icf::IcfModel* last_solved_ = nullptr;
   const icf::IcfModel* last_problem_ = &model_start_;
-  icf::SolveStatus last_status_ = icf::SolveStatus::kConverged;
+  icf::SolveStatus last_status_;
   // Stage-cache keys: the state d's stages belong to, the state (with
   // inputs) model_start_ was built at, and the one force_start belongs to.
   StateSnapshot stages_state_{false};
@@ -265,7 +274,7 @@ class Stepper {
   bool stages_checked_ = false;
   int last_iterations_ = 0;              // Newton iterations of the last solve
   Scratch scratch_;
-  icf::SolveStatus failed_status_ = icf::SolveStatus::kConverged;  // the last failed solve's
+  icf::SolveStatus failed_status_;  // the last failed solve's
   // Step-size histogram (log-spaced) for the median without storing steps.
   static constexpr int kBins = 2400;  // 1e-10 s .. 1e2 s, 200 bins per decade
   std::vector<long> h_hist_;

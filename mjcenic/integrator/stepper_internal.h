@@ -17,6 +17,7 @@
 #include "mjcenic/adapter/mujoco_stages.h"
 #include "mjcenic/adapter/penetration_check.h"
 #include "mjcenic/adapter/stiction_anchors.h"
+#include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
 
 namespace mjcenic::stepper_internal {
@@ -56,6 +57,18 @@ template <class... Args>
 }  // namespace mjcenic::stepper_internal
 
 namespace mjcenic {
+
+// The ICF solver of one stepper and its options: Solve's (solve), and the
+// user's settings mapped once (user, ToSolverOptions).
+struct Stepper::SolverState {
+  icf::IcfSolver solver;
+  icf::SolverOptions solve;
+  icf::SolverOptions user;
+};
+
+// StepperOptions' solver settings as the ICF layer's options (the one place
+// that maps them; the fields a user does not set keep icf's defaults).
+icf::SolverOptions ToSolverOptions(const SolverSettings& s);
 
 // The adapter side of one stepper (everything that reads or writes MuJoCo's
 // data), kept out of the public header.

@@ -28,7 +28,7 @@ void Stepper::PropagateDrift(const double* va, const double* vb) {
   const int nv = n_.nv;
   const double hs = model.h, tau = norm_.velocity_horizon();
   for (int i = 0; i < nv; ++i) s.drift[i] = va[i] - vb[i];
-  if (!solver_.FactorAtSolution(model, options_.solver)) {
+  if (!solver_.FactorAtSolution(model, solver_state_->user)) {
     for (int i = 0; i < nv; ++i) s.drift[i] *= tau;  // no H: a free dof's weight
     norm_.SetPropagatedDrift(s.drift.data());
     return;

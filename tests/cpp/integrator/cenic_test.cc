@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
+#include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/options.h"
 #include "mjcenic/integrator/step_size_controller.h"
@@ -812,10 +813,10 @@ std::vector<Variant> RunAblations(const mjModel* m, const StepperOptions& config
   v[2].name = "hessian_reuse=on";
   v[2].o.solver.hessian_reuse = true;
   v[3].name = "line_search=quadratic";
-  v[3].o.solver.line_search_guess = icf::LineSearchGuess::kQuadratic;
+  v[3].o.solver.line_search_guess = LineSearchGuess::kQuadratic;
   v[4].name = "reuse+quadratic";
   v[4].o.solver.hessian_reuse = true;
-  v[4].o.solver.line_search_guess = icf::LineSearchGuess::kQuadratic;
+  v[4].o.solver.line_search_guess = LineSearchGuess::kQuadratic;
   v[5].name = "reuse+adaptive_off";
   v[5].o.solver.hessian_reuse = true;
   v[5].o.adaptive_tolerance = false;
