@@ -936,14 +936,14 @@ void MujocoAdapter::ContactLaw(const mjModel* m, const mjContact& con, int b1, i
                                                             cc.omega_max, x));
   }
   const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
-  const double phi = con.dist - con.includemargin;
+  const double depth = con.includemargin - con.dist;  // −φ
   double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
-  if (contact_.deep_separation && contact_.dissipation < 0 && -phi * k > m_c * cc.g_ref) {
+  if (contact_.deep_separation && contact_.dissipation < 0 && depth * k > m_c * cc.g_ref) {
     // Deeper than nominal: Hunt–Crossley stops pushing at v_n = 1/d, MuJoCo
     // at x·d(x)K/B; d ≤ B/(d(x)K x) keeps MuJoCo's push-out speed
     // (cenic-math §4.11; unchanged up to ≈ x_nom/√(1 − d_w)).
-    dis = std::min(dis, 1 / (-phi * SeparationRate(con.solref, con.solimp, cc.timestep,
-                                                   cc.refsafe, -phi)));
+    dis = std::min(dis, 1 / (depth * SeparationRate(con.solref, con.solimp, cc.timestep,
+                                                    cc.refsafe, depth)));
   }
   *k_out = k;
   *d_out = dis;

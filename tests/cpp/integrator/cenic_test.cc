@@ -40,12 +40,9 @@ using test_util::ModelPtr;
 
 using test_util::ModelPath;
 
-ModelPtr LoadModel(const std::string& path) {
-  char error[1024] = "";
-  ModelPtr m(mj_loadXML(path.c_str(), nullptr, error, sizeof(error)));
-  EXPECT_TRUE(m) << path << ": " << error;
-  return m;
-}
+using test_util::LoadModel;
+using test_util::MakeData;
+using test_util::MakeStepper;
 
 // Writes an MJCF string to a temporary file and loads it.
 ModelPtr LoadModelFromString(const std::string& name, const std::string& xml) {
@@ -55,23 +52,6 @@ ModelPtr LoadModelFromString(const std::string& name, const std::string& xml) {
     f << xml;
   }
   return LoadModel(path);
-}
-
-DataPtr MakeData(const mjModel* m, const char* key = nullptr) {
-  DataPtr d(mj_makeData(m));
-  if (key) {
-    const int k = mj_name2id(m, mjOBJ_KEY, key);
-    EXPECT_GE(k, 0) << "no keyframe " << key;
-    mj_resetDataKeyframe(m, d.get(), k);
-  }
-  mj_forward(m, d.get());
-  return d;
-}
-
-std::unique_ptr<Stepper> MakeStepper(const mjModel* m, const StepperOptions& o) {
-  auto s = Stepper::Create(m, o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? std::move(s).value() : nullptr;
 }
 
 double Seconds(std::chrono::steady_clock::time_point a) {
