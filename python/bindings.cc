@@ -66,23 +66,25 @@ py::object OptionValue(const T& value) {
 
 py::dict OptionsDict(const mjcenic::StepperOptions& o) {
   py::dict r;
-#define MJCENIC_PY_OPTION(key, member, codec, doc) \
+#define MJCENIC_PY_OPTION(key, member, codec, level, doc) \
   r[#key] = OptionValue<mjcenic::option_codec::codec>(o.member);
   MJCENIC_OPTIONS(MJCENIC_PY_OPTION)
 #undef MJCENIC_PY_OPTION
   return r;
 }
 
-// One dict per option: key, default (as text, as in MJCF), expected values, doc.
+// One dict per option: key, default (as text, as in MJCF), expected values, doc,
+// expert (not in the README's table; docs/options.md).
 py::list OptionTable() {
   const mjcenic::StepperOptions defaults;
   py::list rows;
-#define MJCENIC_PY_OPTION_ROW(key, member, codec, doc)                            \
+#define MJCENIC_PY_OPTION_ROW(key, member, codec, level, doc)                     \
   rows.append(py::dict(py::arg("key") = #key,                                     \
                        py::arg("default") = mjcenic::option_codec::codec::Format( \
                            defaults.member),                                      \
                        py::arg("expect") = mjcenic::option_codec::codec::Expect(), \
-                       py::arg("doc") = doc));
+                       py::arg("doc") = doc,                                      \
+                       py::arg("expert") = mjcenic::level == mjcenic::kExpert));
   MJCENIC_OPTIONS(MJCENIC_PY_OPTION_ROW)
 #undef MJCENIC_PY_OPTION_ROW
   return rows;

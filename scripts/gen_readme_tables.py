@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the README's options table and docs/statistics.md's statistics table
-from the one table in mjcenic/integrator/options_table.h (through the built
-Python bindings), between the marker comments
+"""Writes the options and statistics tables from the one table in
+mjcenic/integrator/options_table.h (through the built Python bindings), between
+marker comments: the public options in README.md, the expert options in
+docs/options.md (block `expert_options`), the statistics in docs/statistics.md:
 
     <!-- BEGIN GENERATED options (scripts/gen_readme_tables.py) -->
     <!-- END GENERATED options -->
 
-(and the same for `stats`). Run after `make build`:
+Run after `make build`:
 
-    python3 scripts/gen_readme_tables.py            # rewrite README.md and docs/statistics.md
+    python3 scripts/gen_readme_tables.py            # rewrite README.md, docs/options.md, docs/statistics.md
     python3 scripts/gen_readme_tables.py --check    # exit 1 if either is out of date
 """
 import argparse
@@ -29,9 +30,11 @@ def _cell(text):
     return str(text).replace("\n", " ")
 
 
-def options_table():
+def options_table(expert=False):
     rows = ["| key | default | values | meaning |", "|---|---|---|---|"]
     for o in mjcenic.option_table():
+        if bool(o.get("expert", False)) != expert:
+            continue
         rows.append(f"| `{o['key']}` | `{o['default']}` | {_cell(o['expect'])} | {_cell(o['doc'])} |")
     return "\n".join(rows)
 
@@ -44,7 +47,14 @@ def stats_table():
     return "\n".join(rows)
 
 
-TABLES = {"options": options_table, "stats": stats_table}
+def public_options():
+    return (options_table() + "\n\nExpert options (solver speed knobs, variants of the error norm "
+            "and the contact law, phase timers), settable by the same keys: "
+            "[docs/options.md](docs/options.md).")
+
+
+TABLES = {"options": public_options, "stats": stats_table,
+          "expert_options": lambda: options_table(expert=True)}
 
 
 def render(readme, names=("options",)):
@@ -60,9 +70,11 @@ def main(argv=None):
     p.add_argument("--check", action="store_true", help="only check; exit 1 if out of date")
     p.add_argument("--readme", default=str(ROOT / "README.md"))
     p.add_argument("--stats-page", default=str(ROOT / "docs" / "statistics.md"))
+    p.add_argument("--options-doc", default=str(ROOT / "docs" / "options.md"))
     a = p.parse_args(argv)
     stale = 0
     for path, names in ((pathlib.Path(a.readme), ("options",)),
+                        (pathlib.Path(a.options_doc), ("expert_options",)),
                         (pathlib.Path(a.stats_page), ("stats",))):
         text = path.read_text()
         new = render(text, names)

@@ -64,19 +64,18 @@ void ConstraintForces::WriteRows(const mjModel* m, const std::vector<RowRecord>&
   }
 }
 
-void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<ContactRecord>& rec,
-                                     const icf::IcfData& data, double h, mjData* d) {
-  const std::vector<double>& gamma = data.contacts.gamma;
-  const std::vector<double>& torque_gamma = data.contact_torques.gamma;
-  const int nrec = static_cast<int>(rec.size());
-  if (nrec == 0 || !(h > 0) || static_cast<int>(gamma.size()) < 3 * nrec) return;
+namespace {
+// A geom pair's key, (min geom, max geom) packed in one integer: orders as the pair.
+unsigned long long GeomPairKey(int g0, int g1) {
+  const auto lo = static_cast<unsigned int>(std::min(g0, g1));
+  const auto hi = static_cast<unsigned int>(std::max(g0, g1));
+  return (static_cast<unsigned long long>(lo) << 32) | hi;
+}
+}  // namespace
+
+void ConstraintForces::IndexRecords(const std::vector<ContactRecord>& rec) {
   // Records sorted by geom pair, so each contact finds its pair by bisection.
-  // The key (min geom, max geom) packed in one integer orders as the pair.
-  auto pair_key = [](int g0, int g1) {
-    const auto lo = static_cast<unsigned int>(std::min(g0, g1));
-    const auto hi = static_cast<unsigned int>(std::max(g0, g1));
-    return (static_cast<unsigned long long>(lo) << 32) | hi;
-  };
+  const int nrec = static_cast<int>(rec.size());
   // Twice the largest contact count seen: later, larger contact sets do not
   // allocate (README: no per-step allocation after warm-up).
   if (order_.capacity() < static_cast<size_t>(nrec)) {
@@ -88,10 +87,11 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
   // records' keys of the last call (a pile from one step to the next) its
   // order is that call's.
   bool same = static_cast<int>(rec_keys_.size()) == nrec;
-  for (int r = 0; r < nrec && same; ++r) same = rec_keys_[r] == pair_key(rec[r].geom[0], rec[r].geom[1]);
+  for (int r = 0; r < nrec && same; ++r)
+    same = rec_keys_[r] == GeomPairKey(rec[r].geom[0], rec[r].geom[1]);
   if (!same) {
     rec_keys_.resize(nrec);
-    for (int r = 0; r < nrec; ++r) rec_keys_[r] = pair_key(rec[r].geom[0], rec[r].geom[1]);
+    for (int r = 0; r < nrec; ++r) rec_keys_[r] = GeomPairKey(rec[r].geom[0], rec[r].geom[1]);
     order_.resize(nrec);
     for (int r = 0; r < nrec; ++r) order_[r] = r;
     std::sort(order_.begin(), order_.end(), [&](int a, int b) { return rec_keys_[a] < rec_keys_[b]; });
@@ -99,37 +99,54 @@ void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<Contact
     for (int r = 0; r < nrec; ++r) sorted_keys_[r] = rec_keys_[order_[r]];
   }
   used_.assign(nrec, 0);
-  const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
+}
+
+int ConstraintForces::MatchRecord(const std::vector<ContactRecord>& rec, const mjContact& con,
+                                  int hint[2]) {
   // The pair's first record (lower bound): d's contacts mostly come in the
   // records' pair order, so the last contact's range start (the same pair) or
   // end (the next pair) usually is it; p is the bound iff the key before it
-  // is below k and the one at it is not (cenic-math §8.9).
+  // is below k and the one at it is not (cenic-math §8.9). Of the pair's
+  // unused records, the nearest to the contact's point.
+  const int nrec = static_cast<int>(rec.size());
+  const unsigned long long k = GeomPairKey(con.geom[0], con.geom[1]);
+  auto is_bound = [&](int p) {
+    return p <= nrec && (p == 0 || sorted_keys_[p - 1] < k) && (p == nrec || sorted_keys_[p] >= k);
+  };
+  int pos = is_bound(hint[0])   ? hint[0]
+            : is_bound(hint[1]) ? hint[1]
+                                : static_cast<int>(std::lower_bound(sorted_keys_.begin(),
+                                                                    sorted_keys_.begin() + nrec, k) -
+                                                   sorted_keys_.begin());
+  hint[0] = pos;
+  int best = -1;
+  double best_d2 = 0;
+  for (; pos < nrec && sorted_keys_[pos] == k; ++pos) {
+    const int* it = order_.data() + pos;
+    if (used_[*it]) continue;
+    double d2 = 0;
+    for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);
+    if (best < 0 || d2 < best_d2) best = *it, best_d2 = d2;
+  }
+  hint[1] = pos;
+  if (best >= 0) used_[best] = 1;
+  return best;
+}
+
+void ConstraintForces::WriteContacts(const mjModel* m, const std::vector<ContactRecord>& rec,
+                                     const icf::IcfData& data, double h, mjData* d) {
+  const std::vector<double>& gamma = data.contacts.gamma;
+  const std::vector<double>& torque_gamma = data.contact_torques.gamma;
+  const int nrec = static_cast<int>(rec.size());
+  if (nrec == 0 || !(h > 0) || static_cast<int>(gamma.size()) < 3 * nrec) return;
+  IndexRecords(rec);
+  const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
   int hint[2] = {0, 0};
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.efc_address < 0 || con.exclude != 0) continue;
-    const unsigned long long k = pair_key(con.geom[0], con.geom[1]);
-    auto is_bound = [&](int p) {
-      return p <= nrec && (p == 0 || sorted_keys_[p - 1] < k) && (p == nrec || sorted_keys_[p] >= k);
-    };
-    int pos = is_bound(hint[0])   ? hint[0]
-              : is_bound(hint[1]) ? hint[1]
-                                  : static_cast<int>(std::lower_bound(sorted_keys_.begin(),
-                                                                      sorted_keys_.begin() + nrec, k) -
-                                                     sorted_keys_.begin());
-    hint[0] = pos;
-    int best = -1;
-    double best_d2 = 0;
-    for (; pos < nrec && sorted_keys_[pos] == k; ++pos) {
-      const int* it = order_.data() + pos;
-      if (used_[*it]) continue;
-      double d2 = 0;
-      for (int j = 0; j < 3; ++j) d2 += (rec[*it].pos[j] - con.pos[j]) * (rec[*it].pos[j] - con.pos[j]);
-      if (best < 0 || d2 < best_d2) best = *it, best_d2 = d2;
-    }
-    hint[1] = pos;
+    const int best = MatchRecord(rec, con, hint);
     if (best < 0) continue;
-    used_[best] = 1;
     // Force on geom 2 relative to geom 1 in world coordinates: frameᵀ γ / h
     // (a swapped pair reverses it), then in this contact's frame.
     const ContactRecord& r = rec[best];

@@ -28,6 +28,11 @@ class ConstraintForces {
   // Limit, equality and friction-loss rows.
   static void WriteRows(const mjModel* m, const std::vector<RowRecord>& rows,
                         const icf::IcfData& data, double h, mjData* d);
+  // WriteContacts' parts: the records sorted by geom pair (order_,
+  // sorted_keys_), and the unused record of con's pair nearest to its point
+  // (marked used; -1 if none). hint: the last contact's range start and end.
+  void IndexRecords(const std::vector<ContactRecord>& rec);
+  int MatchRecord(const std::vector<ContactRecord>& rec, const mjContact& con, int hint[2]);
   void WriteContacts(const mjModel* m, const std::vector<ContactRecord>& rec,
                      const icf::IcfData& data, double h, mjData* d);
   // One contact's force f (normal, 2 tangents, spin, 2 rolling; its frame)

@@ -12,7 +12,6 @@
 #include <type_traits>
 
 #include "mjcenic/adapter/contact_parameters.h"
-#include "mjcenic/icf/hessian.h"
 
 namespace mjcenic::adapter {
 
@@ -102,6 +101,20 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     }
   }
 
+  ScanBodies(m);
+  ScanStaticFriction(m);
+
+  // Features mjcenic approximates or ignores (one warning each, with names).
+  std::vector<std::string> w_flex;
+  for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
+  Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
+  ScanActuators(m);
+  if (m->opt.enableflags & mjENBL_SLEEP)
+    warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
+  ScanReplacedSettings(m);
+}
+
+void MujocoAdapter::ScanBodies(const mjModel* m) {
   // The dofs moving each body (its weld group's chain to the root, ascending):
   // the model's tree, which no run-time edit changes (cenic-math §8.9).
   chain_adr_.assign(m->nbody + 1, 0);
@@ -124,7 +137,9 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     if (!(mass > 0)) mass = m->body_subtreemass[m->body_weldid[b]];
     inv_mass_[b] = mass > 0 ? 1.0 / mass : 0.0;
   }
+}
 
+void MujocoAdapter::ScanStaticFriction(const mjModel* m) {
   // Per-geom static friction from <custom><numeric name="mjcenic:mu_static:GEOM">.
   geom_mu_static_.assign(m->ngeom, -1.0);
   for (int n = 0; n < m->nnumeric; ++n) {
@@ -139,15 +154,6 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
     }
     geom_mu_static_[g] = m->numeric_data[m->numeric_adr[n]];
   }
-
-  // Features mjcenic approximates or ignores (one warning each, with names).
-  std::vector<std::string> w_flex;
-  for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
-  Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
-  ScanActuators(m);
-  if (m->opt.enableflags & mjENBL_SLEEP)
-    warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");
-  ScanReplacedSettings(m);
 }
 
 void MujocoAdapter::ScanReplacedSettings(const mjModel* m) {
@@ -232,60 +238,8 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
                           const icf::IcfParameters& params, const DofFeedback* feedback,
                           icf::IcfModel* model, BuildRecords* records, BuildInfo* info) {
   const int nv = static_cast<int>(m->nv);
-  const bool pools_only = model->nv == nv && !model->M_colind.empty();
-  if (!pools_only) {
-    model->Reset(nv);
-    model->clique_start = clique_start_;
-    model->clique_of_dof = clique_of_dof_;
-    model->M_rowadr.assign(m->M_rowadr, m->M_rowadr + nv);
-    model->M_rownnz.assign(m->M_rownnz, m->M_rownnz + nv);
-    model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
-    icf::NoteMassPattern(model);  // the model's tree: once (cenic-math §8.9)
-  } else {
-    // The limit, gain, coupling and dry-friction pools are rebuilt in place:
-    // rows a new build makes again are refilled (Put, PutSingle), the rest
-    // cut (cenic-math §8.9).
-    model->contacts.Clear();
-    model->contact_torques.Clear();
-  }
-  model->params = params;
-  if (static_cast<int>(model->M.size()) != m->nC) model->M.resize(m->nC);
-  CopyShort(d->M, m->nC, model->M.data());
-  for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
-  const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
-  // D and K are the adapter's (model-only) damping and stiffness under the
-  // two flags: refilled only when the flags differ from the last fill or the
-  // model was reset (cenic-math §8.9, "h26b").
-  const int damper_spring = (no_damper ? 1 : 0) | (no_spring ? 2 : 0);
-  if (model->damper_spring_source != damper_spring) {
-    for (int i = 0; i < nv; ++i) {
-      model->D[i] = no_damper ? 0 : damping_[i];
-      model->K[i] = no_spring ? 0 : stiffness_[i];
-    }
-    model->damper_spring_source = damper_spring;
-  }
-  CopyShort(d->qvel, nv, model->v0.data());  // (inline: cenic-math §8.9, "Short copies")
-
-  // Explicit forces f = passive − bias + applied + Σ Jᵀ xfrc (+ explicit actuators).
-  for (int i = 0; i < nv; ++i)
-    model->f[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + (feedback ? 0.0 : d->qfrc_applied[i]);
-  // A double tests false only at ±0, whose bits are 0 but for the sign: one
-  // OR of all the bodies' wrench bits (a loop GCC vectorizes) finds the
-  // usual case of no applied wrench without a test per entry (cenic-math
-  // §8.9, "h25d"); the per-body tests below are the same as before.
-  std::uint64_t wrench_bits = 0;
-  for (long k = 6; k < 6L * m->nbody; ++k) {
-    std::uint64_t bits;
-    std::memcpy(&bits, d->xfrc_applied + k, sizeof bits);
-    wrench_bits |= bits;
-  }
-  if (wrench_bits << 1 != 0) {
-    for (int b = 1; b < m->nbody; ++b) {
-      const double* x = d->xfrc_applied + 6 * b;
-      if (x[0] || x[1] || x[2] || x[3] || x[4] || x[5])
-        mj_applyFT(m, d, x, x + 3, d->xipos + 3 * b, b, model->f.data());
-    }
-  }
+  SetMassAndPassive(m, d, params, model);
+  AddExplicitForces(m, d, feedback, model);
   info->ncontact = 0;
   info->max_penetration = 0;
   records->rows.clear();
@@ -326,6 +280,68 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
   // Joint then tendon limits, by id: sorted; rows of mj_makeConstraint may not be.
   if (records->rows.size() > limit_records) SortRecords(limit_records, &records->rows);
   model->Finalize(h);
+}
+
+void MujocoAdapter::SetMassAndPassive(const mjModel* m, const mjData* d,
+                                      const icf::IcfParameters& params, icf::IcfModel* model) {
+  const int nv = static_cast<int>(m->nv);
+  const bool pools_only = model->nv == nv && !model->M_colind.empty();
+  if (!pools_only) {
+    model->Reset(nv);
+    model->clique_start = clique_start_;
+    model->clique_of_dof = clique_of_dof_;
+    model->M_rowadr.assign(m->M_rowadr, m->M_rowadr + nv);
+    model->M_rownnz.assign(m->M_rownnz, m->M_rownnz + nv);
+    model->M_colind.assign(m->M_colind, m->M_colind + m->nC);
+  } else {
+    // The limit, gain, coupling and dry-friction pools are rebuilt in place:
+    // rows a new build makes again are refilled (Put, PutSingle), the rest
+    // cut (cenic-math §8.9).
+    model->contacts.Clear();
+    model->contact_torques.Clear();
+  }
+  model->params = params;
+  if (static_cast<int>(model->M.size()) != m->nC) model->M.resize(m->nC);
+  CopyShort(d->M, m->nC, model->M.data());
+  for (int i = 0; i < nv; ++i) model->M_diag[i] = d->M[m->M_rowadr[i] + m->M_rownnz[i] - 1];
+  const bool no_damper = Disabled(m, mjDSBL_DAMPER), no_spring = Disabled(m, mjDSBL_SPRING);
+  // D and K are the adapter's (model-only) damping and stiffness under the
+  // two flags: refilled only when the flags differ from the last fill or the
+  // model was reset (cenic-math §8.9).
+  const int damper_spring = (no_damper ? 1 : 0) | (no_spring ? 2 : 0);
+  if (model->damper_spring_source != damper_spring) {
+    for (int i = 0; i < nv; ++i) {
+      model->D[i] = no_damper ? 0 : damping_[i];
+      model->K[i] = no_spring ? 0 : stiffness_[i];
+    }
+    model->damper_spring_source = damper_spring;
+  }
+  CopyShort(d->qvel, nv, model->v0.data());  // (inline: cenic-math §8.9, "Short copies")
+}
+
+void MujocoAdapter::AddExplicitForces(const mjModel* m, mjData* d, const DofFeedback* feedback,
+                                      icf::IcfModel* model) {
+  const int nv = static_cast<int>(m->nv);
+  // Explicit forces f = passive − bias + applied + Σ Jᵀ xfrc (+ explicit actuators).
+  for (int i = 0; i < nv; ++i)
+    model->f[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + (feedback ? 0.0 : d->qfrc_applied[i]);
+  // A double tests false only at ±0, whose bits are 0 but for the sign: one
+  // OR of all the bodies' wrench bits (a loop GCC vectorizes) finds the
+  // usual case of no applied wrench without a test per entry (cenic-math
+  // §8.9); the per-body tests below are the usual ones.
+  std::uint64_t wrench_bits = 0;
+  for (long k = 6; k < 6L * m->nbody; ++k) {
+    std::uint64_t bits;
+    std::memcpy(&bits, d->xfrc_applied + k, sizeof bits);
+    wrench_bits |= bits;
+  }
+  if (wrench_bits << 1 != 0) {
+    for (int b = 1; b < m->nbody; ++b) {
+      const double* x = d->xfrc_applied + 6 * b;
+      if (x[0] || x[1] || x[2] || x[3] || x[4] || x[5])
+        mj_applyFT(m, d, x, x + 3, d->xipos + 3 * b, b, model->f.data());
+    }
+  }
 }
 
 void MujocoAdapter::SortRecords(size_t limit_records, std::vector<RowRecord>* records) {
@@ -377,7 +393,7 @@ void MujocoAdapter::AddTendonSprings(const mjModel* m, const mjData* d, icf::Icf
 void MujocoAdapter::AddActuators(const mjModel* m, const mjData* d, icf::IcfModel* model) {
   const bool clampctrl = !Disabled(m, mjDSBL_CLAMPCTRL);
   // (No disabled group, the usual case: no per-actuator group test; cenic-math
-  // §8.9, "h26b".)
+  // §8.9.)
   const int disabled_groups = m->opt.disableactuator;
   for (int a = 0; a < m->nactuator; ++a) {
     if (disabled_groups && m->actuator_group[a] >= 0 && m->actuator_group[a] < 31 &&
@@ -797,17 +813,9 @@ void MujocoAdapter::DisjointFrameRows(const mjModel* m, const mjData* d, const m
 void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
                                 const icf::IcfParameters& params, icf::IcfModel* model,
                                 std::vector<ContactRecord>* records, BuildInfo* info) {
-  const double timestep = m->opt.timestep;
-  const bool refsafe = !Disabled(m, mjDSBL_REFSAFE);
-  const double g_ref = ReferenceGravity(m);
-  const double omega_max = OmegaMax(m);
-  // The last contact's inputs and outputs of the solref/solimp mapping.
-  struct {
-    int b1, b2, dim;
-    double mu, solref[2], solimp[5];
-    double m_c, lambda, k_map, d_map;
-  } prev;
-  bool have_prev = false;
+  const ContactConstants consts{m->opt.timestep, !Disabled(m, mjDSBL_REFSAFE),
+                                ReferenceGravity(m), OmegaMax(m)};
+  law_memo_.valid = false;
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& con = d->contact[i];
     if (con.exclude != 0 && con.exclude != 1) continue;
@@ -820,76 +828,13 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     const double mu_roll1 = con.dim >= 6 ? con.friction[3] : 0.0;
     const double mu_roll2 = con.dim >= 6 ? con.friction[4] : 0.0;
     const bool torques = mu_spin > 0 || mu_roll1 > 0 || mu_roll2 > 0;
-    // Two kinematic trees (or a static side) share no dof, and a tree's dofs
-    // are one contiguous range: the union is the two chains one after the
-    // other, and the rows are formed straight from cdof (DisjointFrameRows,
-    // the arithmetic of PointJacobian and FrameRows) without the columns.
-    const int na = chain_adr_[b1 + 1] - chain_adr_[b1], nb = chain_adr_[b2 + 1] - chain_adr_[b2];
-    const bool disjoint = !torques && (na == 0 || nb == 0 || m->body_rootid[b1] != m->body_rootid[b2]);
-    dofs_.clear();
-    // b1's chain first if its dofs come first (dofs_ ascending); the order
-    // DisjointFrameRows writes J's columns in.
     bool a_first = true;
-    if (disjoint) {
-      const int* ca = chain_dofs_.data() + chain_adr_[b1];
-      const int* cb = chain_dofs_.data() + chain_adr_[b2];
-      a_first = nb == 0 || (na > 0 && ca[0] < cb[0]);
-      for (int side = 0; side < 2; ++side) {
-        const bool a = (side == 0) == a_first;
-        const int* chain = a ? ca : cb;
-        for (int k = 0, n = a ? na : nb; k < n; ++k) dofs_.push_back(chain[k]);
-      }
-    } else {
-      PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_, torques ? &rot_a_ : nullptr);
-      PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_, torques ? &rot_b_ : nullptr);
-      std::set_union(dofs_a_.begin(), dofs_a_.end(), dofs_b_.begin(), dofs_b_.end(),
-                     std::back_inserter(dofs_));
-    }
+    const bool disjoint = ContactDofs(m, d, con, b1, b2, torques, &a_first);
     if (dofs_.empty()) continue;
-    // Stiffness and dissipation from solref/solimp (mapping §5.7). The
-    // mapping's inputs are a function of solref, solimp, the two bodies, dim
-    // and μ (the options are the call's): a contact whose values equal the
-    // previous contact's (the points of one geom pair, the geoms of one body
-    // pair) takes its m_c, λ, k and d without forming the key again
-    // (cenic-math §8.9; the same values, so the same bits).
     const double mu = con.dim > 1 ? con.friction[0] : 0.0;
-    if (!(have_prev && b1 == prev.b1 && b2 == prev.b2 && con.dim == prev.dim &&
-          std::memcmp(&mu, &prev.mu, sizeof(double)) == 0 &&
-          std::memcmp(con.solref, prev.solref, sizeof(prev.solref)) == 0 &&
-          std::memcmp(con.solimp, prev.solimp, sizeof(prev.solimp)) == 0)) {
-      double key[11];
-      ContactKey(m, con, key);
-      prev.m_c = key[7];
-      prev.lambda = key[8];
-      MappedContact(key, omega_max, &prev.k_map, &prev.d_map);
-      prev.b1 = b1;
-      prev.b2 = b2;
-      prev.dim = con.dim;
-      prev.mu = mu;
-      std::copy(con.solref, con.solref + 2, prev.solref);
-      std::copy(con.solimp, con.solimp + 5, prev.solimp);
-      have_prev = true;
-    }
-    const double m_c = prev.m_c, lambda = prev.lambda;
-    double k_map = prev.k_map;
-    const double d_map = prev.d_map;
-    if (contact_.stiffening && con.dist - con.includemargin < 0) {
-      // Deeper than nominal: MuJoCo's secant stiffness at the current depth.
-      const double x = con.includemargin - con.dist;
-      if (x * k_map > m_c * g_ref)
-        k_map = std::max(k_map, m_c * SecantStiffnessPerMass(con.solref, con.solimp, lambda,
-                                                              timestep, refsafe, omega_max, x));
-    }
-    const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
+    double k, dis;
+    ContactLaw(m, con, b1, b2, mu, consts, &k, &dis);
     const double phi = con.dist - con.includemargin;
-    double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
-    if (contact_.deep_separation && contact_.dissipation < 0 && -phi * k > m_c * g_ref) {
-      // Deeper than nominal: Hunt–Crossley stops pushing at v_n = 1/d, MuJoCo
-      // at x·d(x)K/B; d ≤ B/(d(x)K x) keeps MuJoCo's push-out speed
-      // (cenic-math §4.11; unchanged up to ≈ x_nom/√(1 − d_w)).
-      dis = std::min(dis,
-                     1 / (-phi * SeparationRate(con.solref, con.solimp, timestep, refsafe, -phi)));
-    }
     const double Rt = params.sigma_R * 2.65 * (inv_mass_[b1] + inv_mass_[b2]);
     double mu_s = mu * contact_.mu_static_ratio;
     if (con.dim > 1) {
@@ -921,6 +866,87 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     }
     ++info->ncontact;
   }
+}
+
+bool MujocoAdapter::ContactDofs(const mjModel* m, const mjData* d, const mjContact& con, int b1,
+                                int b2, bool torques, bool* a_first) {
+  // Two kinematic trees (or a static side) share no dof, and a tree's dofs
+  // are one contiguous range: the union is the two chains one after the
+  // other, and the rows are formed straight from cdof (DisjointFrameRows,
+  // the arithmetic of PointJacobian and FrameRows) without the columns.
+  const int na = chain_adr_[b1 + 1] - chain_adr_[b1], nb = chain_adr_[b2 + 1] - chain_adr_[b2];
+  const bool disjoint = !torques && (na == 0 || nb == 0 || m->body_rootid[b1] != m->body_rootid[b2]);
+  dofs_.clear();
+  // b1's chain first if its dofs come first (dofs_ ascending); the order
+  // DisjointFrameRows writes J's columns in.
+  *a_first = true;
+  if (disjoint) {
+    const int* ca = chain_dofs_.data() + chain_adr_[b1];
+    const int* cb = chain_dofs_.data() + chain_adr_[b2];
+    *a_first = nb == 0 || (na > 0 && ca[0] < cb[0]);
+    for (int side = 0; side < 2; ++side) {
+      const bool a = (side == 0) == *a_first;
+      const int* chain = a ? ca : cb;
+      for (int k = 0, n = a ? na : nb; k < n; ++k) dofs_.push_back(chain[k]);
+    }
+  } else {
+    PointJacobian(m, d, b1, con.pos, &dofs_a_, &cols_a_, torques ? &rot_a_ : nullptr);
+    PointJacobian(m, d, b2, con.pos, &dofs_b_, &cols_b_, torques ? &rot_b_ : nullptr);
+    std::set_union(dofs_a_.begin(), dofs_a_.end(), dofs_b_.begin(), dofs_b_.end(),
+                   std::back_inserter(dofs_));
+  }
+  return disjoint;
+}
+
+void MujocoAdapter::ContactLaw(const mjModel* m, const mjContact& con, int b1, int b2, double mu,
+                               const ContactConstants& cc, double* k_out, double* d_out) {
+  // Stiffness and dissipation from solref/solimp (mapping §5.7). The
+  // mapping's inputs are a function of solref, solimp, the two bodies, dim
+  // and μ (the options are the call's): a contact whose values equal the
+  // previous contact's (the points of one geom pair, the geoms of one body
+  // pair) takes its m_c, λ, k and d without forming the key again
+  // (cenic-math §8.9; the same values, so the same bits).
+  LawMemo& prev = law_memo_;
+  if (!(prev.valid && b1 == prev.b1 && b2 == prev.b2 && con.dim == prev.dim &&
+        std::memcmp(&mu, &prev.mu, sizeof(double)) == 0 &&
+        std::memcmp(con.solref, prev.solref, sizeof(prev.solref)) == 0 &&
+        std::memcmp(con.solimp, prev.solimp, sizeof(prev.solimp)) == 0)) {
+    double key[11];
+    ContactKey(m, con, key);
+    prev.m_c = key[7];
+    prev.lambda = key[8];
+    MappedContact(key, cc.omega_max, &prev.k_map, &prev.d_map);
+    prev.b1 = b1;
+    prev.b2 = b2;
+    prev.dim = con.dim;
+    prev.mu = mu;
+    std::copy(con.solref, con.solref + 2, prev.solref);
+    std::copy(con.solimp, con.solimp + 5, prev.solimp);
+    prev.valid = true;
+  }
+  const double m_c = prev.m_c, lambda = prev.lambda;
+  double k_map = prev.k_map;
+  const double d_map = prev.d_map;
+  if (contact_.stiffening && con.dist - con.includemargin < 0) {
+    // Deeper than nominal: MuJoCo's secant stiffness at the current depth.
+    const double x = con.includemargin - con.dist;
+    if (x * k_map > m_c * cc.g_ref)
+      k_map = std::max(k_map, m_c * SecantStiffnessPerMass(con.solref, con.solimp, lambda,
+                                                            cc.timestep, cc.refsafe,
+                                                            cc.omega_max, x));
+  }
+  const double k = contact_.stiffness > 0 ? contact_.stiffness : k_map * contact_.stiffness_scale;
+  const double depth = con.includemargin - con.dist;  // −φ
+  double dis = contact_.dissipation >= 0 ? contact_.dissipation : d_map;
+  if (contact_.deep_separation && contact_.dissipation < 0 && depth * k > m_c * cc.g_ref) {
+    // Deeper than nominal: Hunt–Crossley stops pushing at v_n = 1/d, MuJoCo
+    // at x·d(x)K/B; d ≤ B/(d(x)K x) keeps MuJoCo's push-out speed
+    // (cenic-math §4.11; unchanged up to ≈ x_nom/√(1 − d_w)).
+    dis = std::min(dis, 1 / (depth * SeparationRate(con.solref, con.solimp, cc.timestep,
+                                                    cc.refsafe, depth)));
+  }
+  *k_out = k;
+  *d_out = dis;
 }
 
 }  // namespace mjcenic::adapter

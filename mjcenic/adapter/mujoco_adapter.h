@@ -99,6 +99,16 @@ class MujocoAdapter {
 
  private:
   void ScanModel(const mjModel* m);
+  // ScanModel's parts: each body's chain of dofs and inverse mass; the
+  // per-geom static friction of <custom> numerics.
+  void ScanBodies(const mjModel* m);
+  void ScanStaticFriction(const mjModel* m);
+  // Build's parts: M (pattern on a reset model), v0, D and K; the explicit
+  // forces f = passive − bias + applied + Σ Jᵀ xfrc.
+  void SetMassAndPassive(const mjModel* m, const mjData* d, const icf::IcfParameters& params,
+                         icf::IcfModel* model);
+  void AddExplicitForces(const mjModel* m, mjData* d, const DofFeedback* feedback,
+                         icf::IcfModel* model);
   // Actuators as implicit gain rows or explicit forces, merged force limits
   // (mapping §4.4), and the warnings about actuator features.
   void ScanActuators(const mjModel* m);
@@ -152,6 +162,26 @@ class MujocoAdapter {
   std::vector<double> geom_mu_static_;            // per-geom μ_s override (< 0: none)
   // Memo of the solref/solimp → (k, d) mapping: one entry per distinct input
   // (the bisection is the costliest part of a contact), linear probing.
+  // AddContacts' parts: the dofs of a contact between bodies b1 and b2 into
+  // dofs_ (true if the bodies' chains share no dof; then *a_first says
+  // whose chain comes first), and its stiffness k and dissipation d.
+  struct ContactConstants {
+    double timestep;
+    bool refsafe;
+    double g_ref, omega_max;
+  };
+  bool ContactDofs(const mjModel* m, const mjData* d, const mjContact& con, int b1, int b2,
+                   bool torques, bool* a_first);
+  void ContactLaw(const mjModel* m, const mjContact& con, int b1, int b2, double mu,
+                  const ContactConstants& cc, double* k, double* d);
+  // The last contact's inputs and outputs of the solref/solimp mapping
+  // (valid within one AddContacts).
+  struct LawMemo {
+    bool valid = false;
+    int b1 = 0, b2 = 0, dim = 0;
+    double mu = 0, solref[2] = {}, solimp[5] = {};
+    double m_c = 0, lambda = 0, k_map = 0, d_map = 0;
+  } law_memo_;
   struct MapEntry {
     double key[11];
     double k, d;

@@ -101,39 +101,9 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
       b1 = Dot3(rec.frame + 3, bw);
       b2 = Dot3(rec.frame + 6, bw);
     }
-    if (advance) {
-      // β += (J v_slip)_t / ε̄, |β| ≤ κ, with ε̄ (§4.6) of the solve that
-      // produced v_slip (its step h_slip, not this model's step: with ε ∝ h the
-      // iteration would otherwise only halve the slip per step after step
-      // doubling's half steps, cenic-math §4.9).
-      double vc[3];
-      pool.rows.Multiply(c, v_slip, vc);
-      // A matched contact was anchored in that solve, so its ε had the cap.
-      const double eps = std::max(p.stiction_tolerance,
-                                  pool.mu[c] * pool.Rt[c] * pool.fn0[c] *
-                                      std::min(h_slip, a ? cap : inf));
-      const double slip2 = vc[1] * vc[1] + vc[2] * vc[2];  // |slip|²
-      const double reset = kSlidingReset * eps, dead = kSlipDeadband * p.stiction_tolerance;
-      if (slip2 > reset * reset) {  // sliding: no anchor
-        pool.SetAnchor(c, 0, 0, inf, p);
-        continue;
-      }
-      if (slip2 >= dead * dead) {
-        b1 += vc[1] / eps;
-        b2 += vc[2] / eps;
-      }
-      if (b1 * b1 + b2 * b2 > kMaxBias * kMaxBias) {
-        const double norm = std::hypot(b1, b2);
-        b1 *= kMaxBias / norm;
-        b2 *= kMaxBias / norm;
-      }
-      Anchor& n = next_.emplace_back();
-      n.pair = PairKey(rec.geom);
-      std::copy(local, local + 3, n.pos);
-      double bw[3];
-      for (int i = 0; i < 3; ++i) bw[i] = b1 * rec.frame[3 + i] + b2 * rec.frame[6 + i];
-      ToBody(d, body, bw, false, n.beta);
-    }
+    if (advance && !AdvanceAnchor(d, c, body, rec, local, a != nullptr, v_slip, h_slip, cap,
+                                  model, &b1, &b2))
+      continue;  // sliding: no anchor
     pool.SetAnchor(c, b1, b2, cap, p);  // b_t = β ε at this step's (capped) ε
   }
   if (advance) {
@@ -141,6 +111,47 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
               [](const Anchor& a, const Anchor& b) { return a.pair < b.pair; });
     anchors_.swap(next_);
   }
+}
+
+bool StictionAnchors::AdvanceAnchor(const mjData* d, int c, int body, const ContactRecord& rec,
+                                    const double local[3], bool matched, const double* v_slip,
+                                    double h_slip, double cap, icf::IcfModel* model, double* b1,
+                                    double* b2) {
+  icf::ContactPool& pool = model->contacts;
+  const icf::IcfParameters& p = model->params;
+  const double inf = std::numeric_limits<double>::infinity();
+  // β += (J v_slip)_t / ε̄, |β| ≤ κ, with ε̄ (§4.6) of the solve that
+  // produced v_slip (its step h_slip, not this model's step: with ε ∝ h the
+  // iteration would otherwise only halve the slip per step after step
+  // doubling's half steps, cenic-math §4.9).
+  double vc[3];
+  pool.rows.Multiply(c, v_slip, vc);
+  // A matched contact was anchored in that solve, so its ε had the cap.
+  const double eps = std::max(p.stiction_tolerance,
+                              pool.mu[c] * pool.Rt[c] * pool.fn0[c] *
+                                  std::min(h_slip, matched ? cap : inf));
+  const double slip2 = vc[1] * vc[1] + vc[2] * vc[2];  // |slip|²
+  const double reset = kSlidingReset * eps, dead = kSlipDeadband * p.stiction_tolerance;
+  if (slip2 > reset * reset) {  // sliding: no anchor
+    pool.SetAnchor(c, 0, 0, inf, p);
+    return false;
+  }
+  if (slip2 >= dead * dead) {
+    *b1 += vc[1] / eps;
+    *b2 += vc[2] / eps;
+  }
+  if (*b1 * *b1 + *b2 * *b2 > kMaxBias * kMaxBias) {
+    const double norm = std::hypot(*b1, *b2);
+    *b1 *= kMaxBias / norm;
+    *b2 *= kMaxBias / norm;
+  }
+  Anchor& n = next_.emplace_back();
+  n.pair = PairKey(rec.geom);
+  std::copy(local, local + 3, n.pos);
+  double bw[3];
+  for (int i = 0; i < 3; ++i) bw[i] = *b1 * rec.frame[3 + i] + *b2 * rec.frame[6 + i];
+  ToBody(d, body, bw, false, n.beta);
+  return true;
 }
 
 }  // namespace mjcenic::adapter

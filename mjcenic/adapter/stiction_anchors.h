@@ -93,6 +93,14 @@ class StictionAnchors {
            static_cast<uint32_t>(geom[1]);
   }
   // hint: the last call's range of anchors (first, past the end); updated.
+  // Apply's advance of contact c (body `body`, its point `local` in the
+  // body's frame; matched: it had an anchor): β (in *b1, *b2, the tangent
+  // components) grown by the slip at v_slip over ε̄ and capped at κ, the new
+  // anchor appended to next_. False (and the contact's anchor cleared) if it
+  // slides.
+  bool AdvanceAnchor(const mjData* d, int c, int body, const ContactRecord& rec,
+                     const double local[3], bool matched, const double* v_slip, double h_slip,
+                     double cap, icf::IcfModel* model, double* b1, double* b2);
   const Anchor* Match(const mjModel* m, const ContactRecord& rec, const double* local,
                       size_t hint[2]) const;
 

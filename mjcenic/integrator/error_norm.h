@@ -65,6 +65,7 @@ class ErrorNorm {
 
  private:
   ErrorNormKind kind_;
+  int nq_ = 0, nv_ = 0, na_ = 0;
   double L_ = 1;
   double tau_ = 1;
   std::vector<double> weight_, act_weight_, dq_, vel_weight_, drift_;

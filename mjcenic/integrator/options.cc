@@ -9,6 +9,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "mjcenic/adapter/mujoco_state.h"
 #include "mjcenic/integrator/options_table.h"
 
 namespace mjcenic {
@@ -94,9 +95,9 @@ const char* NameOf(const char* const (&names)[N], E e) {
 
 }  // namespace
 
-const char* ToString(icf::LineSearchGuess g) { return NameOf({"cubic", "quadratic"}, g); }
+const char* ToString(LineSearchGuess g) { return NameOf({"cubic", "quadratic"}, g); }
 
-const char* ToString(icf::LinearSolverKind k) {
+const char* ToString(LinearSolverKind k) {
   return NameOf({"auto", "dense", "sparse", "islands", "pcg", "lowrank", "block", "tree"}, k);
 }
 
@@ -116,7 +117,7 @@ bool ParseControllerTreatment(const char* s, ControllerTreatment* t) {
 
 absl::Status SetOption(StepperOptions* options, std::string_view key, std::string_view value) {
   // One branch per row of MJCENIC_OPTIONS: the codec parses into the member.
-#define MJCENIC_SET_OPTION(name, member, codec, doc)                                  \
+#define MJCENIC_SET_OPTION(name, member, codec, level, doc)                               \
   if (key == #name) {                                                                 \
     if (option_codec::codec::Parse(value, &options->member)) return absl::OkStatus(); \
     return absl::InvalidArgumentError(absl::StrCat("mjcenic option '", #name,           \
@@ -133,7 +134,7 @@ absl::Status SetOption(StepperOptions* options, std::string_view key, std::strin
 }
 
 const std::vector<std::string>& OptionKeys() {
-#define MJCENIC_OPTION_KEY(name, member, codec, doc) #name,
+#define MJCENIC_OPTION_KEY(name, member, codec, level, doc) #name,
   static const std::vector<std::string> keys = {MJCENIC_OPTIONS(MJCENIC_OPTION_KEY)};
 #undef MJCENIC_OPTION_KEY
   return keys;
@@ -177,7 +178,7 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   if (o.error_estimate == ErrorEstimate::kEmbedded && o.extrapolate)
     return bad("extrapolate with error_estimate embedded (extrapolation needs the half steps "
                "of doubling)");
-  if (m->nhistory > 0)
+  if (adapter::HasHistoryBuffers(m))
     return absl::UnimplementedError(
         "mjcenic: actuator/sensor delay and history buffers are not supported");
   if (!o.global_accuracy) return o;

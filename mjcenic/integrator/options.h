@@ -13,7 +13,6 @@
 #include "mjcenic/adapter/contact_options.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/step_size_controller.h"
-#include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/icf/parameters.h"
 
 namespace mjcenic {
@@ -45,6 +44,27 @@ enum class ErrorEstimate {
 };
 const char* ToString(ErrorEstimate e);
 
+// The Newton solver settings a user sets (options_table.h); the stepper maps
+// them to the ICF layer's icf::SolverOptions in one place (stepper.cc,
+// ToSolverOptions) and fixes the rest. Defaults: icf::SolverOptions' (impact
+// sweeps: 20, on in fixed mode, cenic-math §8.1 "Impact sweeps").
+enum class LineSearchGuess { kCubic, kQuadratic };
+enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock, kTree };
+struct SolverSettings {
+  double tolerance = 1e-8;      // Newton tolerance ε_req (fixed mode; cenic-math §8.2)
+  int max_iterations = 100;     // Newton iteration cap per solve
+  bool hessian_reuse = false;   // §8.5
+  LineSearchGuess line_search_guess = LineSearchGuess::kCubic;
+  bool island_line_search = true;
+  LinearSolverKind linear_solver = LinearSolverKind::kAuto;
+  double pcg_tolerance = 1e-4;
+  double pcg_forcing_max = 0;
+  bool pull_back_guess = false;
+  int guess_sweeps = 0;
+  int impact_sweeps = 20;
+  int articulated_sweeps = 0;
+};
+
 // Progress guarantee (README, "Errors and progress"): documented bounds that
 // turn every would-be livelock into a clear error.
 //  * accuracy >= kMinAccuracy: the error estimate is the difference of two
@@ -61,11 +81,9 @@ const char* ToString(ErrorEstimate e);
 //  * a Step()/AdvanceTo() that needs more than max_steps_per_call (unset:
 //    kMaxStepsAtLargestStep) steps even at the largest step is refused; with
 //    max_steps_per_call set, a call also ends after that many accepted steps.
+// (kRelativeMinStep, kMaxStepsAtLargestStep, kDefaultMaxStep: step_size_controller.h.)
 inline constexpr double kMinAccuracy = 1e-12;
-inline constexpr double kRelativeMinStep = 1e-14;
 inline constexpr double kMinLengthScale = 1e-6;  // [m]
-inline constexpr long kMaxStepsAtLargestStep = 1000000;
-inline constexpr double kDefaultMaxStep = 0.1;  // error-controlled largest step [s]
 
 struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling
@@ -121,14 +139,7 @@ struct StepperOptions {
   bool phase_timers = false;         // time_* statistics per phase (time_total always)
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping
   icf::IcfParameters icf;            // v_s, Δ, σ_R, β, h^nr_min
-  // Newton tolerances, reuse, line search, linear solver; the stepper's
-  // defaults differ from SolverOptions' in impact_sweeps (20: on in fixed
-  // mode, cenic-math §8.1 "Impact sweeps").
-  icf::SolverOptions solver = [] {
-    icf::SolverOptions s;
-    s.impact_sweeps = 20;
-    return s;
-  }();
+  SolverSettings solver;  // Newton tolerances, reuse, line search, linear solver
 };
 
 // The statistics, one line each: X(name, type, doc). StepperStats has one

@@ -2,8 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include <absl/strings/str_cat.h>
 
 namespace mjcenic {
+
+namespace {
+template <class... Args>
+[[gnu::cold, gnu::noinline]] absl::Status ErrorStatus(absl::StatusCode code,
+                                                      const Args&... args) {
+  return absl::Status(code, absl::StrCat(args...));
+}
+}  // namespace
 
 StepDecision AdjustStepSize(const StepSizeControl& c, double e, double accuracy, double h,
                             double h_max, double h_min, bool* at_minimum) {
@@ -47,6 +58,148 @@ StepDecision AdjustStepSize(const StepSizeControl& c, double e, double accuracy,
   out.accept = accept;
   out.h_next = hn;
   return out;
+}
+
+
+double StepSizeController::LargestStep(double timestep) const {
+  const double h_max = rules_.max_step > 0 ? rules_.max_step : 0;
+  if (!rules_.error_control) return h_max > 0 ? h_max : timestep;
+  return h_max > 0 ? h_max : kDefaultMaxStep;
+}
+
+double StepSizeController::Propose(double t0, double timestep) {
+  h_max_ = LargestStep(timestep);
+  const bool controlled = rules_.error_control;
+  h_min_ = controlled ? std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0),
+                                  rules_.min_step})
+                      : 0.0;
+  if (!controlled) {
+    h_ideal_ = h_max_;
+  } else if (!(h_ideal_ > 0)) {
+    h_ideal_ = rules_.initial_step > 0 ? rules_.initial_step : std::min(0.1 * h_max_, timestep);
+  }
+  at_minimum_ = false;
+  solve_failed_ = false;
+  prev_scaled_ = prev_h_ = 0;
+  jump_ = false;
+  return std::min(h_ideal_, h_max_);
+}
+
+double StepSizeController::LandOn(double h, double remaining, bool overshoot) {
+  limited_ = false;
+  if (remaining < 0.95 * h && !overshoot) {
+    limited_ = true;
+    return remaining;
+  }
+  if (remaining < 1.001 * h && remaining >= 0.95 * h) return remaining;
+  return h;
+}
+
+StepDecision StepSizeController::Decide(bool solved, double error, double h) {
+  h_depth_ = std::numeric_limits<double>::infinity();
+  solve_failed_ = solve_failed_ || !solved;
+  StepDecision dec;
+  if (!rules_.error_control) {
+    dec.accept = solved;
+    dec.h_next = h;
+    return dec;
+  }
+  if (!solved) {  // a failed solve is treated like a failed step: retry with h/2
+    dec.h_next = 0.5 * h;
+    dec.underflow = dec.h_next < h_min_;
+    return dec;
+  }
+  if (!(rules_.error_per_unit_step > 0))
+    return AdjustStepSize(rules_.control, error, rules_.accuracy, h, h_max_, h_min_,
+                          &at_minimum_);
+  // Error per unit step (cenic-math §11.12): a step of h may make
+  // accuracy·h/T of error, so the errors of the steps over T add up to the
+  // accuracy; the scaled error is one order lower in h. A velocity jump
+  // inside the step leaves an error ≈ c h Δv that the scaled bound admits at
+  // no h: when cutting h did not shrink the raw error faster than h^1.5, the
+  // step is held to the per-step bound.
+  const double scaled = error * rules_.error_per_unit_step / h;
+  if (prev_h_ > 0 && h < prev_h_ && scaled > std::sqrt(h / prev_h_) * prev_scaled_) jump_ = true;
+  prev_scaled_ = scaled;
+  prev_h_ = h;
+  StepSizeControl c = rules_.control;
+  if (!jump_) c.order = std::max(1.0, c.order - 1);
+  return AdjustStepSize(c, jump_ ? error : scaled, rules_.accuracy, h, h_max_, h_min_,
+                        &at_minimum_);
+}
+
+bool StepSizeController::LimitDepth(double ratio, double h, double* h_retry) {
+  // cenic-math §11.10: the growth, first order in h, sizes the step like an
+  // error of order 1.
+  if (ratio > 0) h_depth_ = kDepthSafety * h / ratio;
+  if (!(ratio > 1 && h > h_min_)) return false;
+  *h_retry = std::max({h_depth_, 0.1 * h, h_min_});
+  return true;
+}
+
+bool StepSizeController::Accept(double h_next) {
+  // Progress guarantee: steps sized by solver failures, not by the accuracy,
+  // for kMaxSolverLimitedSteps accepted steps in a row (e.g. max_iterations =
+  // 1 converges only at h ~ 1e-8 s) end in an error.
+  if (rules_.error_control) {
+    solver_limited_steps_ = solve_failed_ ? solver_limited_steps_ + 1 : 0;
+    if (solver_limited_steps_ >= kMaxSolverLimitedSteps) {
+      solver_limited_steps_ = 0;
+      return false;
+    }
+    if (!limited_) h_ideal_ = std::max(std::min(h_next, h_depth_), h_min_);
+  }
+  return true;
+}
+
+absl::Status StepSizeController::CheckStepCount(double t_start, double t,
+                                                double timestep) const {
+  // Progress guarantee: refuse a call that needs more than max_steps_per_call
+  // (unset: kMaxStepsAtLargestStep) steps even at the largest step (e.g.
+  // opt.timestep = 1e10, max_step = 1e-9).
+  const long cap = rules_.max_steps_per_call > 0 ? rules_.max_steps_per_call
+                                                 : kMaxStepsAtLargestStep;
+  const double h_max = LargestStep(timestep);
+  if (!((t - t_start) > h_max * static_cast<double>(cap))) return absl::OkStatus();
+  return ErrorStatus(absl::StatusCode::kResourceExhausted,
+      "mjcenic: advancing from time ", t_start, " to ", t, " needs more than ", cap,
+      rules_.max_steps_per_call > 0 ? " (max_steps_per_call)"
+                                    : " (the limit when max_steps_per_call is 0)",
+      " steps of the largest step ", h_max, " s (max_step",
+      rules_.max_step > 0 ? "" : " default",
+      "); the state was not advanced. Raise max_step or max_steps_per_call, or advance in "
+      "shorter calls");
+}
+
+absl::Status StepSizeController::CheckCallSteps(long steps, double t_start, double t_now,
+                                                double t, double last_h) const {
+  if (steps != rules_.max_steps_per_call || !(t_now < t)) return absl::OkStatus();
+  return ErrorStatus(absl::StatusCode::kResourceExhausted,
+      "mjcenic: no progress guarantee: ", steps, " accepted steps (max_steps_per_call) ",
+      "took the state only from time ", t_start, " to ", t_now, " of the target ", t,
+      " (last step ", last_h, " s); the state is the last accepted step. Raise "
+      "max_steps_per_call, relax accuracy / max_iterations, or advance in shorter calls");
+}
+
+absl::Status StepSizeController::CheckTimestep(double t, double dt) {
+  // A timestep below the minimum step at this time (README: 1e-14·|t|, ≈ 45
+  // ulp of t) cannot be taken: at t = 1e17, t + 0.002 == t and the call
+  // would otherwise succeed without moving.
+  if (!(std::isfinite(t) && dt > 0 && dt < kRelativeMinStep * std::abs(t)))
+    return absl::OkStatus();
+  return ErrorStatus(absl::StatusCode::kResourceExhausted,
+      "mjcenic: step size underflow at time ", t, ": opt.timestep ", dt,
+      " is below the minimum step ", kRelativeMinStep * std::abs(t), " (1e-14 |t|; one ulp of t is ",
+      std::nextafter(std::abs(t), std::numeric_limits<double>::infinity()) - std::abs(t),
+      "); the state was not advanced. Reset time closer to 0");
+}
+
+absl::Status StepSizeController::Underflow(double t0, double error, double h,
+                                           const std::string& detail) const {
+  return ErrorStatus(absl::StatusCode::kResourceExhausted,
+      "mjcenic: step size underflow at time ", t0, ": the error ", error,
+      " exceeds the accuracy ", rules_.accuracy, " even at h = ", h, " (minimum ", h_min_, ")",
+      detail);
 }
 
 }  // namespace mjcenic

@@ -31,13 +31,20 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/icf/icf_model.h"
-#include "mjcenic/icf/icf_solver.h"
-#include "mjcenic/integrator/controller.h"
+#include "mjcenic/adapter/controller.h"
+#include "mjcenic/adapter/mujoco_state.h"
+#include "mjcenic/adapter/state_snapshot.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/options.h"
-#include "mjcenic/integrator/state_snapshot.h"
+#include "mjcenic/integrator/step_size_controller.h"
+#include "mjcenic/integrator/warm_start.h"
 
 namespace mjcenic {
+namespace icf {
+class IcfSolver;
+struct SolverOptions;
+enum class SolveStatus;
+}  // namespace icf
 
 // Penetration max(−dist) over d's active contacts [m]: the measure behind
 // StepperStats::max_penetration, for a run of mj_step to compare with.
@@ -75,7 +82,7 @@ class Stepper {
   const std::vector<std::string>& warnings() const;
   const mjModel* model() const { return m_; }
   // Step size the controller proposes next [s].
-  double next_step() const { return h_ideal_; }
+  double next_step() const { return step_size_.next(); }
   // The ICF problem of the last model build (tests, diagnostics).
   const icf::IcfModel& last_problem() const { return *last_problem_; }
   // Error-norm length scale L [m].
@@ -103,7 +110,7 @@ class Stepper {
     std::vector<double> act_rate_mid;                 // act_dot at the second build
     std::vector<double> q_end, v_end, act_end;        // x_{t+h}
     std::vector<double> v_guess;                      // Newton's initial guess
-    std::vector<double> guess_dir;                    // h a_prev, line-searched from v_guess
+    std::vector<double> guess_dir;                    // v_guess − v_t
     std::vector<double> dv, M_dv;                     // a velocity difference, M̂ times it
     std::vector<double> dq;                           // a configuration difference
     std::vector<double> impulse;                      // trapezoid: M̂ (v_t − v̂) + h/2 F_t
@@ -117,45 +124,36 @@ class Stepper {
     std::vector<double> q_a, v_a, act_a;              // dense output: the accepted step
     std::vector<double> q_b, v_b, act_b;              // [t_a, t_b] the last call ended in
     std::vector<double> act_rate_a, act_euler;        // act_dot at x_a; act_a advanced by it
-    std::vector<double> warm_accel;                   // (v − v_t)/h of the last accepted step
-    std::vector<double> warm_v;                       // and the v it ended with
-    std::vector<double> warm_accel_old;               // the warm_accel of the step before
-    std::vector<double> warm_accel_older;             // and of the step before that
-    // Initial guess per island (cenic-math §8.1), one entry per island (sized
-    // max(nv, 1)): Σ M_ii a², Σ M_ii (a − a_old)², Σ M_ii a a_old, Σ M_ii a_old²
-    // (a = warm_accel, a_old = warm_accel_old), the factor c of h a in the
-    // guess, Σ r_i²/M_ii, and the islands with smooth rows / with a piece change.
-    // (island_sums: island k's five at 5k: Σ M a², Σ M (a − a_old)², Σ M a a_old,
-    // Σ M a_old², Σ r²/M; island_lag2: its Σ M a a_older, Σ M a_older² at 2k
-    // and the lag-2 factor q of h a_old in the guess, island_q, 0 if not used.)
-    std::vector<double> island_sums, island_c, island_lag2, island_q;
-    std::vector<char> island_smooth, island_piece;
     std::vector<double> H_diag;                       // propagated norm: diag(H) of the full step
     std::vector<double> drift, drift_y1, drift_y2, drift_My;  // propagated_modes (§11.11)
-    void Resize(int nq, int nv, int na);
+    void Resize(const adapter::Sizes& n);
   };
 
   Stepper(const mjModel* m, const StepperOptions& options);
-  absl::Status CheckInputs(const mjData* d) const;
   // The outer loop behind AdvanceTo (to t) and StepOnce (single_step).
   absl::Status Advance(mjData* d, double t, bool single_step);
-  // One internal step from the state in d, limited to end at t_limit.
-  // overshoot: the step may end past t_limit (dense output) instead of being
-  // shortened to land on it.
+  // The accepted steps of one call (after its checks and inputs).
+  absl::Status AdvanceSteps(mjData* d, double t, bool single_step, bool overshoot);
+  // One internal step from the state in d, limited to end at t_limit:
+  // propose → attempt → decide (step_size_). overshoot: the step may end past
+  // t_limit (dense output) instead of being shortened to land on it.
   absl::Status InternalStep(mjData* d, double t_limit, bool overshoot = false);
+  // A failed attempt that no step size repairs (a failed user controller, an
+  // overflowing problem, a failed solve without error control): its error.
+  absl::Status AttemptFailure(const mjData* d, double t0, double h, bool ok) const;
+  // The penetration check of an accepted attempt (§11.10): loads x_{t+h}
+  // into d; true if the step is rejected (*h set to the retry).
+  bool DepthRejects(mjData* d, double* h);
+  // The accepted step of size h ends at t_end: d, histories and statistics.
+  void FinishInternalStep(mjData* d, double h, double t_end);
   // Dense output (README, "Outputs inside a step"): whether this call may end
   // inside an accepted step, the state at t inside [t_a, t_b] written to d,
   // and the accepted step's end loaded back into d.
   bool DenseOutputApplies() const;
   bool DenseOutputAllowed(const mjData* d) const;
+  void KeepDenseStep(const mjData* d);
   void WriteInterpolated(mjData* d, double t);
   void LoadDenseEnd(mjData* d);
-  // Progress guarantee (README, "Errors and progress"): the largest step of
-  // the mode [s]; a call needing too many of them is refused; a run of steps
-  // sized by solver failures ends in an error.
-  double LargestStep() const;
-  absl::Status CheckStepCount(double t_start, double t) const;
-  absl::Status SolverProgress(double t0, double h, bool solve_failed);
   // After a solve failed on a non-finite value: an error naming the dof if
   // the problem itself overflows (no step size can repair it), else OK.
   absl::Status OverflowingProblem(const mjData* d, double t, double h) const;
@@ -166,11 +164,9 @@ class Stepper {
   // The problem at x_t: built (controller linearized first), or the one kept
   // from a rejected attempt at the same state with only h changed.
   bool ProblemAtStart(mjData* d, double h);
-  // x̂: the full step of h on the problem at x_t (every scheme's first solve).
+  // x̂: the full step of h on the problem at x_t (every scheme's first solve):
+  // guess (warm_) → solve → integrate.
   bool FullStep(double h, double tolerance);
-  // FullStep's initial guess on one island after period-2 chatter
-  // (cenic-math §8.1, "Period-2 guess").
-  bool Period2Guess(double dd, double h);
   void FixedStep();  // x_{t+h} = x̂
   bool StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst);
   bool Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst);
@@ -200,8 +196,6 @@ class Stepper {
   // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
   void Integrate(const double* q, const double* v, const double* act, const double* act_rate,
                  double h, double* q_out, double* act_out) const;
-  void IntegrateActivations(const double* act, const double* act_dot, double h,
-                            double* out) const;
   // The controller linearization and its evaluation at a solve's start state
   // (implicit treatment), and the explicit call before a build.
   bool LinearizeController(mjData* d);
@@ -216,25 +210,18 @@ class Stepper {
   void EnsureStages(mjData* d, double* penetration = nullptr, bool known_current = false);
   void PostStep(mjData* d, double H, const double* v_start);
   void RecordStep(double h);
-  // Penetration check (cenic-math §11.10): whether it is on, and the largest
-  // growth of a contact's depth over its geom pair's depth at x_t (the start
-  // build's records), in units of its tolerance penetration_tolerance·x_nom,
-  // over d's contacts; and of a joint/tendon limit's violation over its
-  // violation at x_t (LimitViolations of the start build), in units of
-  // penetration_tolerance·10⁻³ (L for lengths, 1 rad for angles).
+  // Penetration check (cenic-math §11.10): whether it is on, and the growth
+  // ratio of d's contacts and limits over the start build's (the adapter's
+  // PenetrationCheck).
   bool PenetrationCheck() const;
+  double DepthGrowthRatio(const mjData* d);
   // Stiction anchors (cenic-math §4.9): the time step whose ε the slip of
   // velocity v (nv) is measured in: h_slip_ if v is the last accepted step's
   // end velocity, else h.
   double AnchorSlipStep(const double* v, double h) const;
-  double DepthGrowthRatio(const mjData* d);
-  // The positive violations efc_margin − efc_pos of d's joint and tendon
-  // limit rows (MuJoCo's rows at d's stages), keyed by type, object and side,
-  // sorted by key, into *out; LimitUnit: a limit's unit, L or 1 rad.
-  void LimitViolations(const mjData* d, std::vector<std::pair<std::uint64_t, double>>* out) const;
-  double LimitUnit(int type, int id) const;
 
   const mjModel* m_;
+  adapter::Sizes n_;  // nq, nv, na, nu
   StepperOptions options_;
   mutable StepperStats stats_;
   // time_total without phase timers (cenic-math §8.9, "The wall clock of
@@ -249,12 +236,19 @@ class Stepper {
   std::uint64_t StartTicks();
   std::unique_ptr<Mujoco> mujoco_;
   ErrorNorm norm_;
-  icf::IcfSolver solver_;
-  icf::SolverOptions solve_options_;  // Solve's options (PrepareSolveOptions, then per solve)
+  StepSizeController step_size_;
+  WarmStart warm_;
+  // The ICF solver and its options, kept out of this header (stepper_internal.h):
+  // solver_ and solve_options_ (Solve's options: PrepareSolveOptions, then per
+  // solve) refer into it.
+  struct SolverState;
+  std::unique_ptr<SolverState> solver_state_;
+  icf::IcfSolver& solver_;
+  icf::SolverOptions& solve_options_;
   icf::IcfModel model_start_, model_mid_;  // built at x_t, at x_m
   const icf::IcfModel* last_solved_ = nullptr;
   const icf::IcfModel* last_problem_ = &model_start_;
-  icf::SolveStatus last_status_ = icf::SolveStatus::kConverged;
+  icf::SolveStatus last_status_;
   // Stage-cache keys: the state d's stages belong to, the state (with
   // inputs) model_start_ was built at, and the one force_start belongs to.
   StateSnapshot stages_state_{false};
@@ -263,27 +257,14 @@ class Stepper {
   StateSnapshot prev_end_state_{false};  // embedded: where the last accepted step ended
   double h_prev_ = 0;                    // embedded: its size
   // Dense output: d's state and inputs as the last call left them, and whether
-  // an accepted step [t_a, t_b] (scratch q_a.., q_b..) extends past d->time.
+  // an accepted step [t_a, t_b] (scratch q_a.., q_b..) extends past d's time.
   StateSnapshot dense_written_{true};
   double dense_written_time_ = 0;
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
   double attempt_depth_ratio_ = 0;  // penetration check: growth ratio at the midpoint
-  // Penetration check: the deepest depth per geom pair (key g1 << 32 | g2) at
-  // x_t, sorted; rebuilt from the start build's records when they change.
-  std::vector<std::pair<std::uint64_t, double>> start_depths_;
-  bool start_depths_valid_ = false;
-  // ... and the violation of each joint/tendon limit row at x_t, sorted by
-  // key (LimitViolations), captured with the start build; the same at the
-  // state being checked. has_limits_: the model has limit rows to check.
-  std::vector<std::pair<std::uint64_t, double>> start_limits_, check_limits_;
-  bool has_limits_ = false;
   double h_slip_ = 0;  // time step of the solve that produced the last accepted v_end
-  bool warm_old_valid_ = false;  // scratch_.warm_accel_old: the step just before warm_accel's
-  bool warm_older_valid_ = false;  // scratch_.warm_accel_older: the step just before that
-  bool warm_valid_ = false;              // scratch_.warm_accel/warm_v hold a step
-  bool starts_at_warm_v_ = false;        // this step's v_start is warm_v (InternalStep)
   // d's actuation outputs (actuator_force, act_dot, qfrc_actuator) belong to
   // d's stages and to scratch_.ctrl_actuated (set by PostStep, cleared when
   // the stages are recomputed or invalidated).
@@ -292,14 +273,8 @@ class Stepper {
   // EnsureStages compared; consumed by ProblemAtStart.
   bool stages_checked_ = false;
   int last_iterations_ = 0;              // Newton iterations of the last solve
-  double h_ideal_ = 0;  // the step-size controller's proposal for the next step
-  bool at_minimum_ = false;
   Scratch scratch_;
-  // Consecutive accepted steps that each followed a failed convex solve at a
-  // larger step (progress guarantee).
-  static constexpr int kMaxSolverLimitedSteps = 200;
-  int solver_limited_steps_ = 0;
-  icf::SolveStatus failed_status_ = icf::SolveStatus::kConverged;
+  icf::SolveStatus failed_status_;  // the last failed solve's
   // Step-size histogram (log-spaced) for the median without storing steps.
   static constexpr int kBins = 2400;  // 1e-10 s .. 1e2 s, 200 bins per decade
   std::vector<long> h_hist_;

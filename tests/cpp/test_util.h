@@ -1,10 +1,14 @@
-// Shared helpers of the C++ tests: owning pointers for MuJoCo objects.
+// Shared helpers of the C++ tests: owning pointers for MuJoCo objects, model
+// loaders, data at a keyframe, a stepper from options.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
+
+#include "mjcenic/integrator/stepper.h"
 
 namespace mjcenic::test_util {
 
@@ -51,6 +55,43 @@ inline Scene LoadSceneAtKey(const char* file, const char* key, std::string* erro
   s.data.reset(mj_makeData(s.model.get()));
   mj_resetDataKeyframe(s.model.get(), s.data.get(), mj_name2id(s.model.get(), mjOBJ_KEY, key));
   return s;
+}
+
+// A model file (a path; LoadScene: a scene of models/); null, with a test
+// failure naming the file and MuJoCo's message, if it does not load.
+inline ModelPtr LoadModel(const std::string& path) {
+  char error[1024] = "";
+  ModelPtr m(mj_loadXML(path.c_str(), nullptr, error, sizeof(error)));
+  EXPECT_TRUE(m) << path << ": " << error;
+  return m;
+}
+inline ModelPtr LoadScene(const char* file) { return LoadModel(ModelPath(file)); }
+
+// An MJCF string compiled (ModelFromXml); null, with a test failure, if not.
+inline ModelPtr LoadXml(const std::string& xml) {
+  std::string error;
+  ModelPtr m = ModelFromXml(xml, &error);
+  EXPECT_TRUE(m) << error;
+  return m;
+}
+
+// New data at keyframe `key` (nullptr: qpos0) with all stages computed.
+inline DataPtr MakeData(const mjModel* m, const char* key = nullptr) {
+  DataPtr d(mj_makeData(m));
+  if (key) {
+    const int k = mj_name2id(m, mjOBJ_KEY, key);
+    EXPECT_GE(k, 0) << "no keyframe " << key;
+    if (k >= 0) mj_resetDataKeyframe(m, d.get(), k);
+  }
+  mj_forward(m, d.get());
+  return d;
+}
+
+// Stepper::Create; null, with a test failure naming the status, on an error.
+inline std::unique_ptr<Stepper> MakeStepper(const mjModel* m, const StepperOptions& o = {}) {
+  auto s = Stepper::Create(m, o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(s).value() : nullptr;
 }
 
 }  // namespace mjcenic::test_util

@@ -209,7 +209,7 @@ TEST(Allocation, NoneAfterWarmupPcgPile) {
     mj_forward(m, d);
     mjcenic::StepperOptions o;
     o.mode = mjcenic::Mode::kFixed;
-    o.solver.linear_solver = mjcenic::icf::LinearSolverKind::kPcg;
+    o.solver.linear_solver = mjcenic::LinearSolverKind::kPcg;
     auto s = mjcenic::Stepper::Create(m, o).value();
     // The window 0.5–0.6 s is run twice from the same state: the first
     // run is the warm-up (the frictionless pile still spreads, so its

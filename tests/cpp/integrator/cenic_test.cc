@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
+#include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/error_norm.h"
 #include "mjcenic/integrator/options.h"
 #include "mjcenic/integrator/step_size_controller.h"
@@ -39,12 +40,9 @@ using test_util::ModelPtr;
 
 using test_util::ModelPath;
 
-ModelPtr LoadModel(const std::string& path) {
-  char error[1024] = "";
-  ModelPtr m(mj_loadXML(path.c_str(), nullptr, error, sizeof(error)));
-  EXPECT_TRUE(m) << path << ": " << error;
-  return m;
-}
+using test_util::LoadModel;
+using test_util::MakeData;
+using test_util::MakeStepper;
 
 // Writes an MJCF string to a temporary file and loads it.
 ModelPtr LoadModelFromString(const std::string& name, const std::string& xml) {
@@ -54,23 +52,6 @@ ModelPtr LoadModelFromString(const std::string& name, const std::string& xml) {
     f << xml;
   }
   return LoadModel(path);
-}
-
-DataPtr MakeData(const mjModel* m, const char* key = nullptr) {
-  DataPtr d(mj_makeData(m));
-  if (key) {
-    const int k = mj_name2id(m, mjOBJ_KEY, key);
-    EXPECT_GE(k, 0) << "no keyframe " << key;
-    mj_resetDataKeyframe(m, d.get(), k);
-  }
-  mj_forward(m, d.get());
-  return d;
-}
-
-std::unique_ptr<Stepper> MakeStepper(const mjModel* m, const StepperOptions& o) {
-  auto s = Stepper::Create(m, o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? std::move(s).value() : nullptr;
 }
 
 double Seconds(std::chrono::steady_clock::time_point a) {
@@ -812,10 +793,10 @@ std::vector<Variant> RunAblations(const mjModel* m, const StepperOptions& config
   v[2].name = "hessian_reuse=on";
   v[2].o.solver.hessian_reuse = true;
   v[3].name = "line_search=quadratic";
-  v[3].o.solver.line_search_guess = icf::LineSearchGuess::kQuadratic;
+  v[3].o.solver.line_search_guess = LineSearchGuess::kQuadratic;
   v[4].name = "reuse+quadratic";
   v[4].o.solver.hessian_reuse = true;
-  v[4].o.solver.line_search_guess = icf::LineSearchGuess::kQuadratic;
+  v[4].o.solver.line_search_guess = LineSearchGuess::kQuadratic;
   v[5].name = "reuse+adaptive_off";
   v[5].o.solver.hessian_reuse = true;
   v[5].o.adaptive_tolerance = false;
@@ -1225,79 +1206,7 @@ TEST(CenicHardClutter, CompletesOneSecond) {
   }
 }
 
-// ---------------------------------------------------------------------------
-// 8. Step-size controller (cenic-math §11.4, §13 items 15–17).
-
-TEST(CenicController, FreeFallExample) {
-  // ε = 1e-3, g = 9.81, h = 0.01: e = ¼ g h² = 2.4525e-4 → accepted, next
-  // step 0.9 · 0.01 · (1e-3 / 2.4525e-4)^½ = 0.0181735 s.
-  const StepSizeControl c;
-  bool at_min = false;
-  const double e = 0.25 * 9.81 * 0.01 * 0.01;
-  EXPECT_NEAR(e, 2.4525e-4, 1e-16);
-  const StepDecision dec = AdjustStepSize(c, e, 1e-3, 0.01, 0.1, 1e-14, &at_min);
-  EXPECT_TRUE(dec.accept);
-  EXPECT_FALSE(dec.underflow);
-  EXPECT_NEAR(dec.h_next, 0.0181735, 1e-7);
-  EXPECT_DOUBLE_EQ(dec.h_next, 0.9 * 0.01 * std::sqrt(1e-3 / 2.4525e-4));
-  // At that step e = 0.81 ε: accepted, step kept exactly.
-  const double h1 = dec.h_next, e1 = 0.25 * 9.81 * h1 * h1;
-  EXPECT_NEAR(e1 / 1e-3, 0.81, 1e-12);
-  const StepDecision dec1 = AdjustStepSize(c, e1, 1e-3, h1, 0.1, 1e-14, &at_min);
-  EXPECT_TRUE(dec1.accept);
-  EXPECT_EQ(dec1.h_next, h1);
-}
-
-TEST(CenicController, GrowthShrinkAndGuards) {
-  const StepSizeControl c;
-  const double acc = 1e-3, h = 0.01, h_max = 1.0, h_min = 1e-14;
-  bool at_min = false;
-  // Growth limited to 5×: zero and tiny errors.
-  for (double e : {0.0, 1e-30, 1e-12, 1e-8}) {
-    const StepDecision d = AdjustStepSize(c, e, acc, h, h_max, h_min, &at_min);
-    EXPECT_TRUE(d.accept) << e;
-    EXPECT_DOUBLE_EQ(d.h_next, 5 * h) << e;
-  }
-  // ... and by h_max.
-  {
-    const StepDecision d = AdjustStepSize(c, 0.0, acc, h, 0.02, h_min, &at_min);
-    EXPECT_TRUE(d.accept);
-    EXPECT_EQ(d.h_next, 0.02);
-  }
-  // Dead band: 0.5625 ε < e ≤ ε keeps h exactly; e ≤ 0.5625 ε grows ≥ 1.2 h.
-  for (double r : {0.57, 0.7, 0.81, 0.99, 1.0}) {
-    const StepDecision d = AdjustStepSize(c, r * acc, acc, h, h_max, h_min, &at_min);
-    EXPECT_TRUE(d.accept) << r;
-    EXPECT_EQ(d.h_next, h) << r;
-  }
-  for (double r : {0.1, 0.3, 0.56}) {
-    const StepDecision d = AdjustStepSize(c, r * acc, acc, h, h_max, h_min, &at_min);
-    EXPECT_TRUE(d.accept) << r;
-    EXPECT_GE(d.h_next, 1.2 * h) << r;
-    EXPECT_NEAR(d.h_next, std::min(5.0, 0.9 / std::sqrt(r)) * h, 1e-15) << r;
-  }
-  // Rejection iff e > ε; the retry uses ≤ 0.9 h (and ≥ 0.1 h).
-  for (double r : {1.0 + 1e-12, 1.001, 1.1, 2.0, 10.0, 1e3, 1e8}) {
-    const StepDecision d = AdjustStepSize(c, r * acc, acc, h, h_max, h_min, &at_min);
-    EXPECT_FALSE(d.accept) << r;
-    EXPECT_LE(d.h_next, 0.9 * h) << r;
-    EXPECT_GE(d.h_next, 0.1 * h * (1 - 1e-15)) << r;
-    EXPECT_NEAR(d.h_next, std::clamp(0.9 / std::sqrt(r), 0.1, 0.9) * h, 1e-15) << r;
-  }
-  // NaN / infinite error: reject with 0.1 h.
-  for (double e : {std::nan(""), std::numeric_limits<double>::infinity()}) {
-    const StepDecision d = AdjustStepSize(c, e, acc, h, h_max, h_min, &at_min);
-    EXPECT_FALSE(d.accept);
-    EXPECT_FALSE(d.underflow);
-    EXPECT_DOUBLE_EQ(d.h_next, 0.1 * h);
-  }
-  // Underflow: the needed step is below the minimum.
-  {
-    const StepDecision d = AdjustStepSize(c, 1e6 * acc, acc, 1e-13, h_max, 5e-14, &at_min);
-    EXPECT_FALSE(d.accept);
-    EXPECT_TRUE(d.underflow);
-  }
-}
+// (8. The step-size controller: step_size_controller_test.cc.)
 
 TEST(CenicController, FreeFallRunUsesQuarterGHSquared) {
   // kCenic on the sphere in free fall with max_step 0.1, initial_step 0.01:

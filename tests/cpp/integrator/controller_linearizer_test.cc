@@ -1,4 +1,4 @@
-// ControllerLinearizer (integrator/controller_linearizer.h) on a linear PD
+// ControllerLinearizer (adapter/controller_linearizer.h) on a linear PD
 // controller: the finite-difference gains are the controller's own gains, and
 // the user's inputs and state come back bit for bit.
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/adapter/mujoco_stages.h"
-#include "mjcenic/integrator/controller_linearizer.h"
+#include "mjcenic/adapter/controller_linearizer.h"
 #include "test_util.h"
 
 namespace mjcenic {

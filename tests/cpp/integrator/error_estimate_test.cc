@@ -34,12 +34,7 @@ constexpr char kOscillator[] = R"(
     <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/></body>
   </worldbody></mujoco>)";
 
-ModelPtr Load(const char* xml) {
-  std::string error;
-  ModelPtr m = ModelFromXml(xml, &error);
-  EXPECT_TRUE(m) << error;
-  return m;
-}
+ModelPtr Load(const char* xml) { return test_util::LoadXml(xml); }
 
 // One accepted step from rest in free fall: the accepted z and the estimate.
 struct FallStep {

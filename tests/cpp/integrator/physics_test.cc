@@ -30,13 +30,8 @@ constexpr double kPi = std::numbers::pi;
 using test_util::DataPtr;
 using test_util::ModelPtr;
 
-ModelPtr LoadScene(const char* file) {
-  const std::string path = std::string(MJCENIC_MODELS_DIR) + "/" + file;
-  char err[1000] = "";
-  ModelPtr m(mj_loadXML(path.c_str(), nullptr, err, sizeof(err)));
-  EXPECT_NE(m, nullptr) << path << ": " << err;
-  return m;
-}
+using test_util::LoadScene;
+using test_util::MakeData;
 
 ModelPtr LoadXmlString(const std::string& xml) {
   mjVFS vfs;
@@ -51,25 +46,11 @@ ModelPtr LoadXmlString(const std::string& xml) {
   return m;
 }
 
-// New data at keyframe `key` (nullptr: qpos0) with all stages computed.
-DataPtr MakeData(const mjModel* m, const char* key) {
-  DataPtr d(mj_makeData(m));
-  if (key) {
-    const int k = mj_name2id(m, mjOBJ_KEY, key);
-    EXPECT_GE(k, 0) << "no keyframe " << key;
-    if (k >= 0) mj_resetDataKeyframe(m, d.get(), k);
-  }
-  mj_forward(m, d.get());
-  return d;
-}
-
 // A fixed-step stepper (one ICF solve per m->opt.timestep).
 std::unique_ptr<Stepper> MakeStepper(const mjModel* m, StepperOptions o = {}) {
   o.mode = Mode::kFixed;
   o.max_step = 0;
-  auto s = Stepper::Create(m, o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? std::move(s).value() : nullptr;
+  return test_util::MakeStepper(m, o);
 }
 
 // n calls of Stepper::Step (each advances m->opt.timestep).

@@ -31,17 +31,10 @@ namespace {
 using test_util::DataPtr;
 using test_util::ModelPtr;
 
-ModelPtr Xml(const std::string& xml) {
-  std::string err;
-  ModelPtr m = test_util::ModelFromXml(xml, &err);
-  EXPECT_NE(m, nullptr) << err;
-  return m;
-}
+ModelPtr Xml(const std::string& xml) { return test_util::LoadXml(xml); }
 
-std::unique_ptr<Stepper> Make(const mjModel* m, StepperOptions o) {
-  auto s = Stepper::Create(m, o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? std::move(s).value() : nullptr;
+std::unique_ptr<Stepper> Make(const mjModel* m, const StepperOptions& o) {
+  return test_util::MakeStepper(m, o);
 }
 
 StepperOptions Fixed() {

@@ -54,12 +54,7 @@ constexpr char kTied[] = R"(
   <equality><joint joint1="a" joint2="b"/></equality>
 </mujoco>)";
 
-ModelPtr Load(const char* xml) {
-  std::string error;
-  ModelPtr m = ModelFromXml(xml, &error);
-  EXPECT_TRUE(m) << error;
-  return m;
-}
+ModelPtr Load(const char* xml) { return test_util::LoadXml(xml); }
 
 std::unique_ptr<Stepper> FixedH(const mjModel* m, ErrorNormKind kind, double h, double tau) {
   StepperOptions o;

@@ -511,7 +511,7 @@ TEST(Pcg, StepperRunsAgreeWithTheSparseSolver) {
     }
     mj_forward(m.get(), d.get());
     StepperOptions o;
-    o.solver.linear_solver = k ? LinearSolverKind::kPcg : LinearSolverKind::kSparse;
+    o.solver.linear_solver = k ? mjcenic::LinearSolverKind::kPcg : mjcenic::LinearSolverKind::kSparse;
     auto s = Stepper::Create(m.get(), o);
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->AdvanceTo(d.get(), 0.2).ok());

@@ -1,4 +1,4 @@
-#include "mjcenic/integrator/controller_linearizer.h"
+#include "mjcenic/adapter/controller_linearizer.h"
 #include "mjcenic/icf/short_arrays.h"
 
 #include <algorithm>
@@ -6,12 +6,6 @@
 #include <limits>
 
 namespace mjcenic {
-
-void LoadState(const mjModel* m, mjData* d, const double* q, const double* v, const double* act) {
-  CopyShort(q, m->nq, d->qpos);  // (inline: cenic-math §8.9, "Short copies")
-  CopyShort(v, m->nv, d->qvel);
-  CopyShort(act, m->na, d->act);
-}
 
 ControllerLinearizer::ControllerLinearizer(const mjModel* m, adapter::MujocoStages* stages,
                                            long* calls)

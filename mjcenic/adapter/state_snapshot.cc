@@ -1,4 +1,4 @@
-#include "mjcenic/integrator/state_snapshot.h"
+#include "mjcenic/adapter/state_snapshot.h"
 #include "mjcenic/icf/short_arrays.h"
 
 #include <algorithm>

@@ -15,12 +15,12 @@
 
 #include "mjcenic/adapter/mujoco_adapter.h"
 #include "mjcenic/adapter/mujoco_stages.h"
-#include "mjcenic/integrator/controller.h"
+#include "mjcenic/adapter/mujoco_state.h"
+#include "mjcenic/adapter/controller.h"
 
 namespace mjcenic {
 
-// Copies the state x = (q, v, act) into d (no stage is run).
-void LoadState(const mjModel* m, mjData* d, const double* q, const double* v, const double* act);
+using adapter::LoadState;
 
 class ControllerLinearizer {
  public:

@@ -20,7 +20,7 @@ class StateSnapshot {
   // Records d's qpos, qvel, act, mocap poses, eq_active, m's options, which
   // mjData it is and (with_inputs) the inputs.
   // options = false keeps the recorded m->opt: for a caller that knows it
-  // equals the one recorded (cenic-math §8.9, "h26b").
+  // equals the one recorded (cenic-math §8.9).
   void Capture(const mjModel* m, const mjData* d, bool options = true);
   // True if Capture was called and d (same mjData) holds the same values.
   bool Matches(const mjModel* m, const mjData* d) const;

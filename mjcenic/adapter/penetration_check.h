@@ -1,0 +1,49 @@
+// Penetration check of error control (docs/cenic-math.md §11.10): the
+// largest growth, between a step's start x_t and a later state, of a
+// contact's depth over its geom pair's depth at x_t, in units of its
+// tolerance c·max(x_nom, 10⁻³ L), and of a joint/tendon limit's violation
+// over its violation at x_t, in units of c·10⁻³ (L for lengths, 1 rad for
+// angles). A limit first met inside a step (a ball joint's row, present only
+// once violated, or a nonlinear tendon's) is reached too late exactly like a
+// contact.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/adapter/mujoco_adapter.h"
+
+namespace mjcenic::adapter {
+
+class PenetrationCheck {
+ public:
+  explicit PenetrationCheck(const mjModel* m);
+  // A new start build at d's stages (its contacts in `start`): the start
+  // depths are rebuilt on the next Ratio, the limit violations read now.
+  void CaptureStart(const mjModel* m, const mjData* d);
+  // The growth ratio at the state in d (stages current) against the start.
+  double Ratio(const mjModel* m, const mjData* d, const BuildRecords& start,
+               MujocoAdapter* builder, double tolerance, double length_scale);
+
+  // The positive violations efc_margin − efc_pos of d's joint and tendon
+  // limit rows (MuJoCo's rows at d's stages), keyed by type, object and side,
+  // sorted by key, into *out.
+  static void LimitViolations(const mjModel* m, const mjData* d,
+                              std::vector<std::pair<std::uint64_t, double>>* out);
+  // A limit's unit: L for a length (slide joint, spatial tendon, fixed
+  // tendon over a slide joint), 1 for an angle (hinge, ball, fixed tendon
+  // over hinges).
+  static double LimitUnit(const mjModel* m, int type, int id, double length_scale);
+
+ private:
+  using Keyed = std::vector<std::pair<std::uint64_t, double>>;
+  void StartDepths(const BuildRecords& start);
+  Keyed start_depths_, start_limits_, check_limits_;
+  bool start_depths_valid_ = false;
+  bool has_limits_ = false;
+};
+
+}  // namespace mjcenic::adapter

@@ -1,0 +1,189 @@
+#include "mjcenic/integrator/warm_start.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "mjcenic/icf/icf_model.h"
+
+namespace mjcenic {
+
+namespace {
+// The guess applies with a tight Newton tolerance only (fixed mode's
+// default 1e-8): a loose solve would carry the guess's offset into the step.
+constexpr double kTightTolerance = 1e-7;
+// Period-2 guess (one island): a matches a_older better than
+// √kPeriod2Match·|a − a_old|_M, and the guess releases fewer than
+// kPeriod2MaxReleased limit rows (each released row cost about one more
+// Newton iteration: tendon.xml).
+constexpr double kPeriod2Match = 0.5;
+constexpr int kPeriod2MaxReleased = 2;
+// Lag-2 guess (several islands): the fit a ≈ q a_older leaves less than
+// kLag2Fit of min(|a|²_M, |a − a_old|²_M) (what GuessFactor's rule leaves).
+constexpr double kLag2Fit = 1e-2;
+
+// A change h|a|_M below ε max(1, |D r|) (the requested tolerance, never
+// looser than the solver's island tolerance): v_t is (nearly) the solution
+// already, keep it.
+inline bool NearRest(double aa, double rr, double h, double tolerance) {
+  const double tol = tolerance * std::max(1.0, std::sqrt(rr));
+  return h * h * aa < tol * tol;
+}
+
+// The factor c of one island from its M-weighted sums aa = |a|²,
+// dd = |a − a_old|², ao = ⟨a, a_old⟩, oo = |a_old|² and rr = |D r|².
+inline double GuessFactor(bool smooth, double aa, double dd, double ao, double oo, double rr,
+                          double h, double tolerance) {
+  double c;
+  if (smooth) {
+    c = dd < aa ? 1.0 : 0.0;  // the acceleration is predictable
+  } else {
+    c = oo > 0 ? std::clamp(ao / oo, -1.0, 1.0) : 0.0;
+    if (!(aa - 2 * c * ao + c * c * oo < 0.5 * aa)) c = 0.0;  // |a − c a_old|² ≥ ½|a|²
+  }
+  if (NearRest(aa, rr, h, tolerance)) c = 0.0;
+  return c;
+}
+
+inline int IslandOfDof(const icf::IcfModel& mm, int i) {
+  return mm.num_islands ? mm.island_of_clique[mm.clique_of_dof[i]] : 0;
+}
+}  // namespace
+
+void WarmStart::Configure(int nv, bool fixed_steps, bool chatter_guesses) {
+  nv_ = nv;
+  fixed_steps_ = fixed_steps;
+  chatter_guesses_ = chatter_guesses;
+  for (auto* x : {&accel_, &accel_old_, &accel_older_, &v_end_}) x->resize(nv);
+  const int ni = std::max(nv, 1);  // at most one island per dof
+  sums_.resize(5 * ni);
+  lag_.resize(2 * ni);
+  c_.resize(ni);
+  q_.resize(ni);
+  smooth_.resize(ni);
+  piece_.resize(ni);
+}
+
+void WarmStart::BeginStep(const double* v_start) {
+  continues_ = valid_ && std::equal(v_end_.begin(), v_end_.end(), v_start);
+}
+
+bool WarmStart::EndsAt(const double* v) const {
+  return valid_ && std::equal(v_end_.begin(), v_end_.end(), v);
+}
+
+void WarmStart::Accept(const double* v_start, const double* v_end, double h) {
+  // a_old is the acceleration of the step just before only if this step
+  // started where that one ended.
+  older_valid_ = continues_ && old_valid_;
+  old_valid_ = continues_;
+  std::swap(accel_old_, accel_older_);
+  std::swap(accel_, accel_old_);
+  for (int i = 0; i < nv_; ++i) accel_[i] = (v_end[i] - v_start[i]) / h;
+  std::copy(v_end, v_end + nv_, v_end_.begin());
+  valid_ = true;
+}
+
+bool WarmStart::Propose(const icf::IcfModel& mm, const double* v_start, double h,
+                        double tolerance, double* v_guess, double* guess_dir) {
+  if (!(fixed_steps_ && tolerance <= kTightTolerance && continues_ && old_valid_) || nv_ == 0) {
+    std::copy(v_start, v_start + nv_, v_guess);
+    std::fill(guess_dir, guess_dir + nv_, 0.0);
+    return false;
+  }
+  IslandFactors(mm, v_start, h, tolerance, v_guess);
+  bool any = false;
+  for (int i = 0; i < nv_; ++i) {
+    const int k = IslandOfDof(mm, i);
+    const double c = c_[k], q = q_[k];
+    any = any || c != 0.0 || q != 0.0;
+    guess_dir[i] = q != 0.0 ? q * h * accel_old_[i] : c * h * accel_[i];
+    v_guess[i] = v_start[i] + guess_dir[i];
+  }
+  return any;
+}
+
+void WarmStart::IslandFactors(const icf::IcfModel& mm, const double* v_start, double h,
+                              double tolerance, double* v_guess) {
+  const int ni = std::max(mm.num_islands, 1);
+  double* sums = sums_.data();
+  std::fill(sums, sums + 5 * ni, 0.0);
+  const double *Md = mm.M_diag.data(), *r = mm.r.data();
+  for (int i = 0; i < nv_; ++i) {
+    double* s = sums + 5 * IslandOfDof(mm, i);  // aa, dd, ao, oo, rr
+    const double a = accel_[i], o = accel_old_[i], Mi = Md[i];
+    s[0] += Mi * a * a;
+    s[1] += Mi * (a - o) * (a - o);
+    s[2] += Mi * a * o;
+    s[3] += Mi * o * o;
+    s[4] += r[i] * r[i] / Mi;
+  }
+  // (Without contact, contact-torque or dry-friction rows no island is
+  // smooth; the pieces are compared only if some island's c can change.)
+  const bool any_smooth = mm.HasSmoothRows();
+  if (any_smooth)
+    mm.MarkSmoothIslands(smooth_.data());
+  else
+    std::fill(smooth_.begin(), smooth_.begin() + ni, 0);
+  bool check_pieces = false;
+  for (int k = 0; k < ni; ++k) {
+    const double* s = sums + 5 * k;
+    c_[k] = GuessFactor(smooth_[k], s[0], s[1], s[2], s[3], s[4], h, tolerance);
+    q_[k] = 0.0;
+    check_pieces = check_pieces || (c_[k] != 0.0 && !smooth_[k]);
+  }
+  if (check_pieces) {
+    for (int i = 0; i < nv_; ++i) v_guess[i] = v_start[i] + c_[IslandOfDof(mm, i)] * h * accel_[i];
+    mm.MarkPieceChanges(v_start, v_guess, piece_.data());
+    for (int k = 0; k < ni; ++k)
+      if (!smooth_[k] && piece_[k]) c_[k] = 0.0;
+  }
+  if (!chatter_guesses_ || !older_valid_ || !any_smooth) return;
+  if (ni == 1)
+    Period2(mm, v_start, h, tolerance, v_guess);
+  else
+    Lag2(mm, h, tolerance);
+}
+
+void WarmStart::Period2(const icf::IcfModel& mm, const double* v_start, double h,
+                        double tolerance, double* v_guess) {
+  // One island with contact rows whose acceleration changed by more than its
+  // size (dd ≥ aa: c = 0). Where the accelerations alternate (a ≈ a_older,
+  // period-2 chatter of a foot wedged between two height-field prisms,
+  // cenic-math §4.11), the next one is a_old's: q = 1.
+  const double aa = sums_[0], dd = sums_[1], rr = sums_[4];
+  if (c_[0] != 0.0 || !smooth_[0] || dd < aa || NearRest(aa, rr, h, tolerance)) return;
+  double ee = 0.0;
+  for (int i = 0; i < nv_; ++i) {
+    const double e = accel_[i] - accel_older_[i];
+    ee += mm.M_diag[i] * e * e;
+  }
+  if (!(ee < kPeriod2Match * dd)) return;
+  for (int i = 0; i < nv_; ++i) v_guess[i] = v_start[i] + h * accel_old_[i];
+  if (mm.ReleasedLimits(v_start, v_guess, kPeriod2MaxReleased) >= kPeriod2MaxReleased) return;
+  q_[0] = 1.0;
+}
+
+void WarmStart::Lag2(const icf::IcfModel& mm, double h, double tolerance) {
+  // An island with contact rows whose accelerations repeat, up to a factor,
+  // every second step (period-2 or period-4 chatter of an object resting in a
+  // hand): a_next = q a_old, q the least-squares factor of a ≈ q a_older.
+  const int ni = std::max(mm.num_islands, 1);
+  double* lag = lag_.data();
+  std::fill(lag, lag + 2 * ni, 0.0);
+  const double* Md = mm.M_diag.data();
+  for (int i = 0; i < nv_; ++i) {
+    double* s = lag + 2 * IslandOfDof(mm, i);  // ab, bb
+    const double a = accel_[i], b = accel_older_[i], Mi = Md[i];
+    s[0] += Mi * a * b;
+    s[1] += Mi * b * b;
+  }
+  for (int k = 0; k < ni; ++k) {
+    const double* s = sums_.data() + 5 * k;
+    const double ab = lag[2 * k], bb = lag[2 * k + 1];
+    if (!smooth_[k] || !(bb > 0) || NearRest(s[0], s[4], h, tolerance)) continue;
+    const double q = ab / bb;
+    if (q != 0.0 && s[0] - q * ab < kLag2Fit * std::min(s[0], s[1])) q_[k] = q;
+  }
+}
+
+}  // namespace mjcenic

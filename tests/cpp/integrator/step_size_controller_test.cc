@@ -1,0 +1,268 @@
+// The step-size controller (integrator/step_size_controller.h): every rule
+// that sizes an internal step, asserted numerically (cenic-math.md §11.4,
+// §11.10, §11.12; README, "Errors and progress").
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "mjcenic/integrator/step_size_controller.h"
+
+namespace mjcenic {
+namespace {
+
+TEST(AdjustStepSize, FreeFallExample) {
+  // ε = 1e-3, g = 9.81, h = 0.01: e = ¼ g h² = 2.4525e-4 → accepted, next
+  // step 0.9 · 0.01 · (1e-3 / 2.4525e-4)^½ = 0.0181735 s.
+  const StepSizeControl c;
+  bool at_min = false;
+  const double e = 0.25 * 9.81 * 0.01 * 0.01;
+  EXPECT_NEAR(e, 2.4525e-4, 1e-16);
+  const StepDecision dec = AdjustStepSize(c, e, 1e-3, 0.01, 0.1, 1e-14, &at_min);
+  EXPECT_TRUE(dec.accept);
+  EXPECT_FALSE(dec.underflow);
+  EXPECT_NEAR(dec.h_next, 0.0181735, 1e-7);
+  EXPECT_DOUBLE_EQ(dec.h_next, 0.9 * 0.01 * std::sqrt(1e-3 / 2.4525e-4));
+  // At that step e = 0.81 ε: accepted, step kept exactly.
+  const double h1 = dec.h_next, e1 = 0.25 * 9.81 * h1 * h1;
+  EXPECT_NEAR(e1 / 1e-3, 0.81, 1e-12);
+  const StepDecision dec1 = AdjustStepSize(c, e1, 1e-3, h1, 0.1, 1e-14, &at_min);
+  EXPECT_TRUE(dec1.accept);
+  EXPECT_EQ(dec1.h_next, h1);
+}
+
+TEST(AdjustStepSize, GrowthShrinkAndGuards) {
+  const StepSizeControl c;
+  const double acc = 1e-3, h = 0.01, h_max = 1.0, h_min = 1e-14;
+  bool at_min = false;
+  // Growth limited to 5×: zero and tiny errors.
+  for (double e : {0.0, 1e-30, 1e-12, 1e-8}) {
+    const StepDecision d = AdjustStepSize(c, e, acc, h, h_max, h_min, &at_min);
+    EXPECT_TRUE(d.accept) << e;
+    EXPECT_DOUBLE_EQ(d.h_next, 5 * h) << e;
+  }
+  // ... and by h_max.
+  {
+    const StepDecision d = AdjustStepSize(c, 0.0, acc, h, 0.02, h_min, &at_min);
+    EXPECT_TRUE(d.accept);
+    EXPECT_EQ(d.h_next, 0.02);
+  }
+  // Dead band: 0.5625 ε < e ≤ ε keeps h exactly; e ≤ 0.5625 ε grows ≥ 1.2 h.
+  for (double r : {0.57, 0.7, 0.81, 0.99, 1.0}) {
+    const StepDecision d = AdjustStepSize(c, r * acc, acc, h, h_max, h_min, &at_min);
+    EXPECT_TRUE(d.accept) << r;
+    EXPECT_EQ(d.h_next, h) << r;
+  }
+  for (double r : {0.1, 0.3, 0.56}) {
+    const StepDecision d = AdjustStepSize(c, r * acc, acc, h, h_max, h_min, &at_min);
+    EXPECT_TRUE(d.accept) << r;
+    EXPECT_GE(d.h_next, 1.2 * h) << r;
+    EXPECT_NEAR(d.h_next, std::min(5.0, 0.9 / std::sqrt(r)) * h, 1e-15) << r;
+  }
+  // Rejection iff e > ε; the retry uses ≤ 0.9 h (and ≥ 0.1 h).
+  for (double r : {1.0 + 1e-12, 1.001, 1.1, 2.0, 10.0, 1e3, 1e8}) {
+    const StepDecision d = AdjustStepSize(c, r * acc, acc, h, h_max, h_min, &at_min);
+    EXPECT_FALSE(d.accept) << r;
+    EXPECT_LE(d.h_next, 0.9 * h) << r;
+    EXPECT_GE(d.h_next, 0.1 * h * (1 - 1e-15)) << r;
+    EXPECT_NEAR(d.h_next, std::clamp(0.9 / std::sqrt(r), 0.1, 0.9) * h, 1e-15) << r;
+  }
+  // NaN / infinite error: reject with 0.1 h.
+  for (double e : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    const StepDecision d = AdjustStepSize(c, e, acc, h, h_max, h_min, &at_min);
+    EXPECT_FALSE(d.accept);
+    EXPECT_FALSE(d.underflow);
+    EXPECT_DOUBLE_EQ(d.h_next, 0.1 * h);
+  }
+  // Underflow: the needed step is below the minimum.
+  {
+    const StepDecision d = AdjustStepSize(c, 1e6 * acc, acc, 1e-13, h_max, 5e-14, &at_min);
+    EXPECT_FALSE(d.accept);
+    EXPECT_TRUE(d.underflow);
+  }
+}
+
+StepSizeRules Controlled(double accuracy = 1e-3) {
+  StepSizeRules r;
+  r.error_control = true;
+  r.accuracy = accuracy;
+  return r;
+}
+
+TEST(StepSizeController, LargestAndInitialStep) {
+  // Error control: max_step, else 0.1 s; the first step min(0.1 h_max, timestep).
+  StepSizeController c(Controlled());
+  EXPECT_EQ(c.LargestStep(0.002), kDefaultMaxStep);
+  EXPECT_EQ(c.Propose(0.0, 0.002), 0.002);
+  StepSizeController big(Controlled());
+  EXPECT_DOUBLE_EQ(big.Propose(0.0, 1.0), 0.1 * kDefaultMaxStep);
+  StepSizeRules r = Controlled();
+  r.initial_step = 3e-4;
+  r.max_step = 0.05;
+  StepSizeController set(r);
+  EXPECT_EQ(set.LargestStep(0.002), 0.05);
+  EXPECT_EQ(set.Propose(0.0, 0.002), 3e-4);
+  // Without error control every step is the largest: max_step, else the timestep.
+  StepSizeRules fixed;
+  fixed.error_control = false;
+  StepSizeController f(fixed);
+  EXPECT_EQ(f.LargestStep(0.004), 0.004);
+  EXPECT_EQ(f.Propose(0.0, 0.004), 0.004);
+  const StepDecision d = f.Decide(true, 123.0, 0.004);
+  EXPECT_TRUE(d.accept);
+  EXPECT_EQ(f.min_step(), 0.0);
+}
+
+TEST(StepSizeController, LandsExactlyOnTheTarget) {
+  StepSizeController c(Controlled());
+  const double h = c.Propose(0.0, 0.001);
+  ASSERT_EQ(h, 0.001);
+  // Within 5 % short of the target or 0.1 % past it: stretched/shortened onto it.
+  EXPECT_EQ(c.LandOn(h, 0.96 * h, false), 0.96 * h);
+  EXPECT_EQ(c.LandOn(h, 1.0009 * h, false), 1.0009 * h);
+  // Further past: h unchanged.
+  EXPECT_EQ(c.LandOn(h, 1.002 * h, false), h);
+  EXPECT_EQ(c.LandOn(h, 3 * h, false), h);
+  // Far short: shortened onto it (limited: the proposal is not replaced by it) ...
+  EXPECT_EQ(c.LandOn(h, 0.3 * h, false), 0.3 * h);
+  const StepDecision d = c.Decide(true, 0.0, 0.3 * h);
+  ASSERT_TRUE(d.accept);
+  ASSERT_TRUE(c.Accept(d.h_next));
+  EXPECT_EQ(c.next(), h);
+  // ... unless dense output may end past it.
+  EXPECT_EQ(c.LandOn(h, 0.3 * h, true), h);
+  // An unlimited accepted step takes the decision's proposal (5 h for e = 0).
+  EXPECT_EQ(c.LandOn(h, 10 * h, false), h);
+  const StepDecision g = c.Decide(true, 0.0, h);
+  ASSERT_TRUE(c.Accept(g.h_next));
+  EXPECT_DOUBLE_EQ(c.next(), 5 * h);
+}
+
+TEST(StepSizeController, GrowthCappedAndRejectionShrinks) {
+  StepSizeController c(Controlled(1e-3));
+  const double h = c.Propose(0.0, 0.01);
+  // Growth capped at max_growth = 5.
+  StepDecision d = c.Decide(true, 1e-20, h);
+  EXPECT_TRUE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 5 * h);
+  // e = 4 ε: rejected, retry ρ h (ε/e)^½ = 0.45 h.
+  d = c.Decide(true, 4e-3, h);
+  EXPECT_FALSE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 0.45 * h);
+  // e just above ε: the retry is at most shrink_factor·h = 0.9 h.
+  d = c.Decide(true, 1.0001e-3, h);
+  EXPECT_FALSE(d.accept);
+  EXPECT_LE(d.h_next, 0.9 * h);
+  // Huge e: at least min_shrink·h = 0.1 h.
+  d = c.Decide(true, 1e6, h);
+  EXPECT_FALSE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 0.1 * h);
+  // With safety ρ = 1 an error just above ε would retry at ≈ h: the retry
+  // is held to shrink_factor·h = 0.9 h.
+  StepSizeControl unsafe;
+  unsafe.safety = 1.0;
+  bool at_min = false;
+  d = AdjustStepSize(unsafe, 1.0001e-3, 1e-3, h, 1.0, 1e-14, &at_min);
+  EXPECT_FALSE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 0.9 * h);
+  // A failed solve retries with h/2.
+  d = c.Decide(false, 0.0, h);
+  EXPECT_FALSE(d.accept);
+  EXPECT_FALSE(d.underflow);
+  EXPECT_EQ(d.h_next, 0.5 * h);
+}
+
+TEST(StepSizeController, UnderflowIsAnError) {
+  StepSizeRules r = Controlled();
+  r.min_step = 1e-6;
+  StepSizeController c(r);
+  c.Propose(0.0, 0.01);
+  EXPECT_EQ(c.min_step(), 1e-6);
+  const StepDecision d = c.Decide(true, 1.0, 1.5e-6);  // needs 0.1·1.5e-6 < 1e-6
+  EXPECT_FALSE(d.accept);
+  EXPECT_TRUE(d.underflow);
+  const absl::Status st = c.Underflow(0.0, 1.0, 1.5e-6, "");
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("step size underflow"), std::string::npos);
+  // A failed solve whose half step is below the minimum underflows too.
+  EXPECT_TRUE(c.Decide(false, 0.0, 1.5e-6).underflow);
+  // The minimum step follows the time: 1e-14 |t|.
+  StepSizeController late(Controlled());
+  late.Propose(1e6, 0.01);
+  EXPECT_DOUBLE_EQ(late.min_step(), 1e-8);
+  // A timestep below it is refused.
+  EXPECT_EQ(StepSizeController::CheckTimestep(1e17, 0.002).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(StepSizeController::CheckTimestep(1.0, 0.002).ok());
+}
+
+TEST(StepSizeController, DepthGrowthLimit) {
+  StepSizeRules r = Controlled();
+  r.depth_limit = true;
+  StepSizeController c(r);
+  const double h = c.Propose(0.0, 0.01);
+  // Growth twice its tolerance: rejected, retry ρ_depth h / 2 = 0.45 h.
+  ASSERT_TRUE(c.Decide(true, 0.0, h).accept);
+  double retry = 0;
+  EXPECT_TRUE(c.LimitDepth(2.0, h, &retry));
+  EXPECT_DOUBLE_EQ(retry, 0.45 * h);
+  // Twenty times: at least 0.1 h.
+  EXPECT_TRUE(c.LimitDepth(20.0, h, &retry));
+  EXPECT_DOUBLE_EQ(retry, 0.1 * h);
+  // Half its tolerance: accepted, the next step capped at 0.9 h / 0.5 = 1.8 h
+  // (the error alone would give 5 h).
+  const StepDecision d = c.Decide(true, 0.0, h);
+  EXPECT_FALSE(c.LimitDepth(0.5, h, &retry));
+  ASSERT_TRUE(c.Accept(d.h_next));
+  EXPECT_DOUBLE_EQ(c.next(), 1.8 * h);
+}
+
+TEST(StepSizeController, ProgressGuarantee) {
+  // Accepted steps each after a failed solve: the 200th is an error.
+  StepSizeController c(Controlled());
+  for (int k = 1; k <= StepSizeController::kMaxSolverLimitedSteps; ++k) {
+    const double h = c.Propose(0.0, 0.01);
+    ASSERT_FALSE(c.Decide(false, 0.0, h).accept);
+    const StepDecision d = c.Decide(true, 0.0, 0.5 * h);
+    ASSERT_TRUE(d.accept);
+    EXPECT_EQ(c.Accept(d.h_next), k < StepSizeController::kMaxSolverLimitedSteps) << k;
+  }
+  // A call needing more than max_steps_per_call steps of the largest step is refused.
+  StepSizeRules r = Controlled();
+  r.max_steps_per_call = 10;
+  r.max_step = 0.01;
+  StepSizeController capped(r);
+  EXPECT_TRUE(capped.CheckStepCount(0.0, 0.09, 0.002).ok());
+  EXPECT_EQ(capped.CheckStepCount(0.0, 0.11, 0.002).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(capped.CheckCallSteps(10, 0.0, 0.05, 0.1, 0.005).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(capped.CheckCallSteps(9, 0.0, 0.05, 0.1, 0.005).ok());
+}
+
+TEST(StepSizeController, ErrorPerUnitStep) {
+  // T = 1 s: a step of h may make ε h/T; the scaled error e T/h is one order
+  // lower in h (p = 1): h_next = ρ h (ε h / (e T)).
+  StepSizeRules r = Controlled(1e-3);
+  r.error_per_unit_step = 1.0;
+  StepSizeController c(r);
+  const double h = c.Propose(0.0, 0.001);  // the timestep, 1e-3
+  const double e = 0.5e-6;                // scaled: 0.5e-3 = ε/2
+  StepDecision d = c.Decide(true, e, h);
+  EXPECT_TRUE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 0.9 * h * 2.0);
+  // Scaled error 4 ε: rejected, retry 0.9 h / 4.
+  d = c.Decide(true, 4e-6, h);
+  EXPECT_FALSE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 0.225 * h);
+  // The raw error did not shrink faster than h^1.5 with h (the same 4e-6 at
+  // 0.225 h): a velocity jump, held to the per-step bound on the raw error
+  // (order 2): 4e-6 ≤ ε, accepted, growth capped at 5.
+  d = c.Decide(true, 4e-6, 0.225 * h);
+  EXPECT_TRUE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 5 * 0.225 * h);
+}
+
+}  // namespace
+}  // namespace mjcenic
