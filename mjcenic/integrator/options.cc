@@ -17,7 +17,8 @@ namespace option_codec {
 
 bool ParseReal(std::string_view text, double* x) {
   const std::string s(text);
-  if (s.empty()) return false;
+  // Decimal notation only: strtod would also read hexadecimal ("0x10" as 16).
+  if (s.empty() || s.find_first_of("xXpP") != std::string::npos) return false;
   char* end;
   *x = std::strtod(s.c_str(), &end);
   return *end == 0 && std::isfinite(*x);
