@@ -146,6 +146,22 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   };
   if (!(o.accuracy >= kMinAccuracy) || !std::isfinite(o.accuracy))
     return bad("accuracy (must be >= 1e-12: smaller errors are double round-off)");
+  if (!(o.accuracy <= kMaxAccuracy))
+    return bad(absl::StrCat("accuracy ", o.accuracy, " (must be <= 1: an error of the model's size)")
+                   .c_str());
+  if (!(o.kappa <= 1)) return bad(absl::StrCat("kappa ", o.kappa, " (must be <= 1)").c_str());
+  // The Newton tolerances: above kMaxNewtonTolerance the warm start passes the
+  // stopping test with 0 iterations on slow models and the physics freezes.
+  if (!(o.solver.tolerance <= kMaxNewtonTolerance))
+    return bad(absl::StrCat("solver_tolerance ", o.solver.tolerance, " (must be <= ",
+                            kMaxNewtonTolerance, ")")
+                   .c_str());
+  if (o.mode != Mode::kFixed && o.adaptive_tolerance && o.error_control &&
+      !(o.kappa * o.accuracy <= kMaxNewtonTolerance))
+    return bad(absl::StrCat("kappa·accuracy = ", o.kappa, "·", o.accuracy,
+                            " (the adaptive Newton tolerance, must be <= ", kMaxNewtonTolerance,
+                            "; lower kappa or accuracy)")
+                   .c_str());
   if (!(o.max_step >= 0) || !std::isfinite(o.max_step)) return bad("max_step (must be >= 0)");
   if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
     return bad("initial_step (must be >= 0)");
