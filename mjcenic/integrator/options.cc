@@ -1,5 +1,6 @@
 #include "mjcenic/integrator/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -171,6 +172,19 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
     return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
   if (!(o.error_per_unit_step >= 0) || !std::isfinite(o.error_per_unit_step))
     return bad("error_per_unit_step (must be >= 0 s)");
+  // The floors together (README, "Errors and progress"): a given length scale
+  // L makes a translation of the model's size (stat.extent) a component of
+  // extent/L in the weighted norm, with that much more round-off; the
+  // accuracy must stay above it.
+  if (o.length_scale > 0 && o.error_norm != ErrorNormKind::kDrake) {
+    const double floor = kMinAccuracy * std::max(1.0, m->stat.extent / o.length_scale);
+    if (o.accuracy < floor)
+      return bad(absl::StrCat("accuracy ", o.accuracy, " with length_scale ", o.length_scale,
+                              " m: translations of the model's size (", m->stat.extent,
+                              " m) would have to be exact to ", o.accuracy * o.length_scale,
+                              " m, below double round-off; needs accuracy >= ", floor)
+                     .c_str());
+  }
   if (!(o.velocity_horizon > 0) || !std::isfinite(o.velocity_horizon))
     return bad("velocity_horizon (must be > 0 s)");
   if (absl::Status s = CheckStepBounds(o); !s.ok()) return s;

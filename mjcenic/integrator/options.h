@@ -57,7 +57,10 @@ const char* ToString(ErrorEstimate e);
 //    asks translations to be exact to accuracy·L; at L = 1e-300 that is below
 //    the rounding of any position, so error estimates are rounded to 0 and
 //    the steps crawl at the size where h²·g vanishes in q's last digit.
-//  * no step below max(min_step, kRelativeMinStep·max(1, |t|)) (≈ 45 ulp of t).
+//  * no step below max(min_step, kRelativeMinStep·max(1, |t|)) (≈ 45 ulp of t),
+//    nor, with error_per_unit_step T > 0, below kMinAccuracy·T/accuracy: the
+//    step's own tolerance accuracy·h/T would be below kMinAccuracy.
+//  * a given length_scale L: accuracy >= kMinAccuracy·max(1, extent/L).
 //  * a Step()/AdvanceTo() that needs more than max_steps_per_call (unset:
 //    kMaxStepsAtLargestStep) steps even at the largest step is refused; with
 //    max_steps_per_call set, a call also ends after that many accepted steps.

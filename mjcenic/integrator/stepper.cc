@@ -1063,8 +1063,11 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   const double h_max = LargestStep();
   const bool controlled = !fixed && options_.error_control;
   // (Read only under error control.)
+  // With error per unit step, a step's tolerance is accuracy·h/T: below
+  // kMinAccuracy it is round-off, so such steps are below the minimum too.
   const double h_min =
-      controlled ? std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step})
+      controlled ? std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step,
+                             kMinAccuracy * options_.error_per_unit_step / options_.accuracy})
                  : 0.0;
   if (!controlled) {
     h_ideal_ = h_max;
