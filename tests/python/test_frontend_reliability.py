@@ -220,13 +220,18 @@ def test_install_plugin_onto_itself_does_nothing_and_says_so(tmp_path, symlink):
     assert lib.is_file() and not lib.is_symlink() and lib.stat().st_size == size
 
 
-def test_install_plugin_refuses_an_empty_dir(tmp_path):
-    # --dir '' used to install into MuJoCo's own package directory.
-    before = set(os.listdir(mujoco.PLUGINS_DIR)) if os.path.isdir(mujoco.PLUGINS_DIR) else set()
-    p = mj("install-plugin", "--dir", "", "--library", BUILD / "libmjcenic.so")
-    assert p.returncode == 2 and "--dir is empty" in p.stderr, (p.stdout, p.stderr)
-    after = set(os.listdir(mujoco.PLUGINS_DIR)) if os.path.isdir(mujoco.PLUGINS_DIR) else set()
-    assert after == before
+def test_install_plugin_refuses_an_empty_dir(tmp_path, monkeypatch, capsys):
+    # --dir '' used to install into MuJoCo's own package directory. Run in this
+    # process with the default directory pointed at tmp_path, so that code
+    # without the check cannot write into the mujoco package.
+    from mjcenic import install_plugin
+    default = tmp_path / "mujoco_plugin_dir"
+    default.mkdir()
+    monkeypatch.setattr(install_plugin, "default_directory", lambda: default)
+    rc = install_plugin.main(["--dir", "", "--library", str(BUILD / "libmjcenic.so")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--dir is empty" in err, (rc, err)
+    assert list(default.iterdir()) == []
 
 
 @pytest.mark.parametrize("content", [b"some notes\n", b"\x7fELF" + b"\0" * 60])
