@@ -153,7 +153,8 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       options_(o),
       mujoco_(std::make_unique<Mujoco>(m, o, &stats_.controller_calls)),
       norm_(m, o.error_norm, o.length_scale, o.velocity_horizon),
-      model_fingerprint_(m),
+      scan_fingerprint_(m, ModelFingerprint::Coverage::kAdapterScan),
+      physics_fingerprint_(m, ModelFingerprint::Coverage::kPhysics),
       h_hist_(kBins, 0) {
   scratch_.Resize(static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->na));
   scratch_.ctrl_prev.resize(m->nu);
@@ -1288,8 +1289,9 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
 
 void Stepper::ModelEdited() {
   // What the adapter read from the model when it was made (implicit damping
-  // and stiffness, body masses, actuators, ...) is read again, and a pending
-  // dense-output step, taken with the old values, is dropped.
+  // and stiffness, body masses, actuators, ...) is read again, the stages are
+  // recomputed, and a pending dense-output step, taken with the old values,
+  // is dropped.
   mujoco_->builder = adapter::MujocoAdapter(m_, options_.contact);
   mujoco_->builder.set_phase_timers(options_.phase_timers);
   mujoco_->stages.ModelEdited();
@@ -1305,8 +1307,10 @@ void Stepper::ModelEdited() {
 absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   // One outer call: checks, control inputs once (zero-order hold), internal
   // steps until t (or one step), then the post-step contract.
-  if (const std::uint64_t seen = model_fingerprint_.Compute(); seen != model_seen_) {
-    model_seen_ = seen;
+  if (const std::uint64_t seen = scan_fingerprint_.Compute(); seen != scan_seen_) {
+    scan_seen_ = seen;
+    ModelEdited();
+  } else if (dense_pending_ && physics_fingerprint_.Compute() != dense_model_) {
     ModelEdited();
   }
   const bool by_ticks = kHaveTicks && !options_.phase_timers;
@@ -1386,6 +1390,7 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
     dense_t_a_ = d->time - stats_.last_h;
     dense_t_b_ = d->time;
     dense_pending_ = true;
+    dense_model_ = physics_fingerprint_.Compute();
     WriteInterpolated(d, t);
   }
   PostStep(d, d->time - t_start, scratch_.v_call_start.data());

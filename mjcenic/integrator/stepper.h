@@ -269,12 +269,16 @@ class Stepper {
   // an accepted step [t_a, t_b] (scratch q_a.., q_b..) extends past d->time.
   StateSnapshot dense_written_{true};
   double dense_written_time_ = 0;
-  // The model arrays as the last call saw them: a call after the user edited
-  // the model (dof_damping, body_mass, actuator_gainprm, ...) rescans it and
-  // restarts from d instead of finishing a dense-output step taken with the
-  // old values (ModelEdited).
-  ModelFingerprint model_fingerprint_;
-  std::uint64_t model_seen_ = model_fingerprint_.Compute();
+  // The arrays the adapter read when it was made, as the last call saw them:
+  // a call after the user edited them (dof_damping, body_mass, actuator
+  // limits, ...) rescans the model (ModelEdited). Checked at every call.
+  ModelFingerprint scan_fingerprint_;
+  std::uint64_t scan_seen_ = scan_fingerprint_.Compute();
+  // The physics arrays when the pending dense-output step was taken: a call
+  // that finds them edited (body_mass, actuator_gainprm, geom_friction, ...)
+  // restarts from d instead of finishing that step with the old values.
+  ModelFingerprint physics_fingerprint_;
+  std::uint64_t dense_model_ = 0;
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
