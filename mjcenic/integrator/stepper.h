@@ -148,11 +148,12 @@ class Stepper {
   // inside an accepted step, the state at t inside [t_a, t_b] written to d,
   // and the accepted step's end loaded back into d.
   bool DenseOutputApplies() const;
-  // Called when the model's arrays changed since the last call.
-  void ModelEdited();
   bool DenseOutputAllowed(const mjData* d) const;
   void WriteInterpolated(mjData* d, double t);
   void LoadDenseEnd(mjData* d);
+  // The model's arrays changed since the last call (scan_fingerprint_,
+  // physics_fingerprint_): the model-derived state is rebuilt.
+  void ModelEdited();
   // Progress guarantee (README, "Errors and progress"): the largest step of
   // the mode [s]; a call needing too many of them is refused; a run of steps
   // sized by solver failures ends in an error.
