@@ -70,8 +70,11 @@ double StepSizeController::LargestStep(double timestep) const {
 double StepSizeController::Propose(double t0, double timestep) {
   h_max_ = LargestStep(timestep);
   const bool controlled = rules_.error_control;
+  // With error per unit step, a step's tolerance is accuracy·h/T: below
+  // kMinAccuracy it is round-off, so such steps are below the minimum too.
   h_min_ = controlled ? std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0),
-                                  rules_.min_step})
+                                  rules_.min_step,
+                                  kMinAccuracy * rules_.error_per_unit_step / rules_.accuracy})
                       : 0.0;
   if (!controlled) {
     h_ideal_ = h_max_;

@@ -105,6 +105,8 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       solve_options_(solver_state_->solve),
       last_status_(icf::SolveStatus::kConverged),
       failed_status_(icf::SolveStatus::kConverged),
+      scan_fingerprint_(m, adapter::ModelFingerprint::Coverage::kAdapterScan),
+      physics_fingerprint_(m, adapter::ModelFingerprint::Coverage::kPhysics),
       h_hist_(kBins, 0) {
   solver_state_->user = ToSolverOptions(o.solver);
   scratch_.Resize(n_);
@@ -509,9 +511,32 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   stats_.time_geometry += Seconds(t0, PhaseNow(timed));
 }
 
+void Stepper::ModelEdited() {
+  // What the adapter read from the model when it was made (implicit damping
+  // and stiffness, body masses, actuators, ...) is read again, the stages are
+  // recomputed, and a pending dense-output step, taken with the old values,
+  // is dropped.
+  mujoco_->builder = adapter::MujocoAdapter(m_, options_.contact);
+  mujoco_->builder.set_phase_timers(options_.phase_timers);
+  mujoco_->stages.ModelEdited();
+  // The stages and problems computed from the old values are stale.
+  for (StateSnapshot* s : {&stages_state_, &model_start_state_, &force_start_state_,
+                           &prev_end_state_, &dense_written_})
+    s->Invalidate();
+  actuation_fresh_ = false;
+  dense_pending_ = false;
+  model_start_.damper_spring_source = model_mid_.damper_spring_source = -1;  // D, K refilled
+}
+
 absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   // One outer call: checks, control inputs once (zero-order hold), internal
   // steps until t (or one step), then the post-step contract.
+  if (const std::uint64_t seen = scan_fingerprint_.Compute(); seen != scan_seen_) {
+    scan_seen_ = seen;
+    ModelEdited();
+  } else if (dense_pending_ && physics_fingerprint_.Compute() != dense_model_) {
+    ModelEdited();
+  }
   const bool by_ticks = kHaveTicks && !options_.phase_timers;
   const std::uint64_t start_ticks = by_ticks ? StartTicks() : 0;
   const auto start = by_ticks ? Clock::time_point{} : Clock::now();

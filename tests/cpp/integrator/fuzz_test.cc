@@ -6,9 +6,18 @@
 // state bit-for-bit preserved); never a crash, a hang (every case is bounded
 // by max_steps_per_call and a bounded number of calls) or a sanitizer report.
 //
+// Besides, each class of hostile input is generated on its own (the Fuzz
+// tests below RandomModels...): extreme values of every integer option,
+// tolerances at both ends of their ranges and in combination (success must
+// move the physics: a frozen pendulum is a silent wrong result), and model
+// edits between calls in every mode (they must take effect in the next call).
+//
 // MJCENIC_FUZZ_ITERATIONS (default 40) and MJCENIC_FUZZ_SEED (default 1)
-// select the cases; `make fuzz` runs a long sweep under ASan + UBSan.
+// select the cases (the class tests run MJCENIC_FUZZ_ITERATIONS / 4 each);
+// `make fuzz` runs a long sweep under ASan + UBSan.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -22,6 +31,7 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/integrator/options.h"
+#include "mjcenic/integrator/options_table.h"
 #include "mjcenic/integrator/stepper.h"
 #include "test_util.h"
 
@@ -324,6 +334,176 @@ TEST(Fuzz, RandomModelsOptionsStatesAndCallSequences) {
       return;
     }
   }
+}
+
+// ---------------------------------------------------------------- classes
+
+// What a class case ended in (reported per class; crash and hang end the run).
+struct Outcomes {
+  int clear_error = 0, ran_correctly = 0, silent_wrong = 0;
+};
+
+void Report(const char* name, const Outcomes& o) {
+  std::printf("[ fuzz class ] %-28s clear error %3d, ran correctly %3d, silent wrong %d\n", name,
+              o.clear_error, o.ran_correctly, o.silent_wrong);
+}
+
+bool StartsWithMjcenic(const absl::Status& s) {
+  return std::string(s.message()).rfind("mjcenic", 0) == 0;
+}
+
+// A pendulum released at 1 rad: period ≈ 1.7 s, through the bottom by 0.5 s.
+ModelPtr FuzzPendulum() {
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(
+      "<mujoco><worldbody><body><joint name='j' type='hinge' axis='0 1 0'/>"
+      "<geom type='capsule' fromto='0 0 0 0 0 -1' size='.05' mass='1'/></body></worldbody>"
+      "<actuator><motor joint='j'/></actuator></mujoco>",
+      &err);
+  EXPECT_NE(m, nullptr) << err;
+  return m;
+}
+
+long ClassIterations() { return std::max(1L, EnvLong("MJCENIC_FUZZ_ITERATIONS", 40) / 4); }
+
+// Every option key with extreme integer-like texts: accepted within the
+// documented range, else refused naming the key; an accepted set steps.
+TEST(Fuzz, ExtremeIntegersForEveryOption) {
+  const std::vector<std::string> texts{
+      "-1", "0", "1", "1000", "1001", "1000000", "1000001", "2147483647", "2147483648",
+      "-2147483649", "9223372036854775807", "9223372036854775808", "1e15", "1e16", "1e300",
+      "-0", "0x10", "1.5", "4294967296"};
+  Outcomes o;
+  ModelPtr m = FuzzPendulum();
+  Rng r(static_cast<uint64_t>(EnvLong("MJCENIC_FUZZ_SEED", 1)));
+  for (const std::string& key : OptionKeys()) {
+    for (const std::string& text : texts) {
+      StepperOptions opt;
+      const absl::Status s = SetOption(&opt, key, text);
+      if (!s.ok()) {
+        EXPECT_NE(std::string(s.message()).find("'" + key + "'"), std::string::npos) << s.message();
+        ++o.clear_error;
+        continue;
+      }
+      if (!Chance(r, 0.1)) {  // stepping every accepted value would take minutes
+        ++o.ran_correctly;
+        continue;
+      }
+      if (opt.max_steps_per_call == 0 || opt.max_steps_per_call > 20000) opt.max_steps_per_call = 20000;
+      auto st = Stepper::Create(m.get(), opt);
+      if (!st.ok()) {
+        EXPECT_TRUE(StartsWithMjcenic(st.status())) << key << "=" << text << ": " << st.status();
+        ++o.clear_error;
+        continue;
+      }
+      DataPtr d(mj_makeData(m.get()));
+      const absl::Status step = (*st)->AdvanceTo(d.get(), 0.01);
+      EXPECT_TRUE(step.ok() || StartsWithMjcenic(step)) << key << "=" << text << ": " << step;
+      ++(step.ok() ? o.ran_correctly : o.clear_error);
+    }
+  }
+  Report("extreme integers", o);
+  EXPECT_EQ(o.silent_wrong, 0);
+}
+
+// Tolerances at both ends of their ranges and in combination, in every mode:
+// a clear error, or the pendulum swings (never frozen by a Newton loop that
+// stops at the warm start).
+TEST(Fuzz, TolerancesAtBothEndsAndTogether) {
+  const long n = 4 * ClassIterations();
+  Rng r(static_cast<uint64_t>(EnvLong("MJCENIC_FUZZ_SEED", 1)) * 7919);
+  ModelPtr m = FuzzPendulum();
+  Outcomes o;
+  for (long i = 0; i < n; ++i) {
+    StepperOptions opt;
+    std::string log;
+    auto set = [&](const char* key, const std::vector<std::string>& values) {
+      const std::string& v = Pick(r, values);
+      log += std::string(" ") + key + "=" + v;
+      const absl::Status s = SetOption(&opt, key, v);
+      if (!s.ok()) {
+        EXPECT_NE(std::string(s.message()).find(key), std::string::npos) << s.message();
+        log += "(refused)";
+      }
+    };
+    set("mode", {"fixed", "cenic", "trapezoid"});
+    set("accuracy", {"1e-12", "1e-9", "1e-6", "1e-3", "0.1", "1", "1.0000001", "10", "1e300"});
+    if (Chance(r, 0.5)) set("kappa", {"1e-12", "1e-6", "1e-3", "0.1", "1", "2", "100"});
+    if (Chance(r, 0.5)) set("solver_tolerance", {"1e-300", "1e-12", "1e-8", "1e-3", "1e-2", "1"});
+    if (Chance(r, 0.4)) set("length_scale", {"0", "1e-6", "1e-3", "1", "1e3"});
+    if (Chance(r, 0.4)) set("error_per_unit_step", {"0", "1e-9", "0.1", "1", "1e9"});
+    if (Chance(r, 0.5)) set("dense_output", {"true", "false"});
+    if (Chance(r, 0.3)) set("adaptive_tolerance", {"true", "false"});
+    opt.max_steps_per_call = 20000;
+    auto st = Stepper::Create(m.get(), opt);
+    if (!st.ok()) {
+      EXPECT_TRUE(StartsWithMjcenic(st.status())) << log << ": " << st.status();
+      ++o.clear_error;
+      continue;
+    }
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[0] = 1.0;
+    absl::Status s;
+    for (int k = 0; k < 50 && s.ok(); ++k) s = (*st)->AdvanceTo(d.get(), 0.01 * (k + 1));
+    if (!s.ok()) {
+      EXPECT_TRUE(StartsWithMjcenic(s)) << log << ": " << s;
+      ++o.clear_error;
+    } else if (d->qpos[0] < 0.5 && std::isfinite(d->qpos[0])) {
+      ++o.ran_correctly;
+    } else {
+      ADD_FAILURE() << "frozen or lost pendulum (qpos " << d->qpos[0] << ", "
+                    << (*st)->stats().newton_iterations << " Newton iterations):" << log;
+      ++o.silent_wrong;
+    }
+  }
+  Report("tolerances", o);
+}
+
+// Model edits between calls, in every mode and with dense output on and
+// off: a large dof_damping stops the pendulum, a reversed motor gain reverses
+// it, a much lighter body whirls, in the first call after the edit.
+TEST(Fuzz, ModelEditsBetweenCallsInEveryMode) {
+  const long n = 2 * ClassIterations();
+  Rng r(static_cast<uint64_t>(EnvLong("MJCENIC_FUZZ_SEED", 1)) * 104729);
+  Outcomes o;
+  for (long i = 0; i < n; ++i) {
+    ModelPtr m = FuzzPendulum();
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[0] = 1.0;
+    d->ctrl[0] = 1;
+    StepperOptions opt;
+    const std::string mode = Pick(r, std::vector<std::string>{"fixed", "cenic", "trapezoid"});
+    ASSERT_TRUE(SetOption(&opt, "mode", mode).ok());
+    opt.dense_output = Chance(r, 0.5);
+    opt.accuracy = Pick(r, std::vector<double>{1e-2, 1e-3});
+    auto s = Stepper::Create(m.get(), opt).value();
+    const int warm = Int(r, 50, 150);
+    for (int k = 0; k < warm; ++k) ASSERT_TRUE(s->Step(d.get()).ok());
+    const double v = d->qvel[0];
+    const int edit = Int(r, 0, 2);
+    if (edit == 0) m->dof_damping[0] = Pick(r, std::vector<double>{1e5, 1e6, 1e8});
+    if (edit == 1) m->actuator_gainprm[0] = (v > 0 ? -1 : 1) * Pick(r, std::vector<double>{1e5, 1e6});
+    if (edit == 2) {
+      m->body_mass[1] = 1e-4;
+      for (int k = 0; k < 3; ++k) m->body_inertia[3 + k] = 1e-6;
+    }
+    const absl::Status st = s->Step(d.get());
+    const double w = d->qvel[0];
+    const bool effect = edit == 0 ? std::abs(w) < 1e-2 * std::abs(v)
+                        : edit == 1 ? w * v < 0
+                                    : std::abs(w - v) > 1.0;
+    if (!st.ok()) {
+      EXPECT_TRUE(StartsWithMjcenic(st)) << st;
+      ++o.clear_error;
+    } else if (effect) {
+      ++o.ran_correctly;
+    } else {
+      ADD_FAILURE() << "edit " << edit << " ignored in mode " << mode << " dense_output "
+                    << opt.dense_output << ": qvel " << v << " -> " << w;
+      ++o.silent_wrong;
+    }
+  }
+  Report("model edits between calls", o);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// Reliability regressions: every would-be livelock, silent no-op or unnamed
-// failure ends in a clear error (README, "Errors and progress").
+// Every would-be livelock, freeze, silent no-op, stale parameter or unnamed
+// failure ends in a clear error or in correct physics (docs/how-it-works.md, "Errors and
+// progress").
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
@@ -29,7 +31,7 @@ test_util::Scene Resting() {
   return s;
 }
 
-// Item 3: accuracies at or below round-off, and length scales that make the
+// Accuracies at or below round-off, and length scales that make the
 // translational tolerance unresolvable, are refused at option time.
 TEST(Reliability, RoundOffFloorsAreRefusedAtOptionTime) {
   for (const char* a : {"1e-13", "1e-15", "1e-17", "1e-300"}) {
@@ -59,7 +61,7 @@ TEST(Reliability, RoundOffFloorsAreRefusedAtOptionTime) {
   EXPECT_TRUE(Contains(cl, "length_scale")) << cl.message();
 }
 
-// Item 3: a call that needs more than max_steps_per_call steps even at
+// a call that needs more than max_steps_per_call steps even at
 // max_step is refused before it starts, the state untouched.
 TEST(Reliability, CallNeedingTooManyStepsIsRefusedUpFront) {
   auto scene = Resting();
@@ -83,7 +85,7 @@ TEST(Reliability, CallNeedingTooManyStepsIsRefusedUpFront) {
   EXPECT_EQ(scene2.data->time, 0.0);
 }
 
-// Item 3: the per-call step cap itself (steps limited by the accuracy here).
+// the per-call step cap itself (steps limited by the accuracy here).
 TEST(Reliability, MaxStepsPerCallEndsALongCall) {
   std::string err;
   auto scene = test_util::LoadSceneAtKey("sphere_plane.xml", "drop", &err);
@@ -101,7 +103,7 @@ TEST(Reliability, MaxStepsPerCallEndsALongCall) {
   EXPECT_TRUE(std::isfinite(scene.data->qpos[2]));
 }
 
-// Item 3: max_iterations = 1 converges only at tiny steps (contact makes the
+// max_iterations = 1 converges only at tiny steps (contact makes the
 // problem non-quadratic): a bounded number of solver-sized steps, then an error.
 TEST(Reliability, OneNewtonIterationEndsInErrorNotACrawl) {
   auto scene = Resting();
@@ -117,7 +119,7 @@ TEST(Reliability, OneNewtonIterationEndsInErrorNotACrawl) {
   EXPECT_LE(s->stats().steps, 200 * 1000);
 }
 
-// Item 6: at t = 1e17 the timestep is below one ulp: an underflow error, not
+// At t = 1e17 the timestep is below one ulp: an underflow error, not
 // a success that moves nothing.
 TEST(Reliability, StepAtHugeTimeUnderflows) {
   auto scene = Resting();
@@ -133,7 +135,7 @@ TEST(Reliability, StepAtHugeTimeUnderflows) {
   EXPECT_GT(scene.data->time, 1e6);
 }
 
-// Item 8: inconsistent step bounds are refused, naming the keys.
+// inconsistent step bounds are refused, naming the keys.
 TEST(Reliability, InconsistentStepBoundsAreRefused) {
   auto scene = Resting();
   struct Case { double min_step, max_step, initial_step; const char* key; };
@@ -157,7 +159,7 @@ TEST(Reliability, InconsistentStepBoundsAreRefused) {
   EXPECT_TRUE(Stepper::Create(scene.model.get(), ok).ok());
 }
 
-// Item 9: mj_step settings that mjcenic replaces are named in one warning;
+// mj_step settings that mjcenic replaces are named in one warning;
 // defaults give none.
 TEST(Reliability, ReplacedMjcfSettingsAreWarnedOnce) {
   std::string err;
@@ -190,7 +192,7 @@ TEST(Reliability, ReplacedMjcfSettingsAreWarnedOnce) {
   EXPECT_TRUE(Stepper::Create(scene.model.get()).value()->warnings().empty());
 }
 
-// Item 11: overflowing velocities / forces name the dof and the quantity at
+// overflowing velocities / forces name the dof and the quantity at
 // once (no 37 halvings ending in "error 0 ... worst coordinate: none").
 TEST(Reliability, OverflowingInputsNameTheDof) {
   for (const char* field : {"qvel", "qfrc_applied"}) {
@@ -209,6 +211,115 @@ TEST(Reliability, OverflowingInputsNameTheDof) {
       EXPECT_EQ(scene.data->time, 0.0);
       EXPECT_EQ(x[4], 1e300);
     }
+  }
+}
+
+// A pendulum released at 1 rad (a slow, light model: the warm start's
+// residual |D h f| is small).
+ModelPtr Pendulum(double damping = 0) {
+  std::string err;
+  ModelPtr m = test_util::ModelFromXml(
+      "<mujoco><worldbody><body><joint name='j' type='hinge' axis='0 1 0' damping='" +
+          std::to_string(damping) +
+          "'/><geom type='capsule' fromto='0 0 0 0 0 -1' size='.05' mass='1'/></body>"
+          "</worldbody><actuator><motor joint='j' gear='1'/></actuator></mujoco>",
+      &err);
+  EXPECT_NE(m, nullptr) << err;
+  return m;
+}
+
+// Tolerances that let Newton stop at the warm start with 0 iterations
+// (accuracy 1000, kappa 100, solver_tolerance 1) froze the physics; they are
+// refused naming the key, and at the largest accepted values the pendulum
+// swings.
+TEST(Reliability, TolerancesThatFreezeThePhysicsAreRefusedNamingTheKey) {
+  StepperOptions o;
+  for (auto [key, value] : std::vector<std::pair<const char*, const char*>>{
+           {"accuracy", "1000"}, {"accuracy", "10"}, {"accuracy", "1.5"}, {"kappa", "100"},
+           {"kappa", "2"}, {"solver_tolerance", "1"}, {"solver_tolerance", "0.01"}}) {
+    const absl::Status st = SetOption(&o, key, value);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << key << "=" << value;
+    EXPECT_TRUE(Contains(st, std::string("'") + key + "'")) << st.message();
+  }
+  ModelPtr m = Pendulum();
+  StepperOptions both;
+  both.kappa = 1;
+  both.accuracy = 0.5;
+  const absl::Status c = Stepper::Create(m.get(), both).status();
+  EXPECT_EQ(c.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(c, "kappa") && Contains(c, "accuracy")) << c.message();
+  StepperOptions loosest_cenic, loosest_kappa, loosest_fixed, loosest_no_dense;
+  loosest_cenic.accuracy = 1;
+  loosest_kappa.kappa = 1;
+  loosest_fixed.mode = Mode::kFixed;
+  loosest_fixed.solver.tolerance = kMaxNewtonTolerance;
+  loosest_no_dense.accuracy = 1;
+  loosest_no_dense.dense_output = false;
+  for (const StepperOptions& opt : {loosest_cenic, loosest_kappa, loosest_fixed, loosest_no_dense}) {
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[0] = 1.0;
+    mj_forward(m.get(), d.get());
+    auto s = Stepper::Create(m.get(), opt).value();
+    for (int i = 0; i < 250; ++i) ASSERT_TRUE(s->Step(d.get()).ok());
+    // Released at 1 rad, the pendulum (period ≈ 1.7 s) has swung through the
+    // bottom after 0.5 s.
+    EXPECT_LT(d->qpos[0], 0.5) << "accuracy " << opt.accuracy << " kappa " << opt.kappa;
+    EXPECT_GT(s->stats().newton_iterations, 0);
+  }
+}
+
+// Floors that each hold alone but not together: accuracy 1e-12 with
+// length_scale 1e-6 m is refused naming both; with error_per_unit_step a
+// step whose own tolerance accuracy·h/T is below round-off ends in an error
+// instead of a crawl.
+TEST(Reliability, FloorsAreCheckedTogether) {
+  auto scene = Resting();
+  StepperOptions o;
+  o.accuracy = 1e-12;
+  o.length_scale = 1e-6;
+  const absl::Status c = Stepper::Create(scene.model.get(), o).status();
+  EXPECT_EQ(c.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(c, "accuracy") && Contains(c, "length_scale")) << c.message();
+  ModelPtr m = Pendulum();
+  DataPtr d(mj_makeData(m.get()));
+  d->qpos[0] = 1.0;
+  StepperOptions t;
+  t.accuracy = 1e-8;
+  t.error_per_unit_step = 0.1;
+  auto s = Stepper::Create(m.get(), t).value();
+  absl::Status st;
+  for (int i = 0; i < 50 && st.ok(); ++i) st = s->Step(d.get());
+  ASSERT_FALSE(st.ok()) << "time " << d->time << ", steps " << s->stats().steps;
+  EXPECT_TRUE(Contains(st, "minimum")) << st.message();
+  EXPECT_LE(s->stats().steps, 100000);
+}
+
+// With dense output a call may end inside the stepper's last step; an edit
+// of a model array before the next call (here dof_damping, raised so much
+// that the pendulum stops within a step) takes effect in that call instead
+// of after the pending step.
+TEST(Reliability, ModelEditsBetweenCallsTakeEffectWithDenseOutput) {
+  for (const std::string what : {"dof_damping", "actuator_gainprm"}) {
+    ModelPtr m = Pendulum();
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[0] = 1.0;
+    d->ctrl[0] = 1;  // held: only the model changes between the calls
+    StepperOptions o;
+    o.accuracy = 1e-2;
+    auto s = Stepper::Create(m.get(), o).value();
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(s->Step(d.get()).ok());
+    const double v_before = d->qvel[0];
+    ASSERT_GT(std::abs(v_before), 0.5);
+    ASSERT_GT(s->stats().last_h, 2 * m->opt.timestep);  // the calls end inside a step
+    if (what == "dof_damping")
+      m->dof_damping[0] = 1e6;  // stops the pendulum within a timestep (implicit damping)
+    else
+      m->actuator_gainprm[0] = v_before > 0 ? -1e5 : 1e5;  // reverses it within a timestep
+    ASSERT_TRUE(s->Step(d.get()).ok());
+    if (what == "dof_damping")
+      EXPECT_LT(std::abs(d->qvel[0]), 1e-2 * std::abs(v_before)) << what;
+    else
+      EXPECT_LT(d->qvel[0] * v_before, 0) << what << ": " << d->qvel[0] << " vs " << v_before;
   }
 }
 

@@ -276,5 +276,52 @@ TEST(CApi, StatisticsByNameMatchTheStruct) {
   mjcenic_destroy(s);
 }
 
+// A MuJoCo error raised inside a user callback (mjcb_control, mjcb_passive;
+// the mujoco package's Python trampolines raise that way when the Python
+// callback raises) is a status like any other fatal error: d keeps its
+// state, the stepper and the process go on once the callback is gone.
+int g_callback_calls = 0;
+int g_callback_fail_at = 0;
+void FailingCallback(const mjModel*, mjData*) {
+  if (++g_callback_calls == g_callback_fail_at) mju_error("callback failed at call %d", g_callback_calls);
+}
+
+TEST(CApi, MujocoErrorInsideACallbackIsAStatus) {
+  std::string error;
+  ModelPtr m = ModelFromXml(
+      "<mujoco><worldbody><body><joint name='j' type='hinge' axis='0 1 0' damping='.1'/>"
+      "<geom type='capsule' fromto='0 0 0 0 0 -1' size='.05'/></body></worldbody>"
+      "<actuator><motor joint='j'/></actuator></mujoco>",
+      &error);
+  ASSERT_TRUE(m) << error;
+  for (mjfGeneric* slot : {&mjcb_control, &mjcb_passive}) {
+    for (int fail_at : {1, 2, 5}) {
+      mjData* d = mj_makeData(m.get());
+      d->qpos[0] = 1.0;
+      char err[1000] = "";
+      mjcenicStepper* s = mjcenic_create(m.get(), err, sizeof(err));
+      ASSERT_NE(s, nullptr) << err;
+      g_callback_calls = 0;
+      g_callback_fail_at = fail_at;
+      *slot = FailingCallback;
+      int failed = 0;
+      for (int i = 0; i < 10 && !failed; ++i) {
+        const double t = d->time, q = d->qpos[0], v = d->qvel[0];
+        failed = mjcenic_stepper_step(s, d, err, sizeof(err));
+        if (failed) {
+          EXPECT_TRUE(d->time == t && d->qpos[0] == q && d->qvel[0] == v);
+        }
+      }
+      *slot = nullptr;
+      EXPECT_TRUE(failed) << "fail_at " << fail_at;
+      EXPECT_NE(std::string(err).find("callback failed at call"), std::string::npos) << err;
+      EXPECT_EQ(d->pstack, 0u);
+      EXPECT_EQ(mjcenic_stepper_step(s, d, err, sizeof(err)), 0) << err;  // goes on
+      mjcenic_destroy(s);
+      mj_deleteData(d);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mjcenic
