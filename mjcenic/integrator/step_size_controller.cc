@@ -1,5 +1,7 @@
 #include "mjcenic/integrator/step_size_controller.h"
 
+#include "mjcenic/integrator/options.h"  // kMinAccuracy
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

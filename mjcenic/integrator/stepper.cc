@@ -104,9 +104,9 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       solver_(solver_state_->solver),
       solve_options_(solver_state_->solve),
       last_status_(icf::SolveStatus::kConverged),
-      failed_status_(icf::SolveStatus::kConverged),
       scan_fingerprint_(m, adapter::ModelFingerprint::Coverage::kAdapterScan),
       physics_fingerprint_(m, adapter::ModelFingerprint::Coverage::kPhysics),
+      failed_status_(icf::SolveStatus::kConverged),
       h_hist_(kBins, 0) {
   solver_state_->user = ToSolverOptions(o.solver);
   scratch_.Resize(n_);
