@@ -96,7 +96,7 @@ class IslandHessian final : public HessianFactor {
     if (by_block_) return graph_->AssembleAndFactor(model, data);
     const int ni = static_cast<int>(size_.size());
     // (The flags and the dof → island table through locals: GCC re-read the
-    // members at every test; cenic-math §8.9, "h26b".)
+    // members at every test; cenic-math §8.9.)
     const char* const frozen_flags = frozen_;
     const int* const island_of = island_.data();
     auto frozen = [frozen_flags](int k) { return frozen_flags != nullptr && frozen_flags[k] != 0; };

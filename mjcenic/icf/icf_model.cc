@@ -100,7 +100,7 @@ void IcfModel::ComputeIslands() {
     return;
   }
   // The union–find's workspace (after the shortcut above, which does not
-  // use it; cenic-math §8.9, "h26b").
+  // use it; cenic-math §8.9).
   island_parent_.resize(std::max(ncl, 0));
   for (int c = 0; c < ncl; ++c) island_parent_[c] = c;
   if (ncl > 1) {  // one clique: one island
@@ -165,7 +165,7 @@ namespace {
 // differs from its piece at J v0 (piece(c, v_c)), in row order, until it
 // returns true; returns whether one did. A pool of one-dof rows forms v_c
 // as RowStore::Multiply's one-dof shortcut does (0 + J_c v[dof], the same
-// bits) without the per-row call and its tests (cenic-math §8.9, "h25d").
+// bits) without the per-row call and its tests (cenic-math §8.9).
 template <class Pool, class Skip, class Piece, class Changed>
 bool ForPieceChanges(const Pool& pool, const double* v0, const double* v1, Skip skip,
                      Piece piece, Changed changed) {

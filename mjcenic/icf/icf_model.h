@@ -40,8 +40,7 @@ struct IcfModel {
   std::vector<double> M_diag, D, K, v0, f;
   // The builder's mark of what D and K were last filled from (its damper and
   // spring flags; -1 unknown, as after Reset): they depend on the model
-  // only, and are not written again while it is unchanged (cenic-math §8.9,
-  // "h26b").
+  // only, and are not written again while it is unchanged (cenic-math §8.9).
   int damper_spring_source = -1;
   IcfParameters params;
 

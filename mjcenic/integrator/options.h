@@ -121,14 +121,9 @@ struct StepperOptions {
   bool phase_timers = false;         // time_* statistics per phase (time_total always)
   adapter::ContactOptions contact;   // solref/solimp → point contact mapping
   icf::IcfParameters icf;            // v_s, Δ, σ_R, β, h^nr_min
-  // Newton tolerances, reuse, line search, linear solver; the stepper's
-  // defaults differ from SolverOptions' in impact_sweeps (20: on in fixed
-  // mode, cenic-math §8.1 "Impact sweeps").
-  icf::SolverOptions solver = [] {
-    icf::SolverOptions s;
-    s.impact_sweeps = 20;
-    return s;
-  }();
+  // Newton tolerance and iteration cap (fixed mode), linear solver; the
+  // stepper sets the tolerance of each solve and whether it is a fixed step.
+  icf::SolverOptions solver;
 };
 
 // The statistics, one line each: X(name, type, doc). StepperStats has one

@@ -103,7 +103,7 @@ class Stepper {
     std::vector<double> act_rate_mid;                 // act_dot at the second build
     std::vector<double> q_end, v_end, act_end;        // x_{t+h}
     std::vector<double> v_guess;                      // Newton's initial guess
-    std::vector<double> guess_dir;                    // h a_prev, line-searched from v_guess
+    std::vector<double> guess_dir;                    // the extrapolated part of v_guess
     std::vector<double> dv, M_dv;                     // a velocity difference, M̂ times it
     std::vector<double> dq;                           // a configuration difference
     std::vector<double> impulse;                      // trapezoid: M̂ (v_t − v̂) + h/2 F_t
@@ -196,7 +196,7 @@ class Stepper {
   // Solves model from guess into v; false (status kept) on failure.
   void PrepareSolveOptions();  // solve_options_' fixed part (construction)
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance,
-             const double* guess_direction = nullptr, const double* extrapolated = nullptr);
+             const double* extrapolated = nullptr);
   // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
   void Integrate(const double* q, const double* v, const double* act, const double* act_rate,
                  double h, double* q_out, double* act_out) const;

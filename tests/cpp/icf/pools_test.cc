@@ -158,7 +158,7 @@ TEST(Pools, RebuildInPlaceEqualsAFreshBuild) {
 TEST(Pools, RowThatLosesAndRegainsADofIsRefilledInPlace) {
   // slider_crank's `backward` actuator: MuJoCo drops the exact-zero entry of
   // its moment row, which alternates between dofs {0, 1} and {1}. The row is
-  // refilled where it is (RowStore::Refit, cenic-math §8.9 "h25c"), the rows
+  // refilled where it is (RowStore::Refit, cenic-math §8.9), the rows
   // after it are not moved, and the pool equals a fresh build, also in the
   // products that run without the one-dof shortcut (the store has a gap).
   using mjcenic::icf::GainPool;

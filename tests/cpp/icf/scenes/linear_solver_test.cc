@@ -126,6 +126,9 @@ void CompareSolves(const IcfModel& m, const char* name) {
   od.tolerance = os.tolerance = 1e-8;
   od.linear_solver = LinearSolverKind::kDense;
   os.linear_solver = LinearSolverKind::kSparse;
+  // The exact Hessian: the duals' start would follow the solver's last solve
+  // (icf_solver.h, "Policy"), and the re-solve below must repeat the first.
+  od.friction_dual = os.friction_dual = false;
   IcfSolver sd, ss;
   SolveStats std_, sts;
   Eigen::VectorXd vd(m.nv), vs(m.nv);
