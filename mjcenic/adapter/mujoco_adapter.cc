@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "mjcenic/adapter/contact_parameters.h"
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 
 namespace mjcenic::adapter {
 

@@ -108,6 +108,9 @@ struct IcfModel {
 
  private:
   std::vector<int> island_parent_;  // union–find workspace of ComputeIslands
+  bool RowsSpanCliques() const;     // some row's dofs lie in two cliques
+  int FindIsland(int clique);       // union–find root (path halving)
+  void JoinIslands();               // unions over every row spanning cliques
 };
 
 // Calls f(pool) for every constraint pool of the model (icf_data.h has the

@@ -1,6 +1,6 @@
 #include "mjcenic/icf/icf_solver.h"
 
-#include "mjcenic/icf/hessian_internal.h"
+#include "mjcenic/icf/linear/internal.h"
 #include "mjcenic/icf/short_arrays.h"
 
 #include <algorithm>
@@ -68,7 +68,7 @@ const char* ToString(SolveStatus s) {
 IcfSolver::IcfSolver() = default;
 IcfSolver::~IcfSolver() = default;
 
-HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) {
+LinearSolver* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) {
   auto& f = kind == LinearSolverKind::kSparse    ? sparse_
             : kind == LinearSolverKind::kIslands ? islands_
             : kind == LinearSolverKind::kPcg     ? pcg_
@@ -76,7 +76,7 @@ HessianFactor* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) 
             : kind == LinearSolverKind::kBlock   ? block_
             : kind == LinearSolverKind::kTree    ? tree_
                                                  : dense_;
-  if (!f) f = MakeHessianFactor(kind, o.pcg_tolerance, o.pcg_max_iterations);
+  if (!f) f = MakeLinearSolver(kind, o.pcg_tolerance, o.pcg_max_iterations);
   f->SetIterative(o.pcg_tolerance, o.pcg_max_iterations);  // this solve's settings
   return f.get();
 }
@@ -295,7 +295,7 @@ double IcfSolver::ScaledTolerance(const IcfModel& m, const SolverOptions& o) {
   return eps * std::max(1.0, std::sqrt(Dr));
 }
 
-const double* IcfSolver::NewtonDirection(const IcfModel& m, HessianFactor* H, bool any_frozen,
+const double* IcfSolver::NewtonDirection(const IcfModel& m, LinearSolver* H, bool any_frozen,
                                          int* linear_iterations) {
   double* w = dv_.data();
   for (int i = 0; i < m.nv; ++i) w[i] = -data_.grad[i];
@@ -567,11 +567,11 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
   NewtonState ns;
   const double tol = StartSolve(m, o, v_guess, extrapolated, &ns);
   if (!std::isfinite(tol)) return SolveStatus::kNonFinite;
-  HessianFactor* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
+  LinearSolver* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
   H->Prepare(m);
   H->SetFrozen(nullptr);
   struct UnsetFrozen {  // the factor must not keep a pointer into isl_
-    HessianFactor* h;
+    LinearSolver* h;
     ~UnsetFrozen() { h->SetFrozen(nullptr); }
   } unset_frozen{H};
   const char* frozen = ni > 1 ? isl_.frozen.data() : nullptr;
@@ -627,7 +627,7 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
 bool IcfSolver::SearchDirection(const IcfModel& m, const double* v, LinearSolverKind kind,
                                 double* w) {
   Evaluate(m, v);
-  HessianFactor* H = Factor(kind, SolverOptions());
+  LinearSolver* H = Factor(kind, SolverOptions());
   H->Prepare(m);
   H->SetFrozen(nullptr);
   if (!H->AssembleAndFactor(m, data_)) return false;
@@ -639,7 +639,7 @@ bool IcfSolver::SearchDirection(const IcfModel& m, const double* v, LinearSolver
 
 Eigen::MatrixXd IcfSolver::Hessian(const IcfModel& m, const double* v) {
   Evaluate(m, v);
-  HessianFactor* H = Factor(LinearSolverKind::kDense, SolverOptions());
+  LinearSolver* H = Factor(LinearSolverKind::kDense, SolverOptions());
   H->Prepare(m);
   H->AssembleAndFactor(m, data_);
   return H->DenseH();
@@ -655,7 +655,7 @@ void IcfSolver::HessianDiagonal(const IcfModel& m, double* diag) {
 bool IcfSolver::FactorAtSolution(const IcfModel& m, const SolverOptions& o) {
   solution_factor_ = nullptr;
   if (m.nv == 0) return false;
-  HessianFactor* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
+  LinearSolver* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
   H->Prepare(m);
   H->SetFrozen(nullptr);
   if (!H->AssembleAndFactor(m, data_)) return false;

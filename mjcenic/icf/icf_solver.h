@@ -12,7 +12,7 @@
 
 #include "mjcenic/icf/contact_sweeps.h"
 #include "mjcenic/icf/evaluator.h"
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/icf_data.h"
 #include "mjcenic/icf/icf_model.h"
 
@@ -153,7 +153,7 @@ class IcfSolver {
     bool sweeps;
   };
   Policy ChoosePolicy(const SolverOptions& o) const;
-  HessianFactor* Factor(LinearSolverKind kind, const SolverOptions& o);
+  LinearSolver* Factor(LinearSolverKind kind, const SolverOptions& o);
   SolveStatus Iterate(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                       double* v, SolveStats* st, std::vector<double>* history,
                       const double* extrapolated);
@@ -179,7 +179,7 @@ class IcfSolver {
   int ExtendLineSearch(const IcfModel& m, int* evals, int* extended);
   void ResizeIslandWork(int num_islands);
   // w = −H⁻¹ ∇ℓ into dv_, 0 on frozen islands.
-  const double* NewtonDirection(const IcfModel& m, HessianFactor* H, bool any_frozen,
+  const double* NewtonDirection(const IcfModel& m, LinearSolver* H, bool any_frozen,
                                 int* linear_iterations);
   // scale_ = D; returns tol; with several islands also each island's tol
   // (isl_.tol) and fresh state.
@@ -236,10 +236,10 @@ class IcfSolver {
   std::vector<double> sweep_v_, guess_l0_;
   std::vector<char> sweep_took_, sweep_keep_, optimal_;
   int last_iterations_ = 0;  // of the last Solve (Policy)
-  std::unique_ptr<HessianFactor> dense_, sparse_, islands_, pcg_, lowrank_, block_, tree_;
+  std::unique_ptr<LinearSolver> dense_, sparse_, islands_, pcg_, lowrank_, block_, tree_;
   std::vector<double> scale_, dv_, vtmp_;
   std::vector<double> diag_block_;  // HessianDiagonal: one J_iᵀ G_i J_i block
-  HessianFactor* solution_factor_ = nullptr;  // FactorAtSolution's
+  LinearSolver* solution_factor_ = nullptr;  // FactorAtSolution's
 };
 
 }  // namespace mjcenic::icf

@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
@@ -306,8 +306,8 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
   IcfSolver solver;
   solver.Evaluate(m, m.v0.data());
   for (LinearSolverKind kind : {LinearSolverKind::kBlock, LinearSolverKind::kIslands}) {
-    auto full = icf::MakeHessianFactor(kind);
-    auto part = icf::MakeHessianFactor(kind);
+    auto full = icf::MakeLinearSolver(kind);
+    auto part = icf::MakeLinearSolver(kind);
     full->Prepare(m);
     part->Prepare(m);
     ASSERT_TRUE(full->AssembleAndFactor(m, solver.data()));
@@ -323,7 +323,7 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
     EXPECT_LE((H * x_full - b).norm(), 1e-10 * b.norm());
     // The assembly (free objects: contacts on whole 6-dof trees take the
     // direct path of §8.7) is the dense kind's H to the bit.
-    auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
+    auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
     dense->Prepare(m);
     ASSERT_TRUE(dense->AssembleAndFactor(m, solver.data()));
     const Eigen::MatrixXd Hd = dense->DenseH();
@@ -333,7 +333,7 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
     EXPECT_EQ(differ, 0);
     // For the islands kind DenseH does not test its assembly: it rebuilds H
     // with AccumulateHessian, the dense kind's routine, while the factor is
-    // built from H assembled straight into its storage (hessian_islands.cc).
+    // built from H assembled straight into its storage (linear/islands.cc).
     // The solves of H x = b do: they agree with the dense kind's for a few b.
     // (On this scene the islands kind goes through the block elimination of
     // §8.7, not its own dense blocks — checked by aborting in its direct

@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
@@ -143,7 +143,7 @@ void ExpectDirectionSolvesTheNewtonSystem(const IcfModel& m) {
   const double floor = kappa * std::numeric_limits<double>::epsilon();
   std::printf("  kappa(H) %.3g, round-off floor %.3g\n", kappa, floor);
   for (double tol : {1e-2, 1e-4, 1e-12}) {
-    auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+    auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
     pcg->Prepare(m);
     ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
     // The matrix it multiplies by is H.
@@ -212,7 +212,7 @@ TEST(Pcg, SolvesReachTheSparseSolversVelocities) {
 }
 
 // Preconditioned CG on H x = b from x = 0 with z = precondition(r), written
-// with Eigen as the reference the tests compare PcgHessian against: the
+// with Eigen as the reference the tests compare PcgSolver against: the
 // iteration count to the relative residual `tol`, and the solution in *x.
 template <class Precondition>
 int ReferencePcgIterations(const Eigen::MatrixXd& H, const Eigen::VectorXd& b, double tol,
@@ -254,7 +254,7 @@ TEST(Pcg, GaussSeidelPreconditionerHalvesTheIterationsOfBlockJacobi) {
   solver.Evaluate(m, m.v0.data());
   const Eigen::VectorXd b = -Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
   for (double tol : {1e-2, 1e-4, 1e-8}) {
-    auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+    auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
     pcg->Prepare(m);
     ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
     Eigen::VectorXd w(m.nv);
@@ -271,7 +271,7 @@ TEST(Pcg, GaussSeidelPreconditionerHalvesTheIterationsOfBlockJacobi) {
 // PCG with the symmetric block Gauss–Seidel preconditioner
 // P = (B + L) B⁻¹ (B + L)ᵀ in its textbook form (z = P⁻¹ r, one product with
 // H per iteration), written here densely with Eigen as the reference for the
-// split form PcgHessian runs (cenic-math §8.4): the iteration count to `tol`
+// split form PcgSolver runs (cenic-math §8.4): the iteration count to `tol`
 // and the solution in *x.
 int TextbookSgsIterations(const IcfModel& m, const Eigen::MatrixXd& H, const Eigen::VectorXd& b,
                           double tol, Eigen::VectorXd* x) {
@@ -298,7 +298,7 @@ void ExpectTextbookIterates(const IcfModel& m) {
   solver.Evaluate(m, m.v0.data());
   const Eigen::VectorXd b = -Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
   for (double tol : {1e-2, 1e-4, 1e-8}) {
-    auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+    auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
     pcg->Prepare(m);
     ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
     pcg->Bind(m, solver.data());
@@ -357,7 +357,7 @@ void ExpectRebindingMultipliesByTheCurrentHessian(const IcfModel& m) {
   const Eigen::MatrixXd H1 = ref.Hessian(m, v1.data());
   ASSERT_GT((H1 - H0).norm(), 1e-3 * H0.norm());  // contacts changed state
   const double tol = 1e-10;
-  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+  auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
   solver.Evaluate(m, m.v0.data());
   pcg->Prepare(m);
   ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
@@ -414,7 +414,7 @@ TEST(Pcg, ReassemblyAtANewIterateTakesItsBlocks) {
   std::printf("  of %d contacts, %d open between v0 and v1\n", m.contacts.size(), opened);
   ASSERT_GT(opened, 0);
   const double tol = 1e-12;
-  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+  auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
   pcg->Prepare(m);
   Eigen::VectorXd w(m.nv), w_dense(m.nv);
   const double* iterates[] = {m.v0.data(), v1.data(), m.v0.data()};
@@ -446,7 +446,7 @@ TEST(Pcg, PrepareReportsAChangedCouplingPattern) {
     return !coupling || seen++ % 3 != 0;  // drop every third ball–ball contact
   });
   ASSERT_LT(fewer.contacts.size(), full.contacts.size());
-  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, 1e-10, 1000);
+  auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, 1e-10, 1000);
   pcg->Prepare(full);
   EXPECT_FALSE(pcg->Prepare(full));
   EXPECT_TRUE(pcg->Prepare(fewer));

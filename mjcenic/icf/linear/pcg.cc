@@ -1,5 +1,5 @@
-// The pcg linear solver of the ICF Hessian (see hessian.h).
-#include "mjcenic/icf/hessian_internal.h"
+// The pcg linear solver of the ICF Hessian (see linear_solver.h).
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -33,9 +33,9 @@ namespace {
 // assembly (Hessian reuse) multiplies matrix-free by the current H instead.
 // Each iterate of CG started at 0 is a descent direction for the Newton step
 // (the preconditioner is SPD), so an early stop is safe.
-class PcgHessian final : public HessianFactor {
+class PcgSolver final : public LinearSolver {
  public:
-  explicit PcgHessian(double tolerance, int max_iterations)
+  explicit PcgSolver(double tolerance, int max_iterations)
       : tolerance_(tolerance), max_iterations_(max_iterations) {}
 
   bool Prepare(const IcfModel& model) override {
@@ -976,8 +976,8 @@ class PcgHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakePcgHessian(double tolerance, int max_iterations) {
-  return std::make_unique<PcgHessian>(tolerance, max_iterations);
+std::unique_ptr<LinearSolver> MakePcgSolver(double tolerance, int max_iterations) {
+  return std::make_unique<PcgSolver>(tolerance, max_iterations);
 }
 
 }  // namespace mjcenic::icf::detail
