@@ -45,6 +45,7 @@ enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, 
 //     (stonehenge, mesh_pile once their stones form one island)
 //   coupling rows ≤ min(kMaxLowRank, nv)                        → kLowRank
 //   else                                                        → kSparse
+//     (replicate/particle.xml while its pile forms: islands of 129–999 dofs)
 // A request for kTree falls back to kDense on a problem whose constraints do
 // not follow the tree.
 // Islands of up to kMaxIslandDofs dofs, or of up to kMaxIslandDofsLargeTrees
