@@ -51,8 +51,8 @@ SC = "mjcenic/integrator/step_size_controller.cc"
 EN = "mjcenic/integrator/error_norm.cc"
 PO = "mjcenic/icf/pools.cc"
 IM = "mjcenic/icf/icf_model.cc"
-HE = "mjcenic/icf/hessian_internal.h"  # AccumulateHessian
-HS = "mjcenic/icf/hessian_sparse.cc"
+HE = "mjcenic/icf/linear/internal.h"  # AccumulateHessian
+HS = "mjcenic/icf/linear/sparse.cc"
 MS = "mjcenic/adapter/mujoco_stages.cc"
 MST = "mjcenic/adapter/mujoco_state.cc"
 SS = "mjcenic/integrator/stepper_schemes.cc"
@@ -178,7 +178,7 @@ MUTANTS = [
            "near-rigid bias sign"),
     Mutant("friction-blend", PO, "return mu_d + (mu_s - mu_d) * w;", "return mu_d;",
            "static friction blending dropped"),
-    Mutant("unilateral-open", PO, "if (kUnilateral && x <= 0) {", "if (kUnilateral && x < -1) {",
+    Mutant("unilateral-open", "mjcenic/icf/pools.h", "if (kUnilateral && x <= 0) {", "if (kUnilateral && x < -1) {",
            "unilateral constraint pulls"),
     # --- stepper ---
     Mutant("failed-solve-is-fatal", SC, "dec.underflow = dec.h_next < h_min_;",

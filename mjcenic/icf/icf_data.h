@@ -37,9 +37,14 @@ struct IcfData {
   double cost = 0;             // ℓ(v)
   PoolData<3> contacts, contact_torques;
   PoolData<1> limits, couplings, gains, dry_friction;
-  // Line search (§3.4), per island i: ℓ_i(α) = ½ a_i α² + b_i α + c_i + Σ ℓ_c.
+  // Islands (TagIslands): each dof's island, and the count used (1 when the
+  // solve treats the system as one island).
+  std::vector<int> dof_island;
+  int num_islands = 1;
+  // Line search (§3.4), per island i: ℓ_i(α) = ½ a_i α² + b_i α + c_i + Σ ℓ_c;
+  // ℓ_i(0) (ls_l0, Evaluate's) and ℓ_i'(0) (ls_d0, PrepareLineSearch's).
   std::vector<double> w, Aw;
-  std::vector<double> ls_a, ls_b, ls_c;
+  std::vector<double> ls_a, ls_b, ls_c, ls_l0, ls_d0;
   // Primal-dual friction (cenic-math §8.1): each contact's friction dual z (2 values).
   std::vector<double> friction_dual;
 
@@ -60,6 +65,9 @@ struct IcfData {
     ls_a.resize(ni);
     ls_b.resize(ni);
     ls_c.resize(ni);
+    ls_l0.resize(ni);
+    ls_d0.resize(ni);
+    dof_island.resize(nv);
     contacts.Resize(model.contacts.size());
     friction_dual.resize(2 * model.contacts.size());
     limits.Resize(model.limits.size());
@@ -76,6 +84,16 @@ struct IcfData {
 // Calls f(pool, pool_data) for every constraint pool of the model.
 template <class F>
 void ForEachPool(const IcfModel& m, IcfData& d, F&& f) {
+  f(m.contacts, d.contacts);
+  f(m.limits, d.limits);
+  f(m.couplings, d.couplings);
+  f(m.gains, d.gains);
+  f(m.dry_friction, d.dry_friction);
+  f(m.contact_torques, d.contact_torques);
+}
+
+template <class F>
+void ForEachPool(const IcfModel& m, const IcfData& d, F&& f) {
   f(m.contacts, d.contacts);
   f(m.limits, d.limits);
   f(m.couplings, d.couplings);

@@ -31,28 +31,30 @@ void IcfModel::Reset(int n) {
   h = 0;
 }
 
-void IcfModel::ComputeIslands() {
-  const int ncl = static_cast<int>(clique_start.size()) - 1;
-  if (ncl == 1) {
-    // One clique (a chain, a free body): one island, what the general path
-    // below computes for it, without its workspace passes (cenic-math §8.9,
-    // "Tiny problems").
-    island_of_clique.resize(1);
-    island_of_clique[0] = 0;
-    num_islands = 1;
-    island_parent_.resize(1);
-    island_parent_[0] = clique_start[1] - clique_start[0];
-    largest_island = std::max(0, island_parent_[0]);
-    return;
-  }
-  auto find = [&](int c) {
-    while (island_parent_[c] != c) c = island_parent_[c] = island_parent_[island_parent_[c]];
-    return c;
+bool IcfModel::RowsSpanCliques() const {
+  auto spans = [&](const auto& pool) {
+    if (pool.rows.all_single()) return false;
+    for (int k = 0; k < pool.size(); ++k) {
+      const std::span<const int> dofs = pool.rows.dofs(k);
+      if (dofs.size() >= 2 && clique_of_dof[dofs.front()] != clique_of_dof[dofs.back()])
+        return true;
+    }
+    return false;
   };
+  return spans(contacts) || spans(limits) || spans(couplings) || spans(gains) ||
+         spans(dry_friction) || spans(contact_torques);
+}
+
+int IcfModel::FindIsland(int c) {
+  while (island_parent_[c] != c) c = island_parent_[c] = island_parent_[island_parent_[c]];
+  return c;
+}
+
+void IcfModel::JoinIslands() {
   // A constraint inside one clique joins nothing: its dofs are sorted and a
   // clique is a contiguous dof range, so first and last dof in the same
   // clique settle it (one-dof rows: limits, actuators, friction loss).
-  // Skipping those leaves the partition, and so the numbering below, as is.
+  // Skipping those leaves the partition, and so the numbering, as is.
   auto join = [&](const auto& pool) {
     if (pool.rows.all_single()) return;
     for (int k = 0; k < pool.size(); ++k) {
@@ -63,32 +65,33 @@ void IcfModel::ComputeIslands() {
       // clique's dofs are consecutive): the same partition, without a find
       // per dof of a tendon or a body–body contact (cenic-math §8.9).
       int last = clique_of_dof[dofs[0]];
-      const int root = find(last);
+      const int root = FindIsland(last);
       for (int dof : dofs.subspan(1)) {
         const int q = clique_of_dof[dof];
         if (q == last) continue;
         last = q;
-        const int other = find(q);
+        const int other = FindIsland(q);
         if (other != root) island_parent_[other] = root;
       }
     }
   };
-  // No row over two cliques (each dof tree alone, e.g. slider_crank's two
-  // trees): each clique its own island, numbered in clique order, as the
-  // union–find below numbers them (cenic-math §8.9, "Tiny problems").
-  auto spans_cliques = [&](const auto& pool) {
-    if (pool.rows.all_single()) return false;
-    for (int k = 0; k < pool.size(); ++k) {
-      const std::span<const int> dofs = pool.rows.dofs(k);
-      if (dofs.size() >= 2 && clique_of_dof[dofs.front()] != clique_of_dof[dofs.back()])
-        return true;
-    }
-    return false;
-  };
-  if (!spans_cliques(contacts) && !spans_cliques(limits) && !spans_cliques(couplings) &&
-      !spans_cliques(gains) && !spans_cliques(dry_friction) && !spans_cliques(contact_torques)) {
-    island_of_clique.resize(std::max(ncl, 0));
-    island_parent_.resize(std::max(ncl, 0));
+  join(contacts);
+  join(limits);
+  join(couplings);
+  join(gains);
+  join(dry_friction);
+  join(contact_torques);
+}
+
+void IcfModel::ComputeIslands() {
+  const int ncl = std::max(static_cast<int>(clique_start.size()) - 1, 0);
+  // One clique (a chain, a free body), or no row over two cliques (each
+  // tree alone, e.g. slider_crank's two trees): each clique its own island,
+  // numbered in clique order, as the union–find below numbers them, without
+  // its workspace passes (cenic-math §8.9, "Tiny problems").
+  if (ncl == 1 || !RowsSpanCliques()) {
+    island_of_clique.resize(ncl);
+    island_parent_.resize(ncl);
     largest_island = 0;
     for (int c = 0; c < ncl; ++c) {
       island_of_clique[c] = c;
@@ -96,26 +99,17 @@ void IcfModel::ComputeIslands() {
       island_parent_[c] = n;
       largest_island = std::max(largest_island, n);
     }
-    num_islands = std::max(ncl, 0);
+    num_islands = ncl;
     return;
   }
-  // The union–find's workspace (after the shortcut above, which does not
-  // use it; cenic-math §8.9, "h26b").
-  island_parent_.resize(std::max(ncl, 0));
+  island_parent_.resize(ncl);
   for (int c = 0; c < ncl; ++c) island_parent_[c] = c;
-  if (ncl > 1) {  // one clique: one island
-    join(contacts);
-    join(limits);
-    join(couplings);
-    join(gains);
-    join(dry_friction);
-    join(contact_torques);
-  }
+  JoinIslands();
   // Number the roots 0, 1, ... in clique order.
-  island_of_clique.assign(std::max(ncl, 0), -1);
+  island_of_clique.assign(ncl, -1);
   num_islands = 0;
   for (int c = 0; c < ncl; ++c) {
-    const int root = find(c);
+    const int root = FindIsland(c);
     if (island_of_clique[root] < 0) island_of_clique[root] = num_islands++;
     island_of_clique[c] = island_of_clique[root];
   }
@@ -165,7 +159,7 @@ namespace {
 // differs from its piece at J v0 (piece(c, v_c)), in row order, until it
 // returns true; returns whether one did. A pool of one-dof rows forms v_c
 // as RowStore::Multiply's one-dof shortcut does (0 + J_c v[dof], the same
-// bits) without the per-row call and its tests (cenic-math §8.9, "h25d").
+// bits) without the per-row call and its tests (cenic-math §8.9).
 template <class Pool, class Skip, class Piece, class Changed>
 bool ForPieceChanges(const Pool& pool, const double* v0, const double* v1, Skip skip,
                      Piece piece, Changed changed) {

@@ -40,8 +40,7 @@ struct IcfModel {
   std::vector<double> M_diag, D, K, v0, f;
   // The builder's mark of what D and K were last filled from (its damper and
   // spring flags; -1 unknown, as after Reset): they depend on the model
-  // only, and are not written again while it is unchanged (cenic-math §8.9,
-  // "h26b").
+  // only, and are not written again while it is unchanged (cenic-math §8.9).
   int damper_spring_source = -1;
   IcfParameters params;
 
@@ -109,6 +108,9 @@ struct IcfModel {
 
  private:
   std::vector<int> island_parent_;  // union–find workspace of ComputeIslands
+  bool RowsSpanCliques() const;     // some row's dofs lie in two cliques
+  int FindIsland(int clique);       // union–find root (path halving)
+  void JoinIslands();               // unions over every row spanning cliques
 };
 
 // Calls f(pool) for every constraint pool of the model (icf_data.h has the

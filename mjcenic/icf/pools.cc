@@ -175,7 +175,7 @@ void GainPool::Lag(const double* v0) {
   // v_c0 = J v0 is read only by SetTimeStep, for a row with κ = h kq + kv < 0
   // (explicit at v_c0). With kq ≥ 0 and kv ≥ 0 that cannot happen at any
   // h > 0 (a NaN fails the test and is multiplied as before), and the row
-  // keeps the 0 its Put or Add set (cenic-math §8.9, "h26b").
+  // keeps the 0 its Put or Add set (cenic-math §8.9).
   const double *kq_ = kq.data(), *kv_ = kv.data();
   double* out = vc0.data();
   const int n = size();

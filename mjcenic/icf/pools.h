@@ -64,13 +64,12 @@ struct ContactPool {
     return std::max(p.stiction_tolerance, mu[c] * Rt[c] * fn0[c] * std::min(h, eps_step[c]));
   }
   // vc (3) -> cost, gamma (3), G (3x3 row-major).
-  // majorize_friction: G's friction block is the isotropic curvature μn⁰/(|v_t|_ε+ε)·I
-  // of the friction cost's quadratic majorizer instead of its Hessian (cenic-math §8.1).
   // dual (2 values, or null): G's friction block is the primal-dual one
   // μn⁰/(|v_t|_ε+ε)·(I − sym(z t̂ᵀ)) with the contact's friction dual z, |z| ≤ 1,
-  // instead of the Hessian (z = t̂) (cenic-math §8.1); ignored when majorized.
+  // instead of the Hessian (z = t̂); z = 0 is the friction cost's quadratic
+  // majorizer (cenic-math §8.1).
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G,
-            bool majorize_friction = false, const double* dual = nullptr) const;
+            const double* dual = nullptr) const;
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)
 };
 
@@ -373,7 +372,6 @@ inline double ContactPool::NormalPotential(int c, double x) const {
 // +2 % instructions per step on clutter).
 [[gnu::always_inline]] inline void ContactPool::Eval(int c, const double* vc, double* cost,
                                                      double* gamma, double* G,
-                                                     bool majorize_friction,
                                                      const double* dual) const {
   const double vn = vc[0], kc = k[c], dc = d[c], fe = fe0[c];
   // Normal impulse (P13) and its antiderivative N (§4.4), shifted by the
@@ -403,12 +401,11 @@ inline double ContactPool::NormalPotential(int c, double x) const {
   gamma[1] = -mun * t1;
   gamma[2] = -mun * t2;
   // G (§4.7): μn⁰/(|v_t|_ε+ε)·(I − n̂n̂ᵀ − t̂t̂ᵀ) − γ_n' n̂n̂ᵀ.
-  // Majorized (cenic-math §8.1, first Newton iterations): drop the −t̂t̂ᵀ term.
-  const double a = mun / soft, f = majorize_friction ? 0.0 : 1.0;
-  G[0] = -dgn; G[1] = 0;                     G[2] = 0;
-  G[3] = 0;    G[4] = a * (1 - f * t1 * t1); G[5] = -f * a * t1 * t2;
-  G[6] = 0;    G[7] = -f * a * t1 * t2;      G[8] = a * (1 - f * t2 * t2);
-  if (dual && !majorize_friction) {
+  const double a = mun / soft;
+  G[0] = -dgn; G[1] = 0;                 G[2] = 0;
+  G[3] = 0;    G[4] = a * (1 - t1 * t1); G[5] = -a * t1 * t2;
+  G[6] = 0;    G[7] = -a * t1 * t2;      G[8] = a * (1 - t2 * t2);
+  if (dual) {
     // Primal-dual friction block (cenic-math §8.1): a (I − sym(z t̂ᵀ)); PSD
     // for |z| ≤ 1 since |t̂| < 1, and the Hessian itself at z = t̂.
     const double z1 = dual[0], z2 = dual[1];

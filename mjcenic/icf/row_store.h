@@ -86,7 +86,7 @@ class RowStore {
   // they fit in the storage it has up to constraint c + 1 (its dofs and its
   // zeroed block as Add leaves them): a rebuild whose row c lost or regained
   // a dof keeps every later row where it is instead of cutting the store at
-  // c (docs/cenic-math.md §8.9, "h25c": slider_crank's `backward` moment
+  // c (docs/cenic-math.md §8.9: slider_crank's `backward` moment
   // row alternates between dofs {0, 1} and {1}). False if they do not fit.
   // The store may then have a gap: the one-dof shortcut is off.
   bool Refit(int c, std::span<const int> dofs) {

@@ -56,13 +56,6 @@ bool StepCount::Parse(std::string_view s, long* n) {
   return true;
 }
 
-bool SweepCount::Parse(std::string_view s, int* n) {
-  double x;
-  if (!ParseReal(s, &x) || x < 0 || x != std::floor(x) || x > 1000) return false;
-  *n = static_cast<int>(x);
-  return true;
-}
-
 bool Count::Parse(std::string_view s, int* n) {
   double x;
   if (!ParseReal(s, &x) || x < 1 || x != std::floor(x) || x > 1e6) return false;
@@ -96,8 +89,6 @@ const char* NameOf(const char* const (&names)[N], E e) {
 }
 
 }  // namespace
-
-const char* ToString(LineSearchGuess g) { return NameOf({"cubic", "quadratic"}, g); }
 
 const char* ToString(LinearSolverKind k) {
   return NameOf({"auto", "dense", "sparse", "islands", "pcg", "lowrank", "block", "tree"}, k);

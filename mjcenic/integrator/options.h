@@ -46,23 +46,13 @@ const char* ToString(ErrorEstimate e);
 
 // The Newton solver settings a user sets (options_table.h); the stepper maps
 // them to the ICF layer's icf::SolverOptions in one place (stepper.cc,
-// ToSolverOptions) and fixes the rest. Defaults: icf::SolverOptions' (impact
-// sweeps: 20, on in fixed mode, cenic-math §8.1 "Impact sweeps").
-enum class LineSearchGuess { kCubic, kQuadratic };
+// ToSolverOptions); the rest is the solver's own policy (icf_solver.h).
 enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock, kTree };
 struct SolverSettings {
   double tolerance = 1e-8;      // Newton tolerance ε_req (fixed mode; cenic-math §8.2)
   int max_iterations = 100;     // Newton iteration cap per solve
-  bool hessian_reuse = false;   // §8.5
-  LineSearchGuess line_search_guess = LineSearchGuess::kCubic;
-  bool island_line_search = true;
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
   double pcg_tolerance = 1e-4;
-  double pcg_forcing_max = 0;
-  bool pull_back_guess = false;
-  int guess_sweeps = 0;
-  int impact_sweeps = 20;
-  int articulated_sweeps = 0;
 };
 
 // Progress guarantee (README, "Errors and progress"): documented bounds that

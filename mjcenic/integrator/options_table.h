@@ -22,7 +22,6 @@
 
 namespace mjcenic {
 
-const char* ToString(LineSearchGuess g);
 const char* ToString(LinearSolverKind k);
 
 enum OptionLevel { kPublic, kExpert };
@@ -98,13 +97,6 @@ struct StepCount {  // an integer in [0, 1e15]; 0: no cap
   static std::string Expect() { return "an integer >= 0 (0: no cap)"; }
 };
 
-struct SweepCount {  // an integer in [0, 1000]; 0: off
-  using Value = int;
-  static bool Parse(std::string_view s, int* n);
-  static std::string Format(int n) { return std::to_string(n); }
-  static std::string Expect() { return "an integer in [0, 1000] (0: off)"; }
-};
-
 struct Count {  // an integer in [1, 1e6]
   using Value = int;
   static bool Parse(std::string_view s, int* n);
@@ -149,8 +141,6 @@ using ErrorEstimateName = Enum<ErrorEstimate, ErrorEstimate::kDoubling, ErrorEst
 using ControllerName =
     Enum<ControllerTreatment, ControllerTreatment::kZeroOrderHold, ControllerTreatment::kExplicit,
          ControllerTreatment::kImplicit>;
-using LineSearchGuessName =
-    Enum<LineSearchGuess, LineSearchGuess::kCubic, LineSearchGuess::kQuadratic>;
 using LinearSolverName =
     Enum<LinearSolverKind, LinearSolverKind::kAuto, LinearSolverKind::kDense,
          LinearSolverKind::kSparse, LinearSolverKind::kIslands, LinearSolverKind::kPcg,
@@ -208,8 +198,6 @@ struct FrictionlossName {
     "κ of the adaptive Newton tolerance (κ·`accuracy` at most 1e-3)") \
   X(controller_mode, controller, ControllerName, kPublic,                     \
     "how a user controller enters the step (see \"User controllers\")") \
-  X(hessian_reuse, solver.hessian_reuse, Flag, kExpert, \
-    "reuse factorizations across iterations/solves/steps with the θ-test (P35)") \
   X(period2_guess, period2_guess, Flag, kExpert, \
     "fixed mode: a one-island scene with contacts whose accelerations alternate from step to "    \
     "step (period-2 chatter, e.g. a foot wedged in a height field) starts Newton at v_t + h·a_old, " \
@@ -217,30 +205,6 @@ struct FrictionlossName {
     "whose accelerations repeat every second step up to a factor q (a ≈ q·a_older: an object "  \
     "chattering in a hand) starts at v_t + q·h·a_old (see docs/cenic-math.md §8.1, "            \
     "\"Period-2 guess\", \"Lag-2 guess\")") \
-  X(pull_back_guess, solver.pull_back_guess, Flag, kExpert, \
-    "fixed mode: Newton starts at (a cubic estimate of) the line minimum of the cost along the "  \
-    "warm start v_t + h·a_prev where the warm start overshoots it more than twice (fewer Newton " \
-    "iterations on flowing piles; wall time mixed, see docs/cenic-math.md §8.1)") \
-  X(guess_sweeps, solver.guess_sweeps, SweepCount, kExpert, \
-    "fixed mode: Gauss–Seidel sweeps over the contacts that build a second initial guess; an "    \
-    "island not optimal at the usual guess whose dofs needed ≥ 6 Newton iterations last time "    \
-    "starts from whichever has the lower cost (fewer "                                            \
-    "Newton iterations on piles; wall time mixed, see docs/cenic-math.md §8.1, \"Contact "        \
-    "sweeps\"); 0: off") \
-  X(impact_sweeps, solver.impact_sweeps, SweepCount, kExpert, \
-    "fixed mode: the contact sweeps of guess_sweeps on small islands of free bodies with an "     \
-    "impact at the usual guess, and (8 sweeps) on a larger island when ≥ 3 % of its contacts "   \
-    "are such impacts (fewer Newton iterations where falling objects land, see "                  \
-    "docs/cenic-math.md §8.1, \"Impact sweeps\", \"Pile impacts\"); 0: off") \
-  X(articulated_sweeps, solver.articulated_sweeps, SweepCount, kExpert, \
-    "fixed mode: the contact sweeps with the trees' real A (one dense Cholesky per tree of ≤ 64 "   \
-    "dofs) on islands with an articulated tree whose dofs needed ≥ 6 Newton iterations last time " \
-    "(see docs/cenic-math.md §8.1, \"Contact sweeps\"); 0: off") \
-  X(island_line_search, solver.island_line_search, Flag, kExpert, \
-    "one exact line search per island (trees joined by constraints) instead of one step length "  \
-    "for the whole system") \
-  X(line_search_guess, solver.line_search_guess, LineSearchGuessName, kExpert, \
-    "`cubic` (paper) or `quadratic` (SAP) initial guess") \
   X(linear_solver, solver.linear_solver, LinearSolverName, kExpert, \
     "`dense` (Eigen LLT), `sparse` (CHOLMOD), `islands` (one dense LLT per island; an island of "  \
     "> 48 dofs of small trees by `block`), `pcg` (conjugate gradients, symmetric block " \

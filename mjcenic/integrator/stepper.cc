@@ -30,18 +30,8 @@ icf::SolverOptions ToSolverOptions(const SolverSettings& s) {
   icf::SolverOptions o;
   o.tolerance = s.tolerance;
   o.max_iterations = s.max_iterations;
-  o.hessian_reuse = s.hessian_reuse;
-  o.line_search_guess = s.line_search_guess == LineSearchGuess::kQuadratic
-                            ? icf::LineSearchGuess::kQuadratic
-                            : icf::LineSearchGuess::kCubic;
-  o.island_line_search = s.island_line_search;
   o.linear_solver = static_cast<icf::LinearSolverKind>(s.linear_solver);  // same order
   o.pcg_tolerance = s.pcg_tolerance;
-  o.pcg_forcing_max = s.pcg_forcing_max;
-  o.pull_back_guess = s.pull_back_guess;
-  o.guess_sweeps = s.guess_sweeps;
-  o.impact_sweeps = s.impact_sweeps;
-  o.articulated_sweeps = s.articulated_sweeps;
   return o;
 }
 
@@ -204,68 +194,27 @@ bool Stepper::BuildAt(mjData* d, double h, icf::IcfModel* model, double* act_rat
 }
 
 namespace {
-constexpr double kTightTolerance = 1e-7;
-constexpr double kTightPcgForcing = 1e-2;  // cenic-math §8.4
-constexpr double kExtendSlope = 0.3;  // κ of the extended line search (cenic-math §8.3)
-constexpr int kSweepAfter = 4;  // contact sweeps after a solve of ≥ 4 iterations (§8.1)
-// ... and only on islands whose dofs' island needed ≥ 6 iterations last time
-// (SolverOptions::sweep_min_history, cenic-math §8.1), and again after a
-// swept start only if that saved ≥ 2 of them (sweep_min_saving: the sweeps
-// cost about as much as one or two Newton iterations of the island).
-constexpr int kSweepHistory = 6;
-constexpr int kSweepSaving = 2;
 }  // namespace
 
 void Stepper::PrepareSolveOptions() {
   // The convex solve's options that do not change from solve to solve (the
-  // options are fixed at construction); Solve sets the rest per call without
-  // copying the whole struct (cenic-math §8.9, "h26b").
+  // options are fixed at construction); Solve sets the tolerance per call.
+  // The solver's accelerations are its own policy, keyed on the tolerance
+  // and on whether the solve is a fixed step (icf_solver.h, "Policy").
   icf::SolverOptions& o = solve_options_;
   o = solver_state_->user;
   o.phase_timers = options_.phase_timers;
-  // Primal-dual friction (cenic-math §8.1), in fixed mode and under error
-  // control: only H changes, so the solution is the same to the tolerance.
-  o.friction_dual = true;
-  // Extended line search (cenic-math §8.3): an island whose Newton step
-  // undershoots the line minimum by far searches on past α = 1.
-  o.extend_slope = kExtendSlope;
-  // The islands' history is kept only when the sweeps are on (default off:
-  // no per-solve bookkeeping for them).
-  if (o.guess_sweeps > 0 || o.articulated_sweeps > 0) {  // (h24c: articulated sweeps too)
-    o.sweep_min_history = kSweepHistory;
-    o.sweep_min_saving = kSweepSaving;
-  }
+  o.fixed_step = options_.mode == Mode::kFixed || !options_.error_control;
 }
 
 bool Stepper::Solve(const icf::IcfModel& model, const double* guess, double* v,
-                    double tolerance, const double* guess_direction,
-                    const double* extrapolated) {
+                    double tolerance, const double* extrapolated) {
   const bool timed = options_.phase_timers;
   const auto t0 = PhaseNow(timed);
   icf::SolverOptions& o = solve_options_;  // (the fixed part: PrepareSolveOptions)
   o.tolerance = tolerance;
-  // After a hard solve (≥ 3 iterations) the duals start at 0 (a majorized
-  // first iteration); a near-steady scene, solved in 1–2 exact steps, starts
-  // at z = t̂ (exact Newton).
-  // The PCG directions' forcing (cenic-math §8.4) is loose while the
-  // gradient falls slowly, with a tight tolerance only: under error control
-  // the few iterations would carry the looser directions into the solution.
-  o.pcg_forcing_max =
-      tolerance <= kTightTolerance ? kTightPcgForcing : options_.solver.pcg_forcing_max;
-  o.friction_dual_exact_start = last_iterations_ < 3;
-  // Contact sweep guess (cenic-math §8.1): fixed mode only (a tight
-  // tolerance; under error control the loose solves would carry the other
-  // starting point into the accepted steps), and only after a solve that
-  // needed ≥ kSweepAfter iterations (a scene that Newton solves in a few
-  // would pay the sweeps for nothing).
-  // The impact sweeps (h24b) follow the same rule.
-  const bool fixed_steps = options_.mode == Mode::kFixed || !options_.error_control;
-  const bool sweeps = fixed_steps && tolerance <= kTightTolerance && last_iterations_ >= kSweepAfter;
-  o.guess_sweeps = sweeps ? options_.solver.guess_sweeps : 0;
-  o.impact_sweeps = sweeps ? options_.solver.impact_sweeps : 0;
-  o.articulated_sweeps = sweeps ? options_.solver.articulated_sweeps : 0;
   icf::SolveStats st;
-  last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, guess_direction, extrapolated);
+  last_status_ = solver_.Solve(model, guess, o, v, &st, nullptr, extrapolated);
   last_solved_ = &model;
   stats_.time_solve += Seconds(t0, PhaseNow(timed));
   ++stats_.solves;
@@ -360,15 +309,12 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
 bool Stepper::FullStep(double h, double tolerance) {
   // (P24): v̂ from v_t, x̂ = x_t advanced by h. Guess (cenic-math §8.1, the
   // warm-start unit) → solve → integrate. An extrapolated island takes at
-  // least one Newton iteration (Solve's `extrapolated`). With
-  // pull_back_guess, the guess is moved back along its direction on islands
-  // where it overshoots the line minimum more than twice.
+  // least one Newton iteration (Solve's `extrapolated`).
   Scratch& s = scratch_;
   const bool any_warm = warm_.Propose(model_start_, s.v_start.data(), h, tolerance,
                                       s.v_guess.data(), s.guess_dir.data());
-  const bool pull_back = any_warm && options_.solver.pull_back_guess;
   if (!Solve(model_start_, s.v_guess.data(), s.v_full.data(), tolerance,
-             pull_back ? s.guess_dir.data() : nullptr, any_warm ? s.guess_dir.data() : nullptr))
+             any_warm ? s.guess_dir.data() : nullptr))
     return false;
   if (norm_.kind() == ErrorNormKind::kPropagated) {
     // cenic-math §11.11: velocity weights from this step's H and M diagonals.

@@ -196,7 +196,7 @@ class Stepper {
   // Solves model from guess into v; false (status kept) on failure.
   void PrepareSolveOptions();  // solve_options_' fixed part (construction)
   bool Solve(const icf::IcfModel& model, const double* guess, double* v, double tolerance,
-             const double* guess_direction = nullptr, const double* extrapolated = nullptr);
+             const double* extrapolated = nullptr);
   // q_out = q ⊕ h v; act_out = act advanced by act_rate over h.
   void Integrate(const double* q, const double* v, const double* act, const double* act_rate,
                  double h, double* q_out, double* act_out) const;

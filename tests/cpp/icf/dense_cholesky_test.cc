@@ -15,7 +15,7 @@
 
 #include "icf_test_util.h"
 #include "same_solves.h"
-#include "mjcenic/icf/hessian_internal.h"
+#include "mjcenic/icf/linear/internal.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 
@@ -160,9 +160,9 @@ TEST(DenseCholesky, ReversedDofOrderOfTheDenseAndIslandKindsSolvesTheSameSystem)
   const Eigen::VectorXd g = Eigen::Map<const Eigen::VectorXd>(s.data().grad.data(), m.nv);
   ASSERT_TRUE(s.SearchDirection(m, v.data(), LinearSolverKind::kDense, w_dense.data()));
   ASSERT_TRUE(s.SearchDirection(m, v.data(), LinearSolverKind::kIslands, w_islands.data()));
-  auto sparse = MakeHessianFactor(LinearSolverKind::kSparse);
-  auto dense = MakeHessianFactor(LinearSolverKind::kDense);
-  auto islands = MakeHessianFactor(LinearSolverKind::kIslands);
+  auto sparse = MakeLinearSolver(LinearSolverKind::kSparse);
+  auto dense = MakeLinearSolver(LinearSolverKind::kDense);
+  auto islands = MakeLinearSolver(LinearSolverKind::kIslands);
   for (auto* f : {sparse.get(), dense.get(), islands.get()}) {
     f->Prepare(m);
     ASSERT_TRUE(f->AssembleAndFactor(m, s.data()));
@@ -176,7 +176,7 @@ TEST(DenseCholesky, ReversedDofOrderOfTheDenseAndIslandKindsSolvesTheSameSystem)
   EXPECT_LE((islands->DenseH() - H).cwiseAbs().maxCoeff(), 1e-14 * scale);
   // DenseH does not test the islands kind's assembly: it rebuilds H with
   // AccumulateHessian, the dense kind's routine, while the factor is built
-  // from H assembled straight into its storage (hessian_islands.cc). Its
+  // from H assembled straight into its storage (linear/islands.cc). Its
   // solves of H x = b do: they agree with the dense kind's for a few b.
   ExpectSameSolves(islands.get(), dense.get(), m.nv);
   EXPECT_LE((H * w_dense + g).norm(), 1e-10 * g.norm());

@@ -963,43 +963,36 @@ TEST(IcfSolverFacts, QuadraticProblemTakesOneNewtonStep) {
   EXPECT_EQ(st0.iterations, 0);
 }
 
-// Two solves from `guess` by the fresh solvers s1 and s2, with the solver
-// option `flag` on (the default) and off; both must converge.
-struct OnOffRuns {
-  SolveStats on, off;
-  Eigen::VectorXd v_on, v_off;
+// One solve from `guess` (converged), its statistics, v and the solver
+// (its data: γ of every row).
+struct SolveRun {
+  SolveStats st;
+  Eigen::VectorXd v;
 };
-OnOffRuns SolveOnAndOff(const IcfModel& m, const Eigen::VectorXd& guess,
-                        bool SolverOptions::*flag, IcfSolver& s1, IcfSolver& s2,
-                        const double* extrapolated = nullptr) {
-  OnOffRuns r;
-  r.v_on.resize(m.nv);
-  r.v_off.resize(m.nv);
-  SolverOptions on, off;
-  off.*flag = false;
-  EXPECT_EQ(s1.Solve(m, guess.data(), on, r.v_on.data(), &r.on, nullptr, nullptr, extrapolated),
-            SolveStatus::kConverged);
-  EXPECT_EQ(s2.Solve(m, guess.data(), off, r.v_off.data(), &r.off, nullptr, nullptr, extrapolated),
+SolveRun SolveFrom(const IcfModel& m, const Eigen::VectorXd& guess, const double* extrapolated = nullptr,
+              IcfSolver* solver = nullptr) {
+  IcfSolver own;
+  IcfSolver& s = solver ? *solver : own;
+  SolveRun r;
+  r.v.resize(m.nv);
+  EXPECT_EQ(s.Solve(m, guess.data(), SolverOptions{}, r.v.data(), &r.st, nullptr, extrapolated),
             SolveStatus::kConverged);
   return r;
 }
 
-// Solves from `guess` with the quadratic step on and off (§8.9); both must
-// converge, to the same v up to round-off, with the same Newton iterations.
-using ShortcutRuns = OnOffRuns;
-ShortcutRuns SolveWithAndWithoutShortcut(const IcfModel& m, const Eigen::VectorXd& guess) {
-  IcfSolver s1, s2;
-  ShortcutRuns r = SolveOnAndOff(m, guess, &SolverOptions::quadratic_shortcut, s1, s2);
-  EXPECT_EQ(r.on.iterations, r.off.iterations);
-  EXPECT_EQ(r.off.quadratic_steps, 0);
-  EXPECT_LE((r.v_on - r.v_off).norm(), 1e-13 * std::max(1.0, r.v_off.norm()));
-  return r;
+// v = guess − H⁻¹∇ℓ(guess), the exact Newton step.
+Eigen::VectorXd NewtonStep(const IcfModel& m, const Eigen::VectorXd& guess) {
+  IcfSolver s;
+  const Eigen::VectorXd g = Grad(s, m, guess);
+  const Eigen::MatrixXd H = s.Hessian(m, guess.data());
+  return guess - H.ldlt().solve(g);
 }
 
-TEST(IcfSolverFacts, QuadraticStepSkipsTheLineSearchWithTheSameResult) {
+TEST(IcfSolverFacts, QuadraticAlongTheStepEndsTheLineSearchAtTheFullStep) {
   // Couplings, gains inside their effort limits and limits that stay open:
-  // every row keeps its piece of ℓ_c along the Newton step, so α = 1 is the
-  // exact line minimum and the line search is skipped (§8.9).
+  // every row keeps its piece of ℓ_c along the Newton step, so ℓ is one
+  // quadratic along it and α = 1 is its exact minimizer (§8.3): the line
+  // search stops at its first trial, one iteration lands on the minimizer.
   Random rng(23);
   IcfModel m;
   MakeBase(&m, {3, 4, 3}, rng);
@@ -1013,18 +1006,11 @@ TEST(IcfSolverFacts, QuadraticStepSkipsTheLineSearchWithTheSameResult) {
   m.Finalize(kH);
   ASSERT_STREQ(m.Validate(), "");
   const Eigen::VectorXd guess = rng.Vec(m.nv, 0.3);
-  const ShortcutRuns r = SolveWithAndWithoutShortcut(m, guess);
-  EXPECT_EQ(r.on.iterations, 1);
-  EXPECT_EQ(r.on.quadratic_steps, 1);
-  EXPECT_EQ(r.on.ls_iterations, 0);
-  // The full Newton step of the exact line search lands on the same bits.
-  EXPECT_EQ(r.v_on, r.v_off);
-  // And it is the minimizer: v = guess − H⁻¹∇ℓ(guess).
-  IcfSolver s;
-  const Eigen::VectorXd g = Grad(s, m, guess);
-  const Eigen::MatrixXd H = s.Hessian(m, guess.data());
-  const Eigen::VectorXd v_ref = guess - H.ldlt().solve(g);
-  EXPECT_LE((r.v_on - v_ref).norm(), 1e-10 * v_ref.norm());
+  const SolveRun r = SolveFrom(m, guess);
+  EXPECT_EQ(r.st.iterations, 1);
+  EXPECT_EQ(r.st.ls_iterations, 0);
+  const Eigen::VectorXd v_ref = NewtonStep(m, guess);
+  EXPECT_LE((r.v - v_ref).norm(), 1e-10 * v_ref.norm());
 }
 
 // Two trees with a gain row and a limit on dof 1 (v_1 ≥ v̂ = 0, gap 0 at q0),
@@ -1050,23 +1036,22 @@ ClosingLimit MakeClosingLimit(Random& rng) {
   return p;
 }
 
-TEST(IcfSolverFacts, QuadraticStepIsNotTakenWhenARowChangesPiece) {
-  // A limit closing or opening, or a gain reaching its effort limit, inside
-  // the step: ℓ changes curvature along it, the step is line-searched.
+TEST(IcfSolverFacts, ARowChangingPieceInsideTheStepIsLineSearched) {
+  // A limit closing inside the step: ℓ changes curvature along it, the line
+  // search runs, and the solution has the limit active.
   Random rng(24);
   ClosingLimit p = MakeClosingLimit(rng);
   IcfModel& m = p.m;
   ASSERT_STREQ(m.Validate(), "");
   ASSERT_EQ(m.limits.vhat[0], 0.0);
-  ShortcutRuns r = SolveWithAndWithoutShortcut(m, p.guess);
-  EXPECT_GE(r.on.iterations, 2);
-  EXPECT_LT(r.on.quadratic_steps, r.on.iterations);  // not the step that closed the limit
-  EXPECT_GT(r.on.ls_iterations, 0);  // the line search ran on the step that closed the limit
+  const SolveRun r = SolveFrom(m, p.guess);
+  EXPECT_GE(r.st.iterations, 2);
+  EXPECT_GT(r.st.ls_iterations, 0);
   IcfSolver se;
-  se.Evaluate(m, r.v_on.data());
+  se.Evaluate(m, r.v.data());
   EXPECT_GT(se.data().limits.gamma[0], 0.0);  // the limit is active at the solution
   // A gain saturating inside the step (effort limit below its force at the
-  // solution): not taken on that step either.
+  // solution): more than one step.
   IcfModel g;
   MakeBase(&g, {3}, rng);
   FillJ(g.gains.rows, g.gains.Add(std::vector<int>{0, 1, 2}, 50.0, 400, 3, -0.01, 0.01), rng);
@@ -1076,43 +1061,12 @@ TEST(IcfSolverFacts, QuadraticStepIsNotTakenWhenARowChangesPiece) {
   s0.Evaluate(g, zero.data());
   ASSERT_EQ(s0.data().gains.G[0], 0.0);  // clamped at v = 0 (c = 50 ≫ hi)
   const double kappa = g.gains.kappa[0];
-  Eigen::VectorXd inside = zero;  // a guess where the gain is unclamped: y = c − κ J v ∈ [lo, hi]
   const Eigen::MatrixXd J = DenseJ(g.gains.rows, 0, g.nv);
-  inside = J.transpose() * (g.gains.c_eff[0] / kappa / J.squaredNorm());
+  // A guess where the gain is unclamped: y = c − κ J v ∈ [lo, hi].
+  const Eigen::VectorXd inside = J.transpose() * (g.gains.c_eff[0] / kappa / J.squaredNorm());
   s0.Evaluate(g, inside.data());
   ASSERT_GT(s0.data().gains.G[0], 0.0);
-  r = SolveWithAndWithoutShortcut(g, inside);
-  EXPECT_LT(r.on.quadratic_steps, r.on.iterations);
-  // Contacts (friction is not piecewise quadratic): never taken.
-  IcfModel c;
-  MakeMixed(&c, rng);
-  c.Finalize(kH);
-  r = SolveWithAndWithoutShortcut(c, Eigen::Map<const Eigen::VectorXd>(c.v0.data(), c.nv));
-  EXPECT_EQ(r.on.quadratic_steps, 0);
-  EXPECT_EQ(r.v_on, r.v_off);
-}
-
-// Solves from `guess` with the small-problem path (§8.9, "A path for tiny
-// problems") on and off; off is the general loop. Both converge with the
-// same Newton iterations and statistics, and v agrees to 1e-12.
-using SmallRuns = OnOffRuns;
-SmallRuns SolveWithAndWithoutSmallPath(const IcfModel& m, const Eigen::VectorXd& guess,
-                                       const double* extrapolated = nullptr) {
-  IcfSolver s1, s2;
-  SmallRuns r = SolveOnAndOff(m, guess, &SolverOptions::small_problem_path, s1, s2, extrapolated);
-  EXPECT_EQ(r.off.small_path, 0);
-  EXPECT_EQ(r.on.iterations, r.off.iterations);
-  EXPECT_EQ(r.on.quadratic_steps, r.off.quadratic_steps);
-  EXPECT_EQ(r.on.island_updates, r.off.island_updates);
-  EXPECT_EQ(r.on.islands_iterated, r.off.islands_iterated);
-  EXPECT_LE((r.v_on - r.v_off).norm(), 1e-12 * std::max(1.0, r.v_off.norm()));
-  // The data left behind (γ of every row, what the adapter writes back).
-  EXPECT_NEAR(s1.data().cost, s2.data().cost, 1e-12 * std::max(1.0, std::abs(s2.data().cost)));
-  for (size_t k = 0; k < s2.data().gains.gamma.size(); ++k)
-    EXPECT_NEAR(s1.data().gains.gamma[k], s2.data().gains.gamma[k], 1e-12);
-  for (size_t k = 0; k < s2.data().limits.gamma.size(); ++k)
-    EXPECT_NEAR(s1.data().limits.gamma[k], s2.data().limits.gamma[k], 1e-12);
-  return r;
+  EXPECT_GE(SolveFrom(g, inside).st.iterations, 2);
 }
 
 // A small problem of gains, couplings and open limits over the given trees.
@@ -1131,11 +1085,10 @@ IcfModel SmallQuadraticProblem(const std::vector<int>& trees, bool couple, Rando
   return m;
 }
 
-// The minimizer of m to 1e-14 (the general loop from a random guess): a
-// guess that meets the default tolerance.
+// The minimizer of m to 1e-14 (from a random guess): a guess that meets the
+// default tolerance.
 Eigen::VectorXd TightSolution(const IcfModel& m, Random& rng) {
   SolverOptions o;
-  o.small_problem_path = false;
   o.tolerance = o.min_tolerance = 1e-14;
   IcfSolver s;
   Eigen::VectorXd v_star(m.nv);
@@ -1144,86 +1097,59 @@ Eigen::VectorXd TightSolution(const IcfModel& m, Random& rng) {
   return v_star;
 }
 
-TEST(IcfSolverFacts, SmallProblemPathMatchesTheGeneralLoop) {
+TEST(IcfSolverFacts, TinyQuadraticProblemsTakeOneNewtonStep) {
   Random rng(31);
-  // Several islands (the islands kind; dofs in order): the same bits.
-  {
-    const IcfModel m = SmallQuadraticProblem({1, 2, 3}, false, rng);
-    ASSERT_EQ(m.num_islands, 3);
-    const SmallRuns r = SolveWithAndWithoutSmallPath(m, rng.Vec(m.nv, 0.3));
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.iterations, 1);
-    EXPECT_EQ(r.v_on, r.v_off);
-  }
-  // One island (a coupling joins the trees; the tree or dense kind, as in
-  // the general loop): the same bits, and the minimizer
-  // v = guess − H⁻¹∇ℓ(guess).
-  for (const std::vector<int>& trees : {std::vector<int>{2}, std::vector<int>{3, 5}}) {
-    const IcfModel m = SmallQuadraticProblem(trees, trees.size() > 1, rng);
-    ASSERT_LE(m.num_islands, 1);
+  // Several islands, one island: one step, the exact Newton step.
+  for (const std::vector<int>& trees :
+       {std::vector<int>{1, 2, 3}, std::vector<int>{2}, std::vector<int>{3, 5}}) {
+    const IcfModel m = SmallQuadraticProblem(trees, trees.size() == 2, rng);
     const Eigen::VectorXd guess = rng.Vec(m.nv, 0.3);
-    const SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.iterations, 1);
-    EXPECT_EQ(r.v_on, r.v_off);  // (the same linear solver kind)
-    IcfSolver s;
-    const Eigen::VectorXd g = Grad(s, m, guess);
-    const Eigen::MatrixXd H = s.Hessian(m, guess.data());
-    const Eigen::VectorXd v_ref = guess - H.ldlt().solve(g);
-    EXPECT_LE((r.v_on - v_ref).norm(), 1e-10 * v_ref.norm());
+    const SolveRun r = SolveFrom(m, guess);
+    EXPECT_EQ(r.st.iterations, 1);
+    const Eigen::VectorXd v_ref = NewtonStep(m, guess);
+    EXPECT_LE((r.v - v_ref).norm(), 1e-10 * v_ref.norm());
   }
   // Islands already optimal at the guess are frozen (no step), unless the
   // guess was extrapolated there (§8.1: at least one iteration).
-  {
-    const IcfModel m = SmallQuadraticProblem({2, 3}, false, rng);
-    ASSERT_EQ(m.num_islands, 2);
-    const Eigen::VectorXd v_star = TightSolution(m, rng);
-    Eigen::VectorXd guess = v_star;
-    guess.head(2) += rng.Vec(2, 0.3);  // island 0 off its minimum, island 1 at it
-    SmallRuns r = SolveWithAndWithoutSmallPath(m, guess);
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.islands_iterated, 1);
-    EXPECT_EQ(r.v_on, r.v_off);
-    EXPECT_EQ(r.v_on.tail(3), guess.tail(3));  // the frozen island did not move
-    std::vector<double> extrapolated(m.nv, 0.0);
-    extrapolated[4] = 1e-3;
-    r = SolveWithAndWithoutSmallPath(m, guess, extrapolated.data());
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.islands_iterated, 2);
-    EXPECT_EQ(r.v_on, r.v_off);
-    // From the minimizer: no iteration.
-    r = SolveWithAndWithoutSmallPath(m, v_star);
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.iterations, 0);
-    EXPECT_EQ(r.v_on, v_star);
-  }
+  const IcfModel m = SmallQuadraticProblem({2, 3}, false, rng);
+  ASSERT_EQ(m.num_islands, 2);
+  const Eigen::VectorXd v_star = TightSolution(m, rng);
+  Eigen::VectorXd guess = v_star;
+  guess.head(2) += rng.Vec(2, 0.3);  // island 0 off its minimum, island 1 at it
+  SolveRun r = SolveFrom(m, guess);
+  EXPECT_EQ(r.st.islands_iterated, 1);
+  EXPECT_EQ(r.v.tail(3), guess.tail(3));  // the frozen island did not move
+  std::vector<double> extrapolated(m.nv, 0.0);
+  extrapolated[4] = 1e-3;
+  r = SolveFrom(m, guess, extrapolated.data());
+  EXPECT_EQ(r.st.islands_iterated, 2);
+  // From the minimizer: no iteration.
+  r = SolveFrom(m, v_star);
+  EXPECT_EQ(r.st.iterations, 0);
+  EXPECT_EQ(r.v, v_star);
 }
 
-// An extrapolated guess (§8.1) on the small path, one island and several:
-// not accepted by the optimality test at k = 0, so one Newton iteration from
-// a guess that is optimal to the tolerance, and none (no island counted)
-// from the exact minimizer, where no direction descends. The same rules,
-// iteration counts and bits as the general loop.
-TEST(IcfSolverFacts, SmallProblemPathTreatsAnExtrapolatedGuessLikeTheGeneralLoop) {
+// An extrapolated guess (§8.1), one island and several: not accepted by the
+// optimality test at k = 0, so one Newton iteration from a guess that is
+// optimal to the tolerance, and none (no island counted) from the exact
+// minimizer, where no direction descends.
+TEST(IcfSolverFacts, AnExtrapolatedGuessTakesOneIterationUnlessNothingDescends) {
   Random rng(37);
   // One island, a guess optimal at the default tolerance (a tight solution).
   {
     const IcfModel m = SmallQuadraticProblem({2, 3}, true, rng);
     ASSERT_LE(m.num_islands, 1);
     const Eigen::VectorXd v_star = TightSolution(m, rng);
-    SmallRuns r = SolveWithAndWithoutSmallPath(m, v_star);  // control: accepted as is
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.iterations, 0);
-    EXPECT_EQ(r.on.factorizations, 0);
-    EXPECT_EQ(r.v_on, v_star);
+    SolveRun r = SolveFrom(m, v_star);  // control: accepted as is
+    EXPECT_EQ(r.st.iterations, 0);
+    EXPECT_EQ(r.st.factorizations, 0);
+    EXPECT_EQ(r.v, v_star);
     std::vector<double> extrapolated(m.nv, 0.0);
     extrapolated[m.nv - 1] = 1e-3;
-    r = SolveWithAndWithoutSmallPath(m, v_star, extrapolated.data());
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.iterations, 1);
-    EXPECT_EQ(r.on.factorizations, 1);
-    EXPECT_EQ(r.v_on, r.v_off);
-    EXPECT_LE((r.v_on - v_star).norm(), 1e-10 * std::max(1.0, v_star.norm()));
+    r = SolveFrom(m, v_star, extrapolated.data());
+    EXPECT_EQ(r.st.iterations, 1);
+    EXPECT_EQ(r.st.factorizations, 1);
+    EXPECT_LE((r.v - v_star).norm(), 1e-10 * std::max(1.0, v_star.norm()));
   }
   // The exact minimizer: r = 0 (an impulse cancels it) and v = 0 with only
   // a far open limit (γ = 0), so ∇ℓ = A·0 − 0 = 0 to the bit and w = 0.
@@ -1243,48 +1169,13 @@ TEST(IcfSolverFacts, SmallProblemPathTreatsAnExtrapolatedGuessLikeTheGeneralLoop
     ASSERT_EQ(Grad(s, m, zero), zero);
     std::vector<double> extrapolated(m.nv, 0.0);
     extrapolated[m.nv - 1] = 1e-3;  // the last island
-    const SmallRuns r = SolveWithAndWithoutSmallPath(m, zero, extrapolated.data());
-    EXPECT_EQ(r.on.small_path, 1);
-    EXPECT_EQ(r.on.iterations, 0);
-    EXPECT_EQ(r.off.factorizations, 1);  // not accepted before the direction
-    EXPECT_EQ(r.on.factorizations, 1);
-    EXPECT_EQ(r.on.islands_iterated, 0);
-    EXPECT_EQ(r.on.island_updates, 0);
-    EXPECT_EQ(r.v_on, zero);
-    EXPECT_EQ(r.v_off, zero);
+    const SolveRun r = SolveFrom(m, zero, extrapolated.data());
+    EXPECT_EQ(r.st.iterations, 0);
+    EXPECT_EQ(r.st.factorizations, 1);  // not accepted before the direction
+    EXPECT_EQ(r.st.islands_iterated, 0);
+    EXPECT_EQ(r.st.island_updates, 0);
+    EXPECT_EQ(r.v, zero);
   }
-}
-
-TEST(IcfSolverFacts, SmallProblemPathFallsBackToTheGeneralLoop) {
-  // A limit closing inside the first step (not one quadratic along it): the
-  // general loop solves it from the guess, to the same bits as without the
-  // small path.
-  Random rng(24);
-  ClosingLimit p = MakeClosingLimit(rng);
-  IcfModel& m = p.m;
-  ASSERT_STREQ(m.Validate(), "");
-  const SmallRuns r = SolveWithAndWithoutSmallPath(m, p.guess);
-  EXPECT_EQ(r.on.small_path, 0);
-  EXPECT_GE(r.on.iterations, 2);
-  EXPECT_EQ(r.v_on, r.v_off);
-  // Not taken above kSmallProblemDofs, with contacts, or with a history.
-  IcfModel big = SmallQuadraticProblem({4, 5}, true, rng);
-  ASSERT_GT(big.nv, kSmallProblemDofs);
-  EXPECT_EQ(SolveWithAndWithoutSmallPath(big, rng.Vec(big.nv, 0.3)).on.small_path, 0);
-  IcfModel c;
-  MakeBase(&c, {3, 3}, rng);
-  AddContacts(&c, {{12, 1e4, 3, 0.8, 0.5, 2.65e-3}}, rng);
-  c.Finalize(kH);
-  EXPECT_EQ(SolveWithAndWithoutSmallPath(c, Eigen::Map<const Eigen::VectorXd>(c.v0.data(), c.nv))
-                .on.small_path,
-            0);
-  const IcfModel q = SmallQuadraticProblem({2, 3}, false, rng);
-  IcfSolver s;
-  SolveStats st;
-  std::vector<double> hist;
-  Eigen::VectorXd v(q.nv);
-  s.Solve(q, rng.Vec(q.nv, 0.3).data(), SolverOptions{}, v.data(), &st, &hist);
-  EXPECT_EQ(st.small_path, 0);
 }
 
 TEST(IcfSolverFacts, CostDecreasesAlongNewtonIterationsOnContactProblem) {
@@ -1304,25 +1195,23 @@ TEST(IcfSolverFacts, CostDecreasesAlongNewtonIterationsOnContactProblem) {
     EXPECT_GE(st.iterations, 2);
     EXPECT_EQ(st.factorizations, st.iterations);
   }
-  // Hessian reuse (§8.5, item 26): same solution to tolerance; iteration 1
-  // always reuses the factorization of iteration 0. (Fewer factorizations in
-  // total is typical but not guaranteed: the slower convergence can trigger
-  // the (P35) refresh often enough to exceed plain Newton's count.)
+  // Primal-dual friction (§8.1) against plain Newton (the exact Hessian):
+  // only H differs, so the same minimizer to the tolerance, ℓ falling at
+  // every iteration of both.
   const Eigen::VectorXd guess = Eigen::Map<const Eigen::VectorXd>(m.v0.data(), m.nv);
   IcfSolver s1, s2;
   SolverOptions o1, o2;
-  o2.hessian_reuse = true;
+  o2.friction_dual = false;
   SolveStats st1, st2;
-  std::vector<double> hist;
+  std::vector<double> h1, h2;
   Eigen::VectorXd v1(m.nv), v2(m.nv);
-  ASSERT_EQ(s1.Solve(m, guess.data(), o1, v1.data(), &st1), SolveStatus::kConverged);
-  ASSERT_EQ(s2.Solve(m, guess.data(), o2, v2.data(), &st2, &hist), SolveStatus::kConverged);
-  for (size_t k = 0; k + 1 < hist.size(); ++k)
-    EXPECT_LE(hist[k + 1], hist[k] + 1e-12 * std::max(1.0, std::abs(hist[k])));
-  ASSERT_GE(st2.iterations, 2);
-  EXPECT_LE(st2.factorizations, st2.iterations - 1);
-  std::printf("[ reuse ] Newton: %d iterations / %d factorizations; with reuse: %d / %d\n",
-              st1.iterations, st1.factorizations, st2.iterations, st2.factorizations);
+  ASSERT_EQ(s1.Solve(m, guess.data(), o1, v1.data(), &st1, &h1), SolveStatus::kConverged);
+  ASSERT_EQ(s2.Solve(m, guess.data(), o2, v2.data(), &st2, &h2), SolveStatus::kConverged);
+  for (const auto* hist : {&h1, &h2})
+    for (size_t k = 0; k + 1 < hist->size(); ++k)
+      EXPECT_LE((*hist)[k + 1], (*hist)[k] + 1e-12 * std::max(1.0, std::abs((*hist)[k])));
+  std::printf("[ dual ] Newton iterations: primal-dual %d, exact Hessian %d\n", st1.iterations,
+              st2.iterations);
   const Eigen::VectorXd Dinv = Eigen::Map<const Eigen::VectorXd>(m.M_diag.data(), m.nv).cwiseSqrt();
   EXPECT_LE((Dinv.cwiseProduct(v1 - v2)).norm(), 1e3 * SolverTolerance(m, o1));
 }

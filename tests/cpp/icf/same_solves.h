@@ -9,11 +9,11 @@
 #include <Eigen/Dense>
 #include <gtest/gtest.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 
 namespace mjcenic::icf {
 
-inline void ExpectSameSolves(HessianFactor* kind, HessianFactor* reference, int nv,
+inline void ExpectSameSolves(LinearSolver* kind, LinearSolver* reference, int nv,
                              double rel = 1e-12) {
   for (int r = 0; r < 3; ++r) {
     Eigen::VectorXd b(nv), x_kind(nv), x_ref(nv);

@@ -81,8 +81,7 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 namespace {
 
 long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmup, double run,
-                              mjcenic::ErrorNormKind norm = mjcenic::ErrorNormKind::kWeighted,
-                              bool pull_back_guess = false, int guess_sweeps = 0) {
+                              mjcenic::ErrorNormKind norm = mjcenic::ErrorNormKind::kWeighted) {
   char err[1000];
   mjModel* m = mj_loadXML(file, nullptr, err, sizeof(err));
   EXPECT_NE(m, nullptr) << err;
@@ -92,8 +91,6 @@ long AllocationsWhileStepping(mjcenic::Mode mode, const char* file, double warmu
   o.mode = mode;
   o.accuracy = 1e-2;
   o.error_norm = norm;
-  o.solver.pull_back_guess = pull_back_guess;
-  o.solver.guess_sweeps = guess_sweeps;
   auto s = mjcenic::Stepper::Create(m, o).value();
   while (d->time < warmup) EXPECT_TRUE(s->Step(d).ok());
   const long before = g_allocations.load();
@@ -125,19 +122,6 @@ TEST(Allocation, NoneAfterWarmupFixed) {
                                      2.5, 0.5), 0);
 }
 
-// The line-searched warm start (cenic-math §8.1) reuses the line-search work.
-TEST(Allocation, NoneAfterWarmupFixedPullBackGuess) {
-  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/clutter.xml",
-                                     2.5, 0.5, mjcenic::ErrorNormKind::kWeighted, true),
-            0);
-}
-
-// The contact sweep guess (cenic-math §8.1) keeps its buffers across solves.
-TEST(Allocation, NoneAfterWarmupFixedGuessSweeps) {
-  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, MJCENIC_MODELS_DIR "/clutter.xml",
-                                     2.5, 0.5, mjcenic::ErrorNormKind::kWeighted, false, 20),
-            0);
-}
 
 // With error control the pile settles later: a spinning object (obj6) meets
 // a new neighbour between t = 2.75 and 3 s (a new coupling, analysed once), so the

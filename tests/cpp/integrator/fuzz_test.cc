@@ -169,7 +169,6 @@ StepperOptions RandomOptions(Rng& r, std::string* log) {
       {"controller_mode", {"zero_order_hold", "explicit", "implicit"}},
       {"speculative_margin", {"0", "0.01"}},
       {"contact_stiffness", {"0", "1e4", "1e12"}},
-      {"hessian_reuse", {"true", "false"}},
       {"stiction_tolerance", {"1e-4", "1e-9", "0"}},
   };
   const int n = Int(r, 0, 5);

@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
@@ -64,26 +64,41 @@ double ExpectSameMinimizer(const IcfModel& m, const std::vector<double>& a,
   return std::sqrt(dv);
 }
 
-// The solver options the stepper uses in fixed mode (primal-dual friction,
-// the extended line search), at the given tolerance.
+// The solver options the stepper passes in fixed mode at the given
+// tolerance (a fixed step: the contact sweeps may run, icf_solver.h "Policy").
 SolverOptions FixedModeOptions(double tolerance) {
   SolverOptions o;
   o.tolerance = tolerance;
-  o.friction_dual = true;
-  o.extend_slope = 0.3;
+  o.fixed_step = true;
   return o;
 }
 
-// Solves m from v0 with `plain` and with `swept` (fresh solvers, so neither
-// reuses the other's factor or history), both to convergence; checks they
-// reach the same minimizer and returns both stats and the scaled |Δv|.
+// Makes `s` a solver whose last solve was a hard one (≥ 4 Newton
+// iterations: m from v0 with `o`, no sweeps), as the stepper's is in a pile:
+// its policy then starts the friction duals at 0 and may sweep (icf_solver.h,
+// "Policy"). Returns that solve's iterations.
+int AfterAHardSolve(IcfSolver& s, const IcfModel& m, SolverOptions o) {
+  o.contact_sweeps = false;
+  std::vector<double> v(m.nv);
+  SolveStats st;
+  EXPECT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
+  return st.iterations;
+}
+
+// Solves m from v0 with the contact sweeps off and on (fixed-mode options
+// at `tolerance`; solvers that each had the same hard solve first), both to
+// convergence; checks they reach the same minimizer and returns both stats
+// and the scaled |Δv|.
 struct PlainAndSwept {
   SolveStats plain, swept;
   double dv;
 };
-PlainAndSwept SolvePlainAndSwept(const IcfModel& m, const SolverOptions& plain,
-                                 const SolverOptions& swept) {
+PlainAndSwept SolvePlainAndSwept(const IcfModel& m, double tolerance) {
+  SolverOptions plain = FixedModeOptions(tolerance), swept = plain;
+  plain.contact_sweeps = false;
   IcfSolver s0, s1;
+  EXPECT_GE(AfterAHardSolve(s0, m, plain), 4);
+  AfterAHardSolve(s1, m, plain);
   std::vector<double> v0(m.nv), v1(m.nv);
   PlainAndSwept r;
   EXPECT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &r.plain), SolveStatus::kConverged);
@@ -149,7 +164,7 @@ TEST(Islands, AreTheConnectedComponentsOfTheConstraintGraph) {
 }
 
 // Solves m from v0 with per-island line searches (on) and with one global
-// step length (off).
+// step length (off), plain Newton (exact Hessian, α ≤ 1) as measured.
 struct OnOff {
   std::vector<double> v_on, v_off;
   SolveStats st_on, st_off;
@@ -157,6 +172,8 @@ struct OnOff {
 OnOff SolveBothWays(const IcfModel& m, double tolerance) {
   SolverOptions on, off;
   on.tolerance = off.tolerance = tolerance;
+  on.friction_dual = off.friction_dual = false;
+  on.extended_line_search = off.extended_line_search = false;
   off.island_line_search = false;
   IcfSolver s_on, s_off;
   OnOff r{std::vector<double>(m.nv), std::vector<double>(m.nv), {}, {}};
@@ -188,7 +205,8 @@ TEST(Islands, EvalAlongLineIsTheSumOverIslands) {
   const int ni = m.num_islands;
   std::vector<double> alpha(ni, 0.37), l(ni), d1(ni), d2(ni);
   std::vector<char> active(ni, 1);
-  s.EvalAlongLineIslands(m, alpha.data(), active.data(), l.data(), d1.data(), d2.data());
+  icf::EvalAlongLineIslands(m, s.data(), alpha.data(), active.data(), l.data(), d1.data(),
+                            d2.data());
   double L, D1, D2;
   s.EvalAlongLine(m, 0.37, &L, &D1, &D2);
   EXPECT_NEAR(std::accumulate(l.begin(), l.end(), 0.0), L, 1e-12 * std::abs(L));
@@ -288,8 +306,8 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
   IcfSolver solver;
   solver.Evaluate(m, m.v0.data());
   for (LinearSolverKind kind : {LinearSolverKind::kBlock, LinearSolverKind::kIslands}) {
-    auto full = icf::MakeHessianFactor(kind);
-    auto part = icf::MakeHessianFactor(kind);
+    auto full = icf::MakeLinearSolver(kind);
+    auto part = icf::MakeLinearSolver(kind);
     full->Prepare(m);
     part->Prepare(m);
     ASSERT_TRUE(full->AssembleAndFactor(m, solver.data()));
@@ -305,7 +323,7 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
     EXPECT_LE((H * x_full - b).norm(), 1e-10 * b.norm());
     // The assembly (free objects: contacts on whole 6-dof trees take the
     // direct path of §8.7) is the dense kind's H to the bit.
-    auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
+    auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
     dense->Prepare(m);
     ASSERT_TRUE(dense->AssembleAndFactor(m, solver.data()));
     const Eigen::MatrixXd Hd = dense->DenseH();
@@ -315,7 +333,7 @@ TEST(Islands, BlockKindSkipsFrozenIslandsExactly) {
     EXPECT_EQ(differ, 0);
     // For the islands kind DenseH does not test its assembly: it rebuilds H
     // with AccumulateHessian, the dense kind's routine, while the factor is
-    // built from H assembled straight into its storage (hessian_islands.cc).
+    // built from H assembled straight into its storage (linear/islands.cc).
     // The solves of H x = b do: they agree with the dense kind's for a few b.
     // (On this scene the islands kind goes through the block elimination of
     // §8.7, not its own dense blocks — checked by aborting in its direct
@@ -386,29 +404,6 @@ TEST(Islands, IslandCountsOnlyIslandsThatIterate) {
               st1.islands_iterated);
 }
 
-// cenic-math §8.1: majorized friction blocks (first iteration, damped islands) change the
-// path, not the minimizer. On the mesh pile (multi-point mesh contacts, one
-// big island) after 0.5 s of fixed steps, plain Newton and one majorized
-// iteration first reach the same v to the tolerance and the same cost.
-TEST(MajorizedFriction, SameMinimizerOnTheMeshPile) {
-  const IcfModel m = MeshPileProblem();
-  ASSERT_GT(m.contacts.size(), 100);
-  SolverOptions plain, major;
-  plain.tolerance = major.tolerance = 1e-10;
-  major.majorized_iterations = 1;
-  major.majorize_damped = true;
-  IcfSolver s0, s1;
-  std::vector<double> v0(m.nv), v1(m.nv);
-  SolveStats st0, st1;
-  ASSERT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &st0), SolveStatus::kConverged);
-  ASSERT_EQ(s1.Solve(m, m.v0.data(), major, v1.data(), &st1), SolveStatus::kConverged);
-  const double dv = ExpectSameMinimizer(m, v0, v1);
-  std::printf("mesh pile, %d contacts: Newton %d / %d, line-search evaluations %d / %d "
-              "(plain / majorized); |dv| %.3g\n", m.contacts.size(), st0.iterations,
-              st1.iterations, st0.ls_iterations, st1.ls_iterations, dv);
-  EXPECT_NEAR(st0.cost, st1.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
-}
-
 // cenic-math §8.1: the primal-dual friction blocks change the Newton path, not
 // the minimizer. On the mesh pile after 0.5 s of fixed steps, exact Newton and
 // primal-dual Newton (duals started at 0 and at t̂) reach the same v to the
@@ -416,16 +411,17 @@ TEST(MajorizedFriction, SameMinimizerOnTheMeshPile) {
 TEST(PrimalDualFriction, SameMinimizerOnTheMeshPile) {
   const IcfModel m = MeshPileProblem();
   ASSERT_GT(m.contacts.size(), 100);
-  SolverOptions plain, dual0, dual1;
-  plain.tolerance = dual0.tolerance = dual1.tolerance = 1e-10;
-  dual0.friction_dual = dual1.friction_dual = true;
-  dual1.friction_dual_exact_start = true;
+  SolverOptions plain, dual;
+  plain.tolerance = dual.tolerance = 1e-10;
+  plain.friction_dual = false;
+  // s1 after a hard solve (duals from 0, the majorizer), s2 fresh (from t̂).
   IcfSolver s0, s1, s2;
+  ASSERT_GE(AfterAHardSolve(s1, m, dual), 3);
   std::vector<double> v0(m.nv), v1(m.nv), v2(m.nv);
   SolveStats st0, st1, st2;
   ASSERT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &st0), SolveStatus::kConverged);
-  ASSERT_EQ(s1.Solve(m, m.v0.data(), dual0, v1.data(), &st1), SolveStatus::kConverged);
-  ASSERT_EQ(s2.Solve(m, m.v0.data(), dual1, v2.data(), &st2), SolveStatus::kConverged);
+  ASSERT_EQ(s1.Solve(m, m.v0.data(), dual, v1.data(), &st1), SolveStatus::kConverged);
+  ASSERT_EQ(s2.Solve(m, m.v0.data(), dual, v2.data(), &st2), SolveStatus::kConverged);
   // Both stop below the 1e-10 gradient tolerance (ExpectSameMinimizer).
   const double dv1 = ExpectSameMinimizer(m, v0, v1), dv2 = ExpectSameMinimizer(m, v0, v2);
   std::printf("mesh pile, %d contacts: Newton %d / %d / %d (exact / primal-dual from 0 / from "
@@ -451,8 +447,9 @@ TEST(PrimalDualFriction, LooseToleranceSameMinimizer) {
     SolverOptions tight, plain, dual;
     tight.tolerance = 1e-10;
     plain.tolerance = dual.tolerance = 1e-6;
-    dual.friction_dual = true;  // z = 0 first, as after a hard solve
+    plain.friction_dual = false;
     IcfSolver s0, s1, s2;
+    ASSERT_GE(AfterAHardSolve(s2, m, tight), 3);  // z = 0 first, as after a hard solve
     std::vector<double> vt(m.nv), vp(m.nv), vd(m.nv);
     SolveStats st0, st1, st2;
     ASSERT_EQ(s0.Solve(m, m.v0.data(), tight, vt.data(), &st0), SolveStatus::kConverged);
@@ -518,44 +515,6 @@ TEST(PrimalDualFriction, FixedModeMeshPileNeedsAtMostSixNewtonIterations) {
   EXPECT_LE(per_solve, 6.0);
 }
 
-// cenic-math §8.1, line-searched guess: with a guess direction d the guess
-// v_g is the end of the segment v_g − d + β d, β ∈ [0, 1], and an island whose
-// minimizer on it lies at β < ½ starts there instead (the Hermite-cubic
-// estimate); the minimizer of ℓ is the same. On the mesh pile after 0.5 s of
-// fixed steps, with v* the minimizer and v_g = v0 + d, d = 3 (v* − v0) (a
-// guess that overshoots, as v_t + h a_prev does when the contact normals have
-// turned since the last step): ℓ is convex, so its minimum on the segment is
-// at β = 1/3, i.e. at v* itself, and the solve starting from the cubic
-// estimate of it needs fewer Newton iterations than from v0 + d without the
-// pull-back or from v0 (measured 3 against 8 and 7).
-TEST(LineSearchedGuess, StartsAtTheLineMinimumAndReachesTheSameMinimizer) {
-  const IcfModel m = MeshPileProblem();
-  ASSERT_GT(m.contacts.size(), 100);
-  SolverOptions o;
-  o.tolerance = 1e-10;
-  IcfSolver s0, s1, s2;
-  std::vector<double> v_star(m.nv), v1(m.nv), v2(m.nv), d(m.nv), over(m.nv);
-  SolveStats st0, st1, st2;
-  ASSERT_EQ(s0.Solve(m, m.v0.data(), o, v_star.data(), &st0), SolveStatus::kConverged);
-  for (int i = 0; i < m.nv; ++i) {
-    d[i] = 3 * (v_star[i] - m.v0[i]);
-    over[i] = m.v0[i] + d[i];
-  }
-  ASSERT_EQ(s1.Solve(m, over.data(), o, v1.data(), &st1), SolveStatus::kConverged);
-  ASSERT_EQ(s2.Solve(m, over.data(), o, v2.data(), &st2, nullptr, d.data()),
-            SolveStatus::kConverged);
-  // Same minimizer: all three stop below the 1e-10 gradient tolerance
-  // (ExpectSameMinimizer).
-  const double dv1 = ExpectSameMinimizer(m, v_star, v1);
-  const double dv2 = ExpectSameMinimizer(m, v_star, v2);
-  std::printf("mesh pile, %d contacts, %d islands: Newton %d from v0, %d from v0 + d, %d "
-              "line-searched along d; |dv| %.3g, %.3g\n", m.contacts.size(), m.num_islands,
-              st0.iterations, st1.iterations, st2.iterations, dv1, dv2);
-  EXPECT_LT(st2.iterations, st0.iterations);
-  EXPECT_LT(st2.iterations, st1.iterations);
-  EXPECT_NEAR(st0.cost, st2.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
-}
-
 // cenic-math §8.3, extended line search: an island whose slope at α = 1 is
 // still below −κ ℓ'(0) searches on up to α = 2. The minimizer and the
 // stopping test are unchanged, ℓ still falls at every iteration, and where
@@ -590,9 +549,10 @@ TEST(ExtendedLineSearch, SameMinimizerFallingCostFewerIterationsOnASlide) {
     const IcfModel& m = problems[p];
     SolverOptions plain, ext;
     plain.tolerance = ext.tolerance = 1e-10;
-    plain.friction_dual = ext.friction_dual = true;
-    ext.extend_slope = 0.3;
-    IcfSolver s0, s1;
+    plain.extended_line_search = false;
+    IcfSolver s0, s1;  // duals from 0, as after a hard solve
+    AfterAHardSolve(s0, m, plain);
+    AfterAHardSolve(s1, m, plain);
     std::vector<double> v0(m.nv), v1(m.nv), h0, h1;
     SolveStats st0, st1;
     ASSERT_EQ(s0.Solve(m, m.v0.data(), plain, v0.data(), &st0, &h0), SolveStatus::kConverged);
@@ -612,20 +572,6 @@ TEST(ExtendedLineSearch, SameMinimizerFallingCostFewerIterationsOnASlide) {
   }
 }
 
-// cenic-math §8.1, contact sweeps (SolverOptions::guess_sweeps): Gauss–Seidel
-// sweeps over the contacts, each solving its own normal and friction law
-// against diag(A), build a second guess, and each island not optimal at the
-// guess starts from the one of lower ℓ_i. Only the starting point changes:
-// the minimizer is the same to the solver tolerance. Problem where it pays,
-// the mechanism of replicate/particle.xml: 27 frictionless spheres (r = 5 cm,
-// 0.1 kg) stacked 3 × 3 × 3 overlapping by 8 mm, the second fixed step's
-// problem: every contact is deep and the stack expands, Newton from v0 walks
-// the open/closed set of the contacts over several iterations, the sweeps
-// settle it before Newton starts (measured 3 → 1 iterations from v0). Also
-// the mesh pile and the clutter scene (friction, several islands): the same
-// minimizer (iterations may go either way there: a lower ℓ_i is not fewer
-// iterations). Stepper's fixed-mode settings (primal-dual friction, extended
-// search), tolerance 1e-10.
 // The ICF problem of the last of `steps` default fixed steps of the MJCF
 // `xml`, after `init` set the initial state (mj_forward follows it).
 template <class Init>
@@ -644,105 +590,9 @@ IcfModel ProblemAfterFixedSteps(const std::string& xml, int steps, Init init) {
   return stepper->last_problem();
 }
 
-IcfModel OverlappingSpheresProblem() {
-  const int nside = 3, steps = 2;
-  const double sp = 0.092;  // centre spacing: 8 mm overlap
-  std::string xml = "<mujoco><option timestep='0.002'/><worldbody>"
-                    "<geom type='plane' size='1 1 .1'/>";
-  for (int i = 0; i < nside; ++i)
-    for (int j = 0; j < nside; ++j)
-      for (int k = 0; k < 3; ++k) {
-        char body[200];
-        std::snprintf(body, sizeof(body),
-                      "<body pos='%g %g %g'><freejoint/><geom type='sphere' size='0.05' "
-                      "mass='0.1' condim='1'/></body>", sp * i, sp * j, 0.048 + sp * k);
-        xml += body;
-      }
-  xml += "</worldbody></mujoco>";
-  IcfModel m = ProblemAfterFixedSteps(xml, steps, [](const mjModel*, mjData*) {});
-  EXPECT_GT(m.contacts.size(), 50);
-  return m;
-}
-
-TEST(ContactSweeps, SameMinimizerFewerIterationsOnOverlappingSpheres) {
-  const IcfModel problems[] = {OverlappingSpheresProblem(), MeshPileProblem(),
-                               ClutterProblemAt(0.25)};
-  const char* names[] = {"overlapping spheres", "mesh pile", "clutter"};
-  for (int p = 0; p < 3; ++p) {
-    const IcfModel& m = problems[p];
-    const SolverOptions plain = FixedModeOptions(1e-10);
-    SolverOptions swept = plain;
-    swept.guess_sweeps = 20;
-    const auto [st0, st1, dv] = SolvePlainAndSwept(m, plain, swept);
-    std::printf("%s, %d contacts, %d islands: Newton %d plain / %d from the sweeps "
-                "(%d islands started there); |dv| %.3g\n", names[p], m.contacts.size(),
-                std::max(m.num_islands, 1), st0.iterations, st1.iterations, st1.sweep_islands,
-                dv);
-    EXPECT_EQ(st0.sweep_islands, 0);
-    EXPECT_NEAR(st0.cost, st1.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
-    if (p == 0) {
-      EXPECT_GT(st1.sweep_islands, 0);
-      EXPECT_LT(st1.iterations, st0.iterations);
-    }
-  }
-}
-
-// Targeting by history (cenic-math §8.1.4): an island is swept
-// only if its dofs needed ≥ sweep_min_history iterations in the last solve
-// from the usual guess, and, once it started from the sweeps, only while that
-// saved ≥ sweep_min_saving iterations. The same minimizer either way.
-TEST(ContactSweeps, HistoryTargetsIslandsThatWereSlow) {
-  const IcfModel m = OverlappingSpheresProblem();
-  SolverOptions plain;
-  plain.tolerance = 1e-10;
-  plain.friction_dual = true;
-  plain.extend_slope = 0.3;
-  IcfSolver ref;
-  std::vector<double> v_ref(m.nv), v(m.nv);
-  SolveStats st0, st;
-  ASSERT_EQ(ref.Solve(m, m.v0.data(), plain, v_ref.data(), &st0), SolveStatus::kConverged);
-  ASSERT_GE(st0.iterations, 2);
-  SolverOptions swept = plain;
-  swept.guess_sweeps = 20;
-  // A solve with sweep_min_history > 0 (and no sweeps) keeps the counts.
-  SolverOptions recorded = plain;
-  recorded.sweep_min_history = 1;
-  // Not slow enough last time: no island swept, the plain iterations.
-  {
-    IcfSolver s;
-    ASSERT_EQ(s.Solve(m, m.v0.data(), recorded, v.data(), &st), SolveStatus::kConverged);
-    SolverOptions o = swept;
-    o.sweep_min_history = st0.iterations + 1;
-    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
-    EXPECT_EQ(st.sweep_islands, 0);
-    EXPECT_EQ(st.iterations, st0.iterations);
-  }
-  // Slow enough: swept, fewer iterations, the same minimizer; then swept
-  // again only if the swept start saved enough.
-  {
-    IcfSolver s;
-    ASSERT_EQ(s.Solve(m, m.v0.data(), recorded, v.data(), &st), SolveStatus::kConverged);
-    SolverOptions o = swept;
-    o.sweep_min_history = st0.iterations;
-    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
-    EXPECT_GT(st.sweep_islands, 0);
-    EXPECT_LT(st.iterations, st0.iterations);
-    ExpectSameMinimizer(m, v_ref, v);
-    const int saved = st0.iterations - st.iterations;
-    o.sweep_min_saving = saved;  // saved that many: swept again
-    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
-    EXPECT_GT(st.sweep_islands, 0);
-    o.sweep_min_saving = saved + 1;  // asks for more: the usual guess
-    ASSERT_EQ(s.Solve(m, m.v0.data(), o, v.data(), &st), SolveStatus::kConverged);
-    EXPECT_EQ(st.sweep_islands, 0);
-    EXPECT_EQ(st.iterations, st0.iterations);
-    ExpectSameMinimizer(m, v_ref, v);
-  }
-}
-
 // Impact sweeps (cenic-math §8.1.5): free bodies landing at
 // 5 m/s (the Hunt–Crossley impulse quadratic in v_n: Newton halves v_n per
-// iteration from the guess) are swept without any history, and need fewer
+// iteration from the guess) are swept, and need fewer
 // iterations to the same minimizer; an articulated body landing the same way
 // (a tree of > 6 dofs: diag(A) is not its A) is not swept.
 // A 0.2 m box on a free joint at (x, 0, 0.099), 1 mm into the floor, holding
@@ -777,10 +627,7 @@ IcfModel LandingProblem(bool articulated) {
 TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
   for (const bool articulated : {false, true}) {
     const IcfModel m = LandingProblem(articulated);
-    const SolverOptions plain = FixedModeOptions(1e-8);
-    SolverOptions impact = plain;
-    impact.impact_sweeps = 20;
-    const auto [st0, st1, dv] = SolvePlainAndSwept(m, plain, impact);
+    const auto [st0, st1, dv] = SolvePlainAndSwept(m, 1e-8);
     std::printf("%s landing, %d contacts: Newton %d plain / %d with impact sweeps (%d islands "
                 "swept); |dv| %.3g\n", articulated ? "articulated" : "free", m.contacts.size(),
                 st0.iterations, st1.iterations, st1.sweep_islands, dv);
@@ -814,88 +661,19 @@ IcfModel RowLandingProblem(int landing) {
 
 TEST(ContactSweeps, PileImpactsAreSweptWhenManyBodiesLand) {
   const IcfModel all = RowLandingProblem(6), one = RowLandingProblem(1);
-  const SolverOptions plain = FixedModeOptions(1e-8);
-  SolverOptions impact = plain;
-  impact.impact_sweeps = 20;
-  ASSERT_LT(impact.impact_max_dofs, all.nv);
-  ASSERT_GT(impact.pile_impact_share, 0);  // on by default with impact_sweeps
+  ASSERT_LT(icf::ContactSweeps::kImpactMaxDofs, all.nv);
   // All six landing: 24 floor contacts are impacts, over half the island's.
-  const auto [st0, st1, dv] = SolvePlainAndSwept(all, plain, impact);
+  const auto [st0, st1, dv] = SolvePlainAndSwept(all, 1e-8);
   std::printf("six boxes landing, %d contacts: Newton %d plain / %d with pile impacts (%d "
               "islands swept); |dv| %.3g\n", all.contacts.size(), st0.iterations,
               st1.iterations, st1.sweep_islands, dv);
   EXPECT_EQ(st1.sweep_islands, 1);
   EXPECT_LT(st1.iterations, st0.iterations);
-  // The same with the rule off (the island is too large for the impact rule), or
-  // asking for more impacts than there are: not swept, the plain iterations.
-  for (const auto& [share, count] : {std::pair{0.0, 8}, std::pair{0.03, 25}}) {
-    SolverOptions o = impact;
-    o.pile_impact_share = share;
-    o.pile_impact_count = count;
-    const auto [p0, p1, d] = SolvePlainAndSwept(all, plain, o);
-    EXPECT_EQ(p1.sweep_islands, 0) << share << " " << count;
-    EXPECT_EQ(p1.iterations, p0.iterations);
-  }
-  // One box landing on the row: 4 impacts, fewer than pile_impact_count.
-  const auto [q0, q1, dq] = SolvePlainAndSwept(one, plain, impact);
+  // One box landing on the row: 4 impacts, fewer than kPileImpactCount.
+  ASSERT_GT(icf::ContactSweeps::kPileImpactCount, 4);
+  const auto [q0, q1, dq] = SolvePlainAndSwept(one, 1e-8);
   EXPECT_EQ(q1.sweep_islands, 0);
   EXPECT_EQ(q1.iterations, q0.iterations);
-  SolverOptions four = impact;
-  four.pile_impact_count = 4;  // with 4 it is swept
-  const auto [r0, r1, dr] = SolvePlainAndSwept(one, plain, four);
-  EXPECT_EQ(r1.sweep_islands, 1);
-}
-
-// Articulated sweeps (cenic-math §8.1.6): the contact sweeps
-// with the trees' real A (dense Cholesky per tree) and the joint-limit rows
-// swept as one-sided rows. Four three-link bodies (a free root and two
-// limited hinges, 8 dofs per tree) land at 5 m/s with their hinges driven
-// into the lower limits: swept (no history rule here), the same minimizer;
-// free bodies (no tree > 6 dofs) are not swept by this option.
-IcfModel ArticulatedLandingProblem() {
-  const std::string limited_link =
-      "<joint type='hinge' axis='0 1 0' limited='true' range='-5 30'/>"
-      "<geom type='box' size='0.1 0.1 0.1'/>";
-  std::string bodies;
-  for (int i = 0; i < 4; ++i)
-    bodies += LandingBox(i, "<body pos='0.25 0 0'>" + limited_link + "<body pos='0.25 0 0'>" +
-                                limited_link + "</body></body>");
-  const std::string xml = FloorScene(bodies);
-  IcfModel m = ProblemAfterFixedSteps(xml, 1, [](const mjModel* model, mjData* data) {
-    const int per = model->nv / 4;
-    for (int b = 0; b < 4; ++b) {
-      data->qvel[b * per + 2] = -5;  // the root's z
-      data->qvel[b * per + 6] = -3;  // the hinges, into their lower limits
-      data->qvel[b * per + 7] = -3;
-    }
-  });
-  EXPECT_GE(m.contacts.size(), 16);
-  EXPECT_GE(m.limits.size(), 8);
-  return m;
-}
-
-TEST(ContactSweeps, ArticulatedSweepsKeepTheMinimizer) {
-  const IcfModel problems[] = {ArticulatedLandingProblem(), LandingProblem(false)};
-  for (int p = 0; p < 2; ++p) {
-    const IcfModel& m = problems[p];
-    const SolverOptions plain = FixedModeOptions(1e-8);
-    SolverOptions swept = plain;
-    swept.articulated_sweeps = 50;
-    const auto [st0, st1, dv] = SolvePlainAndSwept(m, plain, swept);
-    std::printf("%s landing, %d contacts, %d limit rows: Newton %d plain / %d with articulated "
-                "sweeps (%d islands started there); |dv| %.3g\n",
-                p == 0 ? "articulated" : "free", m.contacts.size(), m.limits.size(),
-                st0.iterations, st1.iterations, st1.sweep_islands, dv);
-    EXPECT_EQ(st0.sweep_islands, 0);
-    EXPECT_NEAR(st0.cost, st1.cost, 1e-10 * std::abs(st0.cost) + 1e-12);
-    if (p == 0) {
-      EXPECT_GT(st1.sweep_islands, 0);
-      EXPECT_LT(st1.iterations, st0.iterations);  // measured 10 -> 4
-    } else {
-      EXPECT_EQ(st1.sweep_islands, 0);
-      EXPECT_EQ(st1.iterations, st0.iterations);
-    }
-  }
 }
 
 // Solve's `extrapolated` (cenic-math §8.1.1): an island whose
@@ -924,7 +702,7 @@ TEST(Islands, ExtrapolatedGuessAtTheSolutionIteratesAndStaysThere) {
     IcfSolver s1;  // fresh: no factorization to reuse
     std::vector<double> v(m.nv);
     SolveStats st;
-    ASSERT_EQ(s1.Solve(m, v_star.data(), o, v.data(), &st, nullptr, nullptr, all.data()),
+    ASSERT_EQ(s1.Solve(m, v_star.data(), o, v.data(), &st, nullptr, all.data()),
               SolveStatus::kConverged)
         << "per island " << per_island;
     EXPECT_GE(st.factorizations, 1) << "accepted at the guess, per island " << per_island;
@@ -973,7 +751,7 @@ TEST(Islands, OnlyTheExtrapolatedIslandIsNotAcceptedAtTheGuess) {
   IcfSolver s;
   std::vector<double> v(m.nv);
   SolveStats st;
-  ASSERT_EQ(s.Solve(m, guess.data(), o, v.data(), &st, nullptr, nullptr, extrapolated.data()),
+  ASSERT_EQ(s.Solve(m, guess.data(), o, v.data(), &st, nullptr, extrapolated.data()),
             SolveStatus::kConverged);
   EXPECT_EQ(st.islands_iterated, st.iterations > 0 ? 1 : 0);
   EXPECT_GE(st.factorizations, 1);

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
@@ -126,6 +126,9 @@ void CompareSolves(const IcfModel& m, const char* name) {
   od.tolerance = os.tolerance = 1e-8;
   od.linear_solver = LinearSolverKind::kDense;
   os.linear_solver = LinearSolverKind::kSparse;
+  // The exact Hessian: the duals' start would follow the solver's last solve
+  // (icf_solver.h, "Policy"), and the re-solve below must repeat the first.
+  od.friction_dual = os.friction_dual = false;
   IcfSolver sd, ss;
   SolveStats std_, sts;
   Eigen::VectorXd vd(m.nv), vs(m.nv);
@@ -194,8 +197,8 @@ TEST(LinearSolver, DenseAndSparseAssembleTheSameHessian) {
   IcfSolver solver;
   const Eigen::VectorXd v = Perturbed(m, 3, 1e-2);
   solver.Evaluate(m, v.data());
-  auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
-  auto sparse = icf::MakeHessianFactor(LinearSolverKind::kSparse);
+  auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
+  auto sparse = icf::MakeLinearSolver(LinearSolverKind::kSparse);
   EXPECT_TRUE(dense->Prepare(m));
   EXPECT_TRUE(sparse->Prepare(m));
   ASSERT_TRUE(dense->AssembleAndFactor(m, solver.data()));
@@ -211,14 +214,14 @@ TEST(LinearSolver, DenseAndSparseAssembleTheSameHessian) {
   // One dense block per island: H has no entry across islands, so the
   // block-diagonal assembly is the whole H and solves the same system
   // (aliasing x = b allowed).
-  auto islands = icf::MakeHessianFactor(LinearSolverKind::kIslands);
+  auto islands = icf::MakeLinearSolver(LinearSolverKind::kIslands);
   EXPECT_TRUE(islands->Prepare(m));
   EXPECT_FALSE(islands->Prepare(m));  // same partition: no new "analysis"
   ASSERT_TRUE(islands->AssembleAndFactor(m, solver.data()));
   EXPECT_LE((Hd - islands->DenseH()).cwiseAbs().maxCoeff(), 1e-14 * Hd.cwiseAbs().maxCoeff());
   // DenseH does not test the islands kind's assembly: it rebuilds H with
   // AccumulateHessian, the dense kind's routine, while the factor is built
-  // from H assembled straight into its storage (hessian_islands.cc). Its
+  // from H assembled straight into its storage (linear/islands.cc). Its
   // solves of H x = b do: they agree with the dense kind's for a few b.
   icf::ExpectSameSolves(islands.get(), dense.get(), m.nv);
   Eigen::VectorXd xi = b;
@@ -228,11 +231,11 @@ TEST(LinearSolver, DenseAndSparseAssembleTheSameHessian) {
 
 TEST(LinearSolver, SparsePatternIsAnalysedOnce) {
   // IcfSolver does not expose its factor's analysis counter, so this drives
-  // a HessianFactor directly the way IcfSolver::Solve does (Prepare once per
+  // a LinearSolver directly the way IcfSolver::Solve does (Prepare once per
   // solve, then assemble/factor per Newton iteration).
   const IcfModel& m = Problems().contact;
   IcfSolver solver;
-  auto sparse = icf::MakeHessianFactor(LinearSolverKind::kSparse);
+  auto sparse = icf::MakeLinearSolver(LinearSolverKind::kSparse);
   EXPECT_TRUE(sparse->Prepare(m));
   EXPECT_EQ(sparse->analyses(), 1);
   const auto id = sparse->pattern_id();
@@ -263,7 +266,7 @@ std::set<std::pair<int, int>> CoupledPairs(const IcfModel& m) {
 TEST(LinearSolver, SparsePatternReuseWhenContactsChange) {
   // Contacts coupling cliques come and go between solves; the sparse factor
   // keeps a superset pattern while it stays within 2·(current pairs) + 16
-  // (hessian.h). Directions must be exact whichever pattern is in use.
+  // (linear_solver.h). Directions must be exact whichever pattern is in use.
   const IcfModel& full = Problems().contact;
   auto is_coupling = [&](int c) {
     const auto dofs = full.contacts.rows.dofs(c);
@@ -283,7 +286,7 @@ TEST(LinearSolver, SparsePatternReuseWhenContactsChange) {
   // `sequence`'s internal sparse factor sees every model in turn; `probe`
   // receives the same Prepare calls and exposes the analysis counter.
   IcfSolver sequence;
-  auto probe = icf::MakeHessianFactor(LinearSolverKind::kSparse);
+  auto probe = icf::MakeLinearSolver(LinearSolverKind::kSparse);
   const IcfModel* order[] = {&full, &half, &full, &half, &full, &none, &half, &full};
   const int analyses_after[] = {1, 1, 1, 1, 1, -1, -1, -1};  // -1: not asserted
   double worst = 0;

@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "icf/with_contacts.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
@@ -98,7 +98,7 @@ TEST(LowRank, WoodburySolveEqualsDenseCholeskyOnWideRows) {
     ASSERT_GE(icf::CouplingRank(m), 4);  // at least the wide rows
     IcfSolver solver;
     solver.Evaluate(m, m.v0.data());
-    auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
+    auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
     EXPECT_TRUE(dense->Prepare(m));
     ASSERT_TRUE(dense->AssembleAndFactor(m, solver.data()));
     const Eigen::MatrixXd Hd = dense->DenseH();
@@ -107,7 +107,7 @@ TEST(LowRank, WoodburySolveEqualsDenseCholeskyOnWideRows) {
     Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(m.nv, -1, 2), xd(m.nv);
     dense->Solve(b.data(), xd.data());
     for (LinearSolverKind kind : {LinearSolverKind::kLowRank, LinearSolverKind::kBlock}) {
-      auto f = icf::MakeHessianFactor(kind);
+      auto f = icf::MakeLinearSolver(kind);
       EXPECT_TRUE(f->Prepare(m));
       ASSERT_TRUE(f->AssembleAndFactor(m, solver.data()));
       EXPECT_LE((Hd - f->DenseH()).cwiseAbs().maxCoeff(), 1e-13 * Hd.cwiseAbs().maxCoeff())
@@ -125,8 +125,8 @@ TEST(LowRank, NoCouplingRowsIsTheBlockDiagonalSolve) {
   EXPECT_EQ(icf::CouplingRank(m), 0);
   IcfSolver solver;
   solver.Evaluate(m, m.v0.data());
-  auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
-  auto low = icf::MakeHessianFactor(LinearSolverKind::kLowRank);
+  auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
+  auto low = icf::MakeLinearSolver(LinearSolverKind::kLowRank);
   dense->Prepare(m);
   low->Prepare(m);
   ASSERT_TRUE(dense->AssembleAndFactor(m, solver.data()));
@@ -219,8 +219,8 @@ TEST(LowRank, StructureIsAnalysedOnceWhateverTheContactSet) {
     return test_util::WithContacts(full, [every](int c) { return every > 0 && c % every == 0; });
   };
   const IcfModel half = subset(2), none = subset(0);
-  auto low = icf::MakeHessianFactor(LinearSolverKind::kLowRank);
-  auto block = icf::MakeHessianFactor(LinearSolverKind::kBlock);
+  auto low = icf::MakeLinearSolver(LinearSolverKind::kLowRank);
+  auto block = icf::MakeLinearSolver(LinearSolverKind::kBlock);
   const IcfModel* order[] = {&full, &half, &none, &full, &half, &full};
   for (const IcfModel* m : order) {
     low->Prepare(*m);
@@ -229,7 +229,7 @@ TEST(LowRank, StructureIsAnalysedOnceWhateverTheContactSet) {
     s.Evaluate(*m, m->v0.data());
     ASSERT_TRUE(low->AssembleAndFactor(*m, s.data()));
     ASSERT_TRUE(block->AssembleAndFactor(*m, s.data()));
-    auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
+    auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
     dense->Prepare(*m);
     ASSERT_TRUE(dense->AssembleAndFactor(*m, s.data()));
     Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(m->nv, -1, 1), xd(m->nv), xl(m->nv),

@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
@@ -143,7 +143,7 @@ void ExpectDirectionSolvesTheNewtonSystem(const IcfModel& m) {
   const double floor = kappa * std::numeric_limits<double>::epsilon();
   std::printf("  kappa(H) %.3g, round-off floor %.3g\n", kappa, floor);
   for (double tol : {1e-2, 1e-4, 1e-12}) {
-    auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+    auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
     pcg->Prepare(m);
     ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
     // The matrix it multiplies by is H.
@@ -212,7 +212,7 @@ TEST(Pcg, SolvesReachTheSparseSolversVelocities) {
 }
 
 // Preconditioned CG on H x = b from x = 0 with z = precondition(r), written
-// with Eigen as the reference the tests compare PcgHessian against: the
+// with Eigen as the reference the tests compare PcgSolver against: the
 // iteration count to the relative residual `tol`, and the solution in *x.
 template <class Precondition>
 int ReferencePcgIterations(const Eigen::MatrixXd& H, const Eigen::VectorXd& b, double tol,
@@ -254,7 +254,7 @@ TEST(Pcg, GaussSeidelPreconditionerHalvesTheIterationsOfBlockJacobi) {
   solver.Evaluate(m, m.v0.data());
   const Eigen::VectorXd b = -Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
   for (double tol : {1e-2, 1e-4, 1e-8}) {
-    auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+    auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
     pcg->Prepare(m);
     ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
     Eigen::VectorXd w(m.nv);
@@ -271,7 +271,7 @@ TEST(Pcg, GaussSeidelPreconditionerHalvesTheIterationsOfBlockJacobi) {
 // PCG with the symmetric block Gauss–Seidel preconditioner
 // P = (B + L) B⁻¹ (B + L)ᵀ in its textbook form (z = P⁻¹ r, one product with
 // H per iteration), written here densely with Eigen as the reference for the
-// split form PcgHessian runs (cenic-math §8.4): the iteration count to `tol`
+// split form PcgSolver runs (cenic-math §8.4): the iteration count to `tol`
 // and the solution in *x.
 int TextbookSgsIterations(const IcfModel& m, const Eigen::MatrixXd& H, const Eigen::VectorXd& b,
                           double tol, Eigen::VectorXd* x) {
@@ -298,7 +298,7 @@ void ExpectTextbookIterates(const IcfModel& m) {
   solver.Evaluate(m, m.v0.data());
   const Eigen::VectorXd b = -Eigen::Map<const Eigen::VectorXd>(solver.data().grad.data(), m.nv);
   for (double tol : {1e-2, 1e-4, 1e-8}) {
-    auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+    auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
     pcg->Prepare(m);
     ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
     pcg->Bind(m, solver.data());
@@ -328,7 +328,9 @@ TEST(Pcg, ForcingCutsConjugateGradientIterationsNotTheSolution) {
   SolverOptions os, o0, o1;
   os.linear_solver = LinearSolverKind::kSparse;
   o0.linear_solver = o1.linear_solver = LinearSolverKind::kPcg;
-  o1.pcg_forcing_max = 1e-2;  // what the stepper sets in fixed mode (§8.4)
+  // Forcing (§8.4) is the solver's policy for a tight tolerance (o1's 1e-8):
+  // o0, at a looser tolerance, solves every direction to pcg_tolerance.
+  o0.tolerance = 2 * IcfSolver::kTightTolerance;
   IcfSolver ss, s0, s1;
   SolveStats sts, st0, st1;
   Eigen::VectorXd vs(m.nv), v0(m.nv), v1(m.nv);
@@ -344,7 +346,7 @@ TEST(Pcg, ForcingCutsConjugateGradientIterationsNotTheSolution) {
   EXPECT_LE(st1.iterations, st0.iterations + 2);
 }
 
-void ExpectReuseMultipliesByTheCurrentHessian(const IcfModel& m) {
+void ExpectRebindingMultipliesByTheCurrentHessian(const IcfModel& m) {
   ASSERT_GT(m.nv, 0);
   SolverOptions os;
   os.linear_solver = LinearSolverKind::kSparse;
@@ -355,7 +357,7 @@ void ExpectReuseMultipliesByTheCurrentHessian(const IcfModel& m) {
   const Eigen::MatrixXd H1 = ref.Hessian(m, v1.data());
   ASSERT_GT((H1 - H0).norm(), 1e-3 * H0.norm());  // contacts changed state
   const double tol = 1e-10;
-  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+  auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
   solver.Evaluate(m, m.v0.data());
   pcg->Prepare(m);
   ASSERT_TRUE(pcg->AssembleAndFactor(m, solver.data()));
@@ -374,14 +376,14 @@ void ExpectReuseMultipliesByTheCurrentHessian(const IcfModel& m) {
   EXPECT_LE(r1, tol);
 }
 
-// Assembled at v0, then bound to a later iterate (what Hessian reuse does):
+// Assembled at v0, then bound to a later iterate:
 // the product must be that iterate's H, not the assembled one; the textbook
 // form's preconditioner then has the rank-one blocks written out densely.
-TEST(Pcg, HessianReuseMultipliesByTheCurrentHessian) {
-  ExpectReuseMultipliesByTheCurrentHessian(PileProblem());
+TEST(Pcg, RebindingMultipliesByTheCurrentHessian) {
+  ExpectRebindingMultipliesByTheCurrentHessian(PileProblem());
 }
-TEST(Pcg, HessianReuseWithRankOneBlocks) {
-  ExpectReuseMultipliesByTheCurrentHessian(FrictionlessPileProblem());
+TEST(Pcg, RebindingWithRankOneBlocks) {
+  ExpectRebindingMultipliesByTheCurrentHessian(FrictionlessPileProblem());
 }
 
 // Within one Prepare, assembled at v0, at a stirred v1 where ball–ball
@@ -412,7 +414,7 @@ TEST(Pcg, ReassemblyAtANewIterateTakesItsBlocks) {
   std::printf("  of %d contacts, %d open between v0 and v1\n", m.contacts.size(), opened);
   ASSERT_GT(opened, 0);
   const double tol = 1e-12;
-  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, tol, 1000);
+  auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, tol, 1000);
   pcg->Prepare(m);
   Eigen::VectorXd w(m.nv), w_dense(m.nv);
   const double* iterates[] = {m.v0.data(), v1.data(), m.v0.data()};
@@ -429,11 +431,11 @@ TEST(Pcg, ReassemblyAtANewIterateTakesItsBlocks) {
   }
 }
 
-// Hessian reuse keeps a factor across solves while Prepare reports the same
-// pattern (cenic-math §8.5). With the same cliques but other coupled pairs
-// (ball–ball contacts gone), the last assembly's coupling blocks are indexed
-// by the old pairs: Prepare must report the change, so the reused solver
-// assembles again and reaches the velocities of a fresh one.
+// A solver keeps its kinds' layouts across solves while Prepare reports the
+// same pattern. With the same cliques but other coupled pairs (ball–ball
+// contacts gone), the last assembly's coupling blocks are indexed by the old
+// pairs: Prepare must report the change, so the reused solver lays them out
+// again and reaches the velocities of a fresh one.
 TEST(Pcg, PrepareReportsAChangedCouplingPattern) {
   const IcfModel& full = FrictionlessPileProblem();
   ASSERT_GT(full.nv, 0);
@@ -444,7 +446,7 @@ TEST(Pcg, PrepareReportsAChangedCouplingPattern) {
     return !coupling || seen++ % 3 != 0;  // drop every third ball–ball contact
   });
   ASSERT_LT(fewer.contacts.size(), full.contacts.size());
-  auto pcg = icf::MakeHessianFactor(LinearSolverKind::kPcg, 1e-10, 1000);
+  auto pcg = icf::MakeLinearSolver(LinearSolverKind::kPcg, 1e-10, 1000);
   pcg->Prepare(full);
   EXPECT_FALSE(pcg->Prepare(full));
   EXPECT_TRUE(pcg->Prepare(fewer));
@@ -453,7 +455,7 @@ TEST(Pcg, PrepareReportsAChangedCouplingPattern) {
 
   SolverOptions o;
   o.linear_solver = LinearSolverKind::kPcg;
-  o.hessian_reuse = true;
+  o.friction_dual = false;  // (its start depends on the last solve's iterations)
   IcfSolver reused, fresh;
   Eigen::VectorXd v(full.nv), v_fresh(full.nv);
   SolveStats st, st_fresh;
@@ -466,15 +468,14 @@ TEST(Pcg, PrepareReportsAChangedCouplingPattern) {
               "factorizations, scaled |v - v_fresh| %.2e (tol %.2e)\n", st.iterations,
               st_fresh.iterations, st.factorizations, st_fresh.factorizations, dv, tol);
   EXPECT_EQ(status, SolveStatus::kConverged);
-  // The new pattern's first iteration assembles, as a fresh solver's does.
   EXPECT_EQ(st.factorizations, st_fresh.factorizations);
   EXPECT_LT(dv, 10 * tol);
 }
 
 TEST(Pcg, FixedModePileNeedsFewNewtonIterations) {
   // The stepper's fixed mode on the pile dropped with a stir (PCG under
-  // auto once it is one island; warm start, majorization and forcing of
-  // cenic-math §8.1, §8.4): measured 3.77 Newton iterations per solve over
+  // auto once it is one island; warm start, primal-dual friction and forcing
+  // of cenic-math §8.1, §8.4): measured 3.77 Newton iterations per solve over
   // 0.3 s (60 steps).
   ModelPtr m = Pile();
   ASSERT_TRUE(m);

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/icf_model.h"
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/stepper.h"
@@ -163,8 +163,8 @@ TEST(TreeSolver, SameHessianAndDirectionAsDense) {
     const Eigen::VectorXd v = Perturbed(m, scale);
     IcfSolver solver;
     solver.Evaluate(m, v.data());
-    auto dense = icf::MakeHessianFactor(LinearSolverKind::kDense);
-    auto tree = icf::MakeHessianFactor(LinearSolverKind::kTree);
+    auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
+    auto tree = icf::MakeLinearSolver(LinearSolverKind::kTree);
     EXPECT_TRUE(dense->Prepare(m));
     EXPECT_TRUE(tree->Prepare(m));
     EXPECT_FALSE(tree->Prepare(m));  // M's pattern: nothing new to analyse

@@ -1,5 +1,5 @@
-// Helpers shared by the linear solvers of the ICF Hessian (hessian_*.cc,
-// one solver per file; the factory and the auto rules are in hessian.cc).
+// Helpers shared by the linear solvers of the ICF Hessian (linear/*.cc,
+// one solver per file; the factory and the auto rules are in linear_solver.cc).
 // Internal to mjcenic_icf: not part of any public interface.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 
 namespace mjcenic::icf::detail {
 
@@ -400,13 +400,13 @@ void AccumulateHessian(const IcfModel& m, const IcfData& d, std::vector<double>*
 // layout: row i is the row of its parent dof followed by i (cenic-math §8.8).
 bool MassMatrixHasTreeLayout(const IcfModel& m);
 
-// One factory per linear solver kind (hessian_<kind>.cc).
-std::unique_ptr<HessianFactor> MakeDenseHessian();
-std::unique_ptr<HessianFactor> MakePcgHessian(double tolerance, int max_iterations);
-std::unique_ptr<HessianFactor> MakeSparseHessian();
-std::unique_ptr<HessianFactor> MakeLowRankHessian();
-std::unique_ptr<HessianFactor> MakeBlockHessian();
-std::unique_ptr<HessianFactor> MakeIslandHessian();
-std::unique_ptr<HessianFactor> MakeTreeHessian();
+// One factory per linear solver kind (linear/<kind>.cc).
+std::unique_ptr<LinearSolver> MakeDenseSolver();
+std::unique_ptr<LinearSolver> MakePcgSolver(double tolerance, int max_iterations);
+std::unique_ptr<LinearSolver> MakeSparseSolver();
+std::unique_ptr<LinearSolver> MakeLowRankSolver();
+std::unique_ptr<LinearSolver> MakeBlockSolver();
+std::unique_ptr<LinearSolver> MakeIslandsSolver();
+std::unique_ptr<LinearSolver> MakeTreeSolver();
 
 }  // namespace mjcenic::icf::detail

@@ -1,5 +1,5 @@
-// The islands linear solver of the ICF Hessian (see hessian.h).
-#include "mjcenic/icf/hessian_internal.h"
+// The islands linear solver of the ICF Hessian (see linear_solver.h).
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -19,8 +19,8 @@ namespace {
 // One dense lower-triangular block per island, factorized in place; for many
 // small independent systems (a hundred robots, piles of separate objects)
 // this costs Σ nᵢ³/3 and no sparse bookkeeping. When an island grows large
-// and its trees are small, the whole system goes through BlockHessian.
-class IslandHessian final : public HessianFactor {
+// and its trees are small, the whole system goes through BlockSolver.
+class IslandsSolver final : public LinearSolver {
  public:
   bool Prepare(const IcfModel& model) override {
     // An island of many small trees: block elimination over the tree graph
@@ -96,7 +96,7 @@ class IslandHessian final : public HessianFactor {
     if (by_block_) return graph_->AssembleAndFactor(model, data);
     const int ni = static_cast<int>(size_.size());
     // (The flags and the dof → island table through locals: GCC re-read the
-    // members at every test; cenic-math §8.9, "h26b".)
+    // members at every test; cenic-math §8.9.)
     const char* const frozen_flags = frozen_;
     const int* const island_of = island_.data();
     auto frozen = [frozen_flags](int k) { return frozen_flags != nullptr && frozen_flags[k] != 0; };
@@ -191,7 +191,7 @@ class IslandHessian final : public HessianFactor {
     return true;
   }
 
-  std::unique_ptr<HessianFactor> graph_ = MakeBlockHessian();
+  std::unique_ptr<LinearSolver> graph_ = MakeBlockSolver();
   bool by_block_ = false;
   std::vector<int> island_, last_island_, local_, size_, start_, order_;
   std::vector<size_t> offset_, col_;
@@ -208,8 +208,8 @@ class IslandHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakeIslandHessian() {
-  return std::make_unique<IslandHessian>();
+std::unique_ptr<LinearSolver> MakeIslandsSolver() {
+  return std::make_unique<IslandsSolver>();
 }
 
 }  // namespace mjcenic::icf::detail

@@ -1,10 +1,10 @@
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 
 #include <algorithm>
 #include <memory>
 #include <type_traits>
 
-#include "mjcenic/icf/hessian_internal.h"
+#include "mjcenic/icf/linear/internal.h"
 
 namespace mjcenic::icf {
 
@@ -127,15 +127,15 @@ int CouplingRank(const IcfModel& m, int* wide) {
   return rank;
 }
 
-std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind, double pcg_tolerance,
+std::unique_ptr<LinearSolver> MakeLinearSolver(LinearSolverKind kind, double pcg_tolerance,
                                                  int pcg_max_iterations) {
-  if (kind == LinearSolverKind::kPcg) return detail::MakePcgHessian(pcg_tolerance, pcg_max_iterations);
-  if (kind == LinearSolverKind::kSparse) return detail::MakeSparseHessian();
-  if (kind == LinearSolverKind::kLowRank) return detail::MakeLowRankHessian();
-  if (kind == LinearSolverKind::kBlock) return detail::MakeBlockHessian();
-  if (kind == LinearSolverKind::kIslands) return detail::MakeIslandHessian();
-  if (kind == LinearSolverKind::kTree) return detail::MakeTreeHessian();
-  return detail::MakeDenseHessian();
+  if (kind == LinearSolverKind::kPcg) return detail::MakePcgSolver(pcg_tolerance, pcg_max_iterations);
+  if (kind == LinearSolverKind::kSparse) return detail::MakeSparseSolver();
+  if (kind == LinearSolverKind::kLowRank) return detail::MakeLowRankSolver();
+  if (kind == LinearSolverKind::kBlock) return detail::MakeBlockSolver();
+  if (kind == LinearSolverKind::kIslands) return detail::MakeIslandsSolver();
+  if (kind == LinearSolverKind::kTree) return detail::MakeTreeSolver();
+  return detail::MakeDenseSolver();
 }
 
 }  // namespace mjcenic::icf

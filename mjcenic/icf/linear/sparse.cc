@@ -1,5 +1,5 @@
-// The sparse linear solver of the ICF Hessian (see hessian.h).
-#include "mjcenic/icf/hessian_internal.h"
+// The sparse linear solver of the ICF Hessian (see linear_solver.h).
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -19,9 +19,9 @@ namespace {
 
 // ----------------------------------------------------------------- sparse --
 
-class SparseHessian final : public HessianFactor {
+class SparseSolver final : public LinearSolver {
  public:
-  SparseHessian() {
+  SparseSolver() {
     cholmod_start(&cc_);
     cc_.nmethods = 1;
     cc_.method[0].ordering = CHOLMOD_AMD;
@@ -31,7 +31,7 @@ class SparseHessian final : public HessianFactor {
     // here (fewer BLAS calls on tiny supernodes).
     cc_.supernodal = CHOLMOD_SIMPLICIAL;
   }
-  ~SparseHessian() override {
+  ~SparseSolver() override {
     Free();
     if (B_) cholmod_free_dense(&B_, &cc_);
     if (X_) cholmod_free_dense(&X_, &cc_);
@@ -240,8 +240,8 @@ class SparseHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakeSparseHessian() {
-  return std::make_unique<SparseHessian>();
+std::unique_ptr<LinearSolver> MakeSparseSolver() {
+  return std::make_unique<SparseSolver>();
 }
 
 }  // namespace mjcenic::icf::detail

@@ -1,4 +1,5 @@
-// Storage and Cholesky factorization of the ICF Hessian
+// The linear solvers of the Newton direction H w = −∇ℓ, one per file in
+// icf/linear/: storage and factorization of the ICF Hessian
 // H = A + Σ_i J_iᵀ G_i J_i  (cenic-math.md §3.3, §8.4), dense (Eigen), dense
 // per island (H is block diagonal over islands, see IcfModel) or sparse
 // (SuiteSparse CHOLMOD), block-sparse over the trees (kBlock), tree blocks plus
@@ -24,20 +25,29 @@ namespace mjcenic::icf {
 
 enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock, kTree };
 
-// Decides kAuto: one dense block per island when there are several islands
-// and none is larger than the limits below (kIslands itself hands an island
-// of more than 48 dofs of small trees to the block Cholesky, §8.7); PCG when an island has at least
-// kMinPcgDofs dofs and every tree (clique) at most kMaxPcgCliqueDofs; else
-// when nv is large and the clique structure is sparse: kLowRank (tree blocks
-// plus a Woodbury correction, cenic-math.md §8.6) if some constraint spans
-// three or more trees and the constraints that couple trees have at most
-// min(kMaxLowRank, nv) rows in all; else kBlock (block Cholesky over the tree
-// graph, §8.7) for at most kMaxBlockTrees trees of at most kMaxBlockTreeDofs
-// dofs; else kLowRank under the same row limit, else sparse; else dense —
-// or, when nv < 64 and every constraint follows the tree (ConstraintsFollowTree),
-// kTree (LDLᵀ on M's own sparsity, no fill, cenic-math.md §8.8). A request
-// for kTree falls back to kDense on a problem whose constraints do not follow
-// the tree.
+// Decides kAuto, first row that applies (docs/architecture.md, "The automatic
+// linear solver", names the scenes measured for each row):
+//   several islands, each ≤ kMaxIslandDofs dofs (≤ kMaxIslandDofsLargeTrees
+//     when the trees average ≥ kMinTreeDofsForLargeIslands)  → kIslands
+//     (humanoid100, 100_humanoids, clutter, mesh_pile, stonehenge, leaves,
+//     particle_free2d, Allegro and aloha scenes, slider_crank; an island of
+//     > 48 dofs of small trees is factorized by kBlock inside it, §8.7)
+//   nv < 64, every constraint on one root-to-leaf chain       → kTree
+//     (pendulum, servo_arm, kuka_iiwa_14, shadow hand, unitree_g1, tumbling_box)
+//   nv < 64 otherwise                                          → kDense
+//     (humanoid, car, box_stack, franka scenes, newton_cradle)
+//   an island ≥ kMinPcgDofs dofs, every tree ≤ kMaxPcgCliqueDofs → kPcg
+//     (replicate/particle.xml once its 1000 particles form one island)
+//   tree blocks ≥ 25 % of the lower triangle                   → kDense
+//   a constraint over ≥ 3 trees, coupling rows ≤ min(kMaxLowRank, nv) → kLowRank
+//     (replicate/tendon.xml: a tendon over many trees)
+//   ≤ kMaxBlockTrees trees of ≤ kMaxBlockTreeDofs dofs          → kBlock
+//     (stonehenge, mesh_pile once their stones form one island)
+//   coupling rows ≤ min(kMaxLowRank, nv)                        → kLowRank
+//   else                                                        → kSparse
+//     (replicate/particle.xml while its pile forms: islands of 129–999 dofs)
+// A request for kTree falls back to kDense on a problem whose constraints do
+// not follow the tree.
 // Islands of up to kMaxIslandDofs dofs, or of up to kMaxIslandDofsLargeTrees
 // when the trees average at least kMinTreeDofsForLargeIslands dofs (dense
 // within themselves): 100_humanoids (27-dof trees, islands ≤ 297 dofs) is 18 %
@@ -64,9 +74,9 @@ void NoteMassPattern(IcfModel* model);
 // (optional): how many of those constraints span three trees or more.
 int CouplingRank(const IcfModel& model, int* wide = nullptr);
 
-class HessianFactor {
+class LinearSolver {
  public:
-  virtual ~HessianFactor() = default;
+  virtual ~LinearSolver() = default;
   // Prepares the storage for `model` (pattern, sizes). Returns true when the
   // sparsity pattern changed (a new symbolic analysis is needed). A kind may
   // also take A = M + h D + h² K here (lowrank: its tree blocks), so call it
@@ -107,7 +117,7 @@ class HessianFactor {
 };
 
 // pcg_*: relative residual ‖H x − b‖ ≤ tol ‖b‖ and iteration cap of kPcg.
-std::unique_ptr<HessianFactor> MakeHessianFactor(LinearSolverKind kind,
+std::unique_ptr<LinearSolver> MakeLinearSolver(LinearSolverKind kind,
                                                  double pcg_tolerance = 1e-4,
                                                  int pcg_max_iterations = 500);
 

@@ -1,5 +1,5 @@
-// The dense linear solver of the ICF Hessian (see hessian.h).
-#include "mjcenic/icf/hessian_internal.h"
+// The dense linear solver of the ICF Hessian (see linear_solver.h).
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -22,7 +22,7 @@ namespace {
 // children, so the reversed order eliminates leaves first: on a tree (plus a
 // few couplings between branches) the factor keeps most of M's zeros, and
 // the column Cholesky skips them (§8.4).
-class DenseHessian final : public HessianFactor {
+class DenseSolver final : public LinearSolver {
  public:
   bool Prepare(const IcfModel& model) override {
     if (n_ != model.nv) {
@@ -71,8 +71,8 @@ class DenseHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakeDenseHessian() {
-  return std::make_unique<DenseHessian>();
+std::unique_ptr<LinearSolver> MakeDenseSolver() {
+  return std::make_unique<DenseSolver>();
 }
 
 }  // namespace mjcenic::icf::detail

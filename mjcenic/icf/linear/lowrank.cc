@@ -1,5 +1,5 @@
-// The lowrank linear solver of the ICF Hessian (see hessian.h).
-#include "mjcenic/icf/hessian_internal.h"
+// The lowrank linear solver of the ICF Hessian (see linear_solver.h).
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -26,7 +26,7 @@ namespace {
 // SPD), so a factorization costs Σ n_c³/3 for the blocks plus r³/3 for C:
 // for a few wide coupling rows (tendons through many trees, a handful of
 // body–body contacts) far less than a sparse Cholesky that fills in.
-class LowRankHessian final : public HessianFactor {
+class LowRankSolver final : public LinearSolver {
  public:
   bool Prepare(const IcfModel& m) override {
     const int nv = m.nv;
@@ -96,67 +96,69 @@ class LowRankHessian final : public HessianFactor {
     return changed;
   }
 
-  bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
-    const int nc = static_cast<int>(clique_start_.size()) - 1;
-    std::copy(A_.begin(), A_.end(), H_.begin());  // A, assembled by Prepare
-    auto add = [this](int i, int j, double x) { AddTo(&H_, i, j, x); };
-    r_ = 0;
-    size_t nseg = 0, nval = 0;
-    seg_adr_[0] = 0;
-    auto add_pool = [&](const auto& pool, const auto& pd) {
-      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-      using MatR = Eigen::Matrix<double, R, R>;
-      for (int c = 0; c < pool.size(); ++c) {
-        const double* G = pd.G.data() + R * R * c;
-        if (AllZero(G, R * R)) continue;
-        const auto dofs = pool.rows.dofs(c);
-        if (dofs.empty()) continue;
-        const int n = static_cast<int>(dofs.size());
-        if (clique_of_dof_[dofs.front()] == clique_of_dof_[dofs.back()]) {
-          if (static_cast<int>(block_.size()) < n * n) block_.resize(n * n);
-          pool.rows.CongruenceTransform(c, G, block_.data());
-          for (int a = 0; a < n; ++a)
-            for (int b = 0; b <= a; ++b) add(dofs[a], dofs[b], block_[a * n + b]);
-          continue;
-        }
-        // G = F Fᵀ from a pivoted LDLᵀ (G is PSD: the constraint costs are
-        // convex); directions with D ≤ 0 carry no curvature and are dropped.
-        MatR F;
-        if constexpr (R == 1) {
-          if (!(G[0] > 0)) continue;
-          F(0, 0) = std::sqrt(G[0]);
-        } else {
-          const MatR Gm = Eigen::Map<const Eigen::Matrix<double, R, R, Eigen::RowMajor>>(G);
-          const Eigen::LDLT<MatR> ldlt(0.5 * (Gm + Gm.transpose()));
-          MatR LD = ldlt.matrixL();
-          for (int q = 0; q < R; ++q) LD.col(q) *= std::sqrt(std::max(ldlt.vectorD()[q], 0.0));
-          F = ldlt.transpositionsP().transpose() * LD;
-        }
-        const double* J = pool.rows.J(c);
-        for (int q = 0; q < R; ++q) {
-          if (F.col(q).squaredNorm() == 0) continue;
-          // Column V = Jᵀ f, scattered over the full dof ranges of its trees.
-          int last = -1;
-          for (int k = 0; k < n; ++k) {
-            const int cl = clique_of_dof_[dofs[k]];
-            if (cl != last) {
-              last = cl;
-              const int w = clique_start_[cl + 1] - clique_start_[cl];
-              seg_clique_[nseg] = cl;
-              seg_off_[nseg] = nval;
-              std::fill(V_.begin() + nval, V_.begin() + nval + w, 0.0);
-              nval += w;
-              ++nseg;
-            }
-            double s = 0;
-            for (int p = 0; p < R; ++p) s += J[p * n + k] * F(p, q);
-            V_[seg_off_[nseg - 1] + dofs[k] - clique_start_[cl]] = s;
-          }
-          seg_adr_[++r_] = nseg;
-        }
+  // One pool's JᵀGJ: a constraint inside one tree into H_'s block, one
+  // coupling several trees as the columns V = Jᵀ F of G = F Fᵀ (segments
+  // over its trees' dof ranges; r_, *nseg, *nval advance).
+  template <class Pool, class Data>
+  void AddPool(const Pool& pool, const Data& pd, size_t* nseg_out, size_t* nval_out) {
+    size_t nseg = *nseg_out, nval = *nval_out;
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    using MatR = Eigen::Matrix<double, R, R>;
+    for (int c = 0; c < pool.size(); ++c) {
+      const double* G = pd.G.data() + R * R * c;
+      if (AllZero(G, R * R)) continue;
+      const auto dofs = pool.rows.dofs(c);
+      if (dofs.empty()) continue;
+      const int n = static_cast<int>(dofs.size());
+      if (clique_of_dof_[dofs.front()] == clique_of_dof_[dofs.back()]) {
+        if (static_cast<int>(block_.size()) < n * n) block_.resize(n * n);
+        pool.rows.CongruenceTransform(c, G, block_.data());
+        for (int a = 0; a < n; ++a)
+          for (int b = 0; b <= a; ++b) AddTo(&H_, dofs[a], dofs[b], block_[a * n + b]);
+        continue;
       }
-    };
-    ForEachPool(m, const_cast<IcfData&>(d), add_pool);
+      // G = F Fᵀ from a pivoted LDLᵀ (G is PSD: the constraint costs are
+      // convex); directions with D ≤ 0 carry no curvature and are dropped.
+      MatR F;
+      if constexpr (R == 1) {
+        if (!(G[0] > 0)) continue;
+        F(0, 0) = std::sqrt(G[0]);
+      } else {
+        const MatR Gm = Eigen::Map<const Eigen::Matrix<double, R, R, Eigen::RowMajor>>(G);
+        const Eigen::LDLT<MatR> ldlt(0.5 * (Gm + Gm.transpose()));
+        MatR LD = ldlt.matrixL();
+        for (int q = 0; q < R; ++q) LD.col(q) *= std::sqrt(std::max(ldlt.vectorD()[q], 0.0));
+        F = ldlt.transpositionsP().transpose() * LD;
+      }
+      const double* J = pool.rows.J(c);
+      for (int q = 0; q < R; ++q) {
+        if (F.col(q).squaredNorm() == 0) continue;
+        // Column V = Jᵀ f, scattered over the full dof ranges of its trees.
+        int last = -1;
+        for (int k = 0; k < n; ++k) {
+          const int cl = clique_of_dof_[dofs[k]];
+          if (cl != last) {
+            last = cl;
+            const int w = clique_start_[cl + 1] - clique_start_[cl];
+            seg_clique_[nseg] = cl;
+            seg_off_[nseg] = nval;
+            std::fill(V_.begin() + nval, V_.begin() + nval + w, 0.0);
+            nval += w;
+            ++nseg;
+          }
+          double s = 0;
+          for (int p = 0; p < R; ++p) s += J[p * n + k] * F(p, q);
+          V_[seg_off_[nseg - 1] + dofs[k] - clique_start_[cl]] = s;
+        }
+        seg_adr_[++r_] = nseg;
+      }
+    }
+    *nseg_out = nseg;
+    *nval_out = nval;
+  }
+
+  // B = LLᵀ per clique block of H_; false if one is not positive definite.
+  bool FactorBlocks(int nc) {
     // B = LLᵀ per clique block (in place, lower triangle): the column
     // Cholesky of §8.4, Eigen's blocked LLT above 128 dofs. A block whose
     // bits equal those it had at its last successful factorization keeps
@@ -171,6 +173,11 @@ class LowRankHessian final : public HessianFactor {
       if (!FactorLower(L_.data() + o, n, dinv_.data() + clique_start_[c])) return false;
       std::copy(H_.begin() + o, H_.begin() + o + len, Hf_.begin() + o);
     }
+    return true;
+  }
+
+  // Y = B⁻¹ V and the lower triangle of C = I + VᵀB⁻¹V (§8.6).
+  void FormCapacitance(int nc, size_t nseg) {
     // Y = B⁻¹ V, segment by segment; segments grouped by clique.
     std::fill(clique_count_.begin(), clique_count_.end(), 0);
     for (size_t s = 0; s < nseg; ++s) {
@@ -207,6 +214,17 @@ class LowRankHessian final : public HessianFactor {
         }
       }
     }
+  }
+
+  bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
+    const int nc = static_cast<int>(clique_start_.size()) - 1;
+    std::copy(A_.begin(), A_.end(), H_.begin());  // A, assembled by Prepare
+    r_ = 0;
+    size_t nseg = 0, nval = 0;
+    seg_adr_[0] = 0;
+    ForEachPool(m, d, [&](const auto& pool, const auto& pd) { AddPool(pool, pd, &nseg, &nval); });
+    if (!FactorBlocks(nc)) return false;
+    FormCapacitance(nc, nseg);
     // C = I + VᵀB⁻¹V by the column Cholesky of §8.4 (C's zeros, between
     // coupling columns that share no tree, are skipped).
     return r_ == 0 || FactorLower(C_.data(), r_, cdinv_.data());
@@ -304,8 +322,8 @@ class LowRankHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakeLowRankHessian() {
-  return std::make_unique<LowRankHessian>();
+std::unique_ptr<LinearSolver> MakeLowRankSolver() {
+  return std::make_unique<LowRankSolver>();
 }
 
 }  // namespace mjcenic::icf::detail

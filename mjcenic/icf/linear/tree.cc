@@ -1,6 +1,6 @@
-// The tree linear solver of the ICF Hessian (see hessian.h): LDLᵀ on the
+// The tree linear solver of the ICF Hessian (see linear_solver.h): LDLᵀ on the
 // sparsity of the mass matrix itself, no fill (cenic-math.md §8.8).
-#include "mjcenic/icf/hessian_internal.h"
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <memory>
@@ -18,7 +18,7 @@ namespace {
 // dofs from the leaves up (highest index first) creates no fill:
 // H = Lᵀ D L, L unit lower triangular with the pattern of M.
 // ChooseLinearSolver only picks this kind when ConstraintsFollowTree().
-class TreeHessian final : public HessianFactor {
+class TreeSolver final : public LinearSolver {
   // Constraints over at most this many dofs (RowStore::CongruenceTransform's
   // column chunk) have JᵀGJ added term by term (AssembleAndFactor).
   static constexpr int kFusedDofs = 64;
@@ -33,6 +33,82 @@ class TreeHessian final : public HessianFactor {
       row_i[t + 1] -= s * row_k[t + 1];
     }
     if (t < n) row_i[t] -= s * row_k[t];
+  }
+
+  // Σ JᵢᵀGᵢJᵢ of one pool added into H_ (constraints with Gᵢ = 0 skipped),
+  // in AccumulateConstraintHessians' order; false if a constraint's dofs
+  // leave the pattern (see AssembleAndFactor).
+  template <class Pool, class Data>
+  bool AddPool(const Pool& pool, const Data& pd) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    for (int c = 0; c < pool.size(); ++c) {
+      const double* G = pd.G.data() + R * R * c;
+      if (AllZero(G, R * R)) continue;
+      const auto dofs = pool.rows.dofs(c);
+      const int nd = static_cast<int>(dofs.size());
+      if (nd == 0) continue;
+      const double* J = pool.rows.J(c);
+      if (nd == 1) {  // one dof: its diagonal, always in the pattern (diagonal last)
+        double gj[R], b = 0;
+        for (int r = 0; r < R; ++r) {
+          gj[r] = 0;
+          for (int q = 0; q < R; ++q) gj[r] += G[r * R + q] * J[q];
+        }
+        for (int r = 0; r < R; ++r) b += J[r] * gj[r];
+        H_[rowadr_[dofs[0]] + rownnz_[dofs[0]] - 1] += b;
+        continue;
+      }
+      if (nd > static_cast<int>(pos_.size())) {  // dofs are distinct: not reached
+        return false;
+      }
+      const int* last_row = colind_.data() + rowadr_[dofs[nd - 1]];
+      const int last_nnz = rownnz_[dofs[nd - 1]];
+      int* pos = pos_.data();
+      for (int b = 0; b < nd; ++b) {
+        const int q = rownnz_[dofs[b]] - 1;
+        if (q >= last_nnz || last_row[q] != dofs[b]) {
+          return false;
+        }
+        pos[b] = q;
+      }
+      if (nd > kFusedDofs) {  // CongruenceTransform's column chunks: the block, then H
+        if (static_cast<int>(block_.size()) < nd * nd) block_.resize(nd * nd);
+        double* B = block_.data();
+        pool.rows.CongruenceTransform(c, G, B);
+        for (int a = 0; a < nd; ++a) {
+          double* Ha = H_.data() + rowadr_[dofs[a]];
+          const double* Ba = B + a * nd;
+          for (int b = 0; b <= a; ++b) Ha[pos[b]] += Ba[b];
+        }
+        continue;
+      }
+      CongruenceTermsUpTo<R, kFusedDofs>(J, G, nd, [&](int a, int b, double x) {
+        H_[rowadr_[dofs[a]] + pos[b]] += x;
+      });
+    }
+    return true;
+  }
+
+  // L = LDLᵀ of H_ in place of M's pattern (§8.8); false if not positive definite.
+  bool Factor() {
+    const int n = static_cast<int>(rowadr_.size());
+    std::copy(H_.begin(), H_.end(), L_.begin());
+    double* L = L_.data();
+    for (int k = n - 1; k >= 0; --k) {
+      const int adr = rowadr_[k], off = rownnz_[k] - 1;  // off-diagonal entries of row k
+      const double dk = L[adr + off];
+      if (!(dk > 0)) return false;
+      const double inv = 1.0 / dk;
+      // For each ancestor i of k (position q in row k): the row of i is the
+      // prefix of row k up to and including i, entry for entry.
+      const double* row_k = L + adr;
+      for (int q = off - 1; q >= 0; --q) {
+        const double s = row_k[q] * inv;
+        Update(L + rowadr_[colind_[adr + q]], row_k, s, q + 1);
+      }
+      for (int q = 0; q < off; ++q) L[adr + q] *= inv;
+    }
+    return true;
   }
 
  public:
@@ -67,75 +143,11 @@ class TreeHessian final : public HessianFactor {
     // JᵀGJ added straight into H: CongruenceTransform's sums for each term,
     // in its order, each added once to its entry (the same bits as forming
     // the block first, without storing and re-reading it; cenic-math §8.9).
-    auto add_pool = [&](const auto& pool, const auto& pd) {
-      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-      for (int c = 0; c < pool.size() && in_pattern; ++c) {
-        const double* G = pd.G.data() + R * R * c;
-        if (AllZero(G, R * R)) continue;
-        const auto dofs = pool.rows.dofs(c);
-        const int nd = static_cast<int>(dofs.size());
-        if (nd == 0) continue;
-        const double* J = pool.rows.J(c);
-        if (nd == 1) {  // one dof: its diagonal, always in the pattern (diagonal last)
-          double gj[R], b = 0;
-          for (int r = 0; r < R; ++r) {
-            gj[r] = 0;
-            for (int q = 0; q < R; ++q) gj[r] += G[r * R + q] * J[q];
-          }
-          for (int r = 0; r < R; ++r) b += J[r] * gj[r];
-          H_[rowadr_[dofs[0]] + rownnz_[dofs[0]] - 1] += b;
-          continue;
-        }
-        if (nd > static_cast<int>(pos_.size())) {  // dofs are distinct: not reached
-          in_pattern = false;
-          return;
-        }
-        const int* last_row = colind_.data() + rowadr_[dofs[nd - 1]];
-        const int last_nnz = rownnz_[dofs[nd - 1]];
-        int* pos = pos_.data();
-        for (int b = 0; b < nd; ++b) {
-          const int q = rownnz_[dofs[b]] - 1;
-          if (q >= last_nnz || last_row[q] != dofs[b]) {
-            in_pattern = false;
-            return;
-          }
-          pos[b] = q;
-        }
-        if (nd > kFusedDofs) {  // CongruenceTransform's column chunks: the block, then H
-          if (static_cast<int>(block_.size()) < nd * nd) block_.resize(nd * nd);
-          double* B = block_.data();
-          pool.rows.CongruenceTransform(c, G, B);
-          for (int a = 0; a < nd; ++a) {
-            double* Ha = H_.data() + rowadr_[dofs[a]];
-            const double* Ba = B + a * nd;
-            for (int b = 0; b <= a; ++b) Ha[pos[b]] += Ba[b];
-          }
-          continue;
-        }
-        CongruenceTermsUpTo<R, kFusedDofs>(J, G, nd, [&](int a, int b, double x) {
-          H_[rowadr_[dofs[a]] + pos[b]] += x;
-        });
-      }
-    };
-    ForEachPool(m, const_cast<IcfData&>(data), add_pool);
+    ForEachPool(m, data, [&](const auto& pool, const auto& pd) {
+      in_pattern = in_pattern && AddPool(pool, pd);
+    });
     if (!in_pattern) return false;  // not reached: ChooseLinearSolver checked the chains
-    std::copy(H_.begin(), H_.end(), L_.begin());
-    double* L = L_.data();
-    for (int k = n - 1; k >= 0; --k) {
-      const int adr = rowadr_[k], off = rownnz_[k] - 1;  // off-diagonal entries of row k
-      const double dk = L[adr + off];
-      if (!(dk > 0)) return false;
-      const double inv = 1.0 / dk;
-      // For each ancestor i of k (position q in row k): the row of i is the
-      // prefix of row k up to and including i, entry for entry.
-      const double* row_k = L + adr;
-      for (int q = off - 1; q >= 0; --q) {
-        const double s = row_k[q] * inv;
-        Update(L + rowadr_[colind_[adr + q]], row_k, s, q + 1);
-      }
-      for (int q = 0; q < off; ++q) L[adr + q] *= inv;
-    }
-    return true;
+    return Factor();
   }
 
   void Solve(const double* b, double* x) override {
@@ -178,6 +190,6 @@ class TreeHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakeTreeHessian() { return std::make_unique<TreeHessian>(); }
+std::unique_ptr<LinearSolver> MakeTreeSolver() { return std::make_unique<TreeSolver>(); }
 
 }  // namespace mjcenic::icf::detail

@@ -1,5 +1,5 @@
-// The block linear solver of the ICF Hessian (see hessian.h).
-#include "mjcenic/icf/hessian_internal.h"
+// The block linear solver of the ICF Hessian (see linear_solver.h).
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -24,7 +24,7 @@ namespace {
 // couplings that disappeared while the superset stays small (as the sparse
 // kind does), storing explicit zeros, so contacts coming and going rarely
 // trigger a new ordering.
-class BlockHessian final : public HessianFactor {
+class BlockSolver final : public LinearSolver {
  public:
   bool Prepare(const IcfModel& m) override {
     const int nc = static_cast<int>(m.clique_start.size()) - 1;
@@ -52,8 +52,9 @@ class BlockHessian final : public HessianFactor {
     return frozen != nullptr;
   }
 
-  bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
-    const int nc = static_cast<int>(clique_start_.size()) - 1;
+  // Which trees belong to frozen islands (skip_), and L_ cleared where it
+  // is assembled.
+  void StartAssembly(const IcfModel& m, int nc) {
     // Trees of frozen islands (skip_[c]); none without frozen flags. H is
     // block diagonal over islands, and a block kept from an earlier pattern
     // between two islands stays exactly 0 through the elimination, so the
@@ -71,92 +72,99 @@ class BlockHessian final : public HessianFactor {
       for (int k = 0; k < nc; ++k)
         if (!skip_[perm_[k]]) std::fill(L_.begin() + col_adr_[k], L_.begin() + col_adr_[k + 1], 0.0);
     }
-    auto keep = [&](int dof) { return !any_skip_ || !skip_[clique_of_dof_[dof]]; };
+  }
+  bool Keep(int dof) const { return !any_skip_ || !skip_[clique_of_dof_[dof]]; }
+
+  void AddMass(const IcfModel& m) {
     // A: tree blocks (lower triangles).
     for (int i = 0; i < m.nv; ++i) {
-      if (!keep(i)) continue;
+      if (!Keep(i)) continue;
       const int c = clique_of_dof_[i], s0 = clique_start_[c], w = Size(c);
       double* Lc = L_.data() + Block(c, c);
       const int adr = m.M_rowadr[i], nnz = m.M_rownnz[i];
       for (int k = 0; k < nnz; ++k) Lc[(m.M_colind[adr + k] - s0) * w + (i - s0)] += m.M[adr + k];
       Lc[(i - s0) * w + (i - s0)] += m.h * m.D[i] + m.h * m.h * m.K[i];
     }
-    // Σ JᵀGJ: one block lookup per pair of the constraint's dof runs (trees).
-    auto add_block = [&](const auto& dofs, const double* B) {
-      const int n = static_cast<int>(dofs.size());
-      runs_.clear();
-      for (int k = 0; k < n; ++k)
-        if (k == 0 || clique_of_dof_[dofs[k]] != clique_of_dof_[dofs[k - 1]]) runs_.push_back(k);
-      runs_.push_back(n);
-      const int nr = static_cast<int>(runs_.size()) - 1;
-      for (int ra = 0; ra < nr; ++ra) {
-        const int ca = clique_of_dof_[dofs[runs_[ra]]], sa = clique_start_[ca], wa = Size(ca);
-        for (int rb = 0; rb <= ra; ++rb) {
-          const int cb = clique_of_dof_[dofs[runs_[rb]]], sb = clique_start_[cb], wb = Size(cb);
-          if (ra == rb) {  // lower triangle of the tree block
-            double* T = L_.data() + Block(ca, ca);
-            for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-              for (int b = runs_[ra]; b <= a; ++b)
-                T[(dofs[b] - sa) * wa + (dofs[a] - sa)] += B[a * n + b];
-          } else if (pos_[ca] > pos_[cb]) {  // block (ca, cb): wa × wb
-            double* T = L_.data() + Block(ca, cb);
-            for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-              for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
-                T[(dofs[b] - sb) * wa + (dofs[a] - sa)] += B[a * n + b];
-          } else {  // block (cb, ca): wb × wa, transposed
-            double* T = L_.data() + Block(cb, ca);
-            for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-              for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
-                T[(dofs[a] - sa) * wb + (dofs[b] - sb)] += B[a * n + b];
-          }
+  }
+
+  // Σ JᵀGJ: one block lookup per pair of the constraint's dof runs (trees).
+  template <class Dofs>
+  void AddBlock(const Dofs& dofs, const double* B) {
+    const int n = static_cast<int>(dofs.size());
+    runs_.clear();
+    for (int k = 0; k < n; ++k)
+      if (k == 0 || clique_of_dof_[dofs[k]] != clique_of_dof_[dofs[k - 1]]) runs_.push_back(k);
+    runs_.push_back(n);
+    const int nr = static_cast<int>(runs_.size()) - 1;
+    for (int ra = 0; ra < nr; ++ra) {
+      const int ca = clique_of_dof_[dofs[runs_[ra]]], sa = clique_start_[ca], wa = Size(ca);
+      for (int rb = 0; rb <= ra; ++rb) {
+        const int cb = clique_of_dof_[dofs[runs_[rb]]], sb = clique_start_[cb], wb = Size(cb);
+        if (ra == rb) {  // lower triangle of the tree block
+          double* T = L_.data() + Block(ca, ca);
+          for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+            for (int b = runs_[ra]; b <= a; ++b)
+              T[(dofs[b] - sa) * wa + (dofs[a] - sa)] += B[a * n + b];
+        } else if (pos_[ca] > pos_[cb]) {  // block (ca, cb): wa × wb
+          double* T = L_.data() + Block(ca, cb);
+          for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+            for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+              T[(dofs[b] - sb) * wa + (dofs[a] - sa)] += B[a * n + b];
+        } else {  // block (cb, ca): wb × wa, transposed
+          double* T = L_.data() + Block(cb, ca);
+          for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+            for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+              T[(dofs[a] - sa) * wb + (dofs[b] - sb)] += B[a * n + b];
         }
       }
-    };
+    }
+  }
+
+  // dofs[k..k+6): all of one 6-dof tree.
+  template <class Dofs>
+  bool Whole6(const Dofs& dofs, int k) const {
+    const int c = clique_of_dof_[dofs[k]];
+    return dofs[k] == clique_start_[c] && Size(c) == 6 && dofs[k + 5] == dofs[k] + 5;
+  }
+
     // A contact on one or two whole free bodies (6-dof trees, the stones of
     // a pile): its terms go straight into their blocks (CongruenceTerms: the
     // same values, each entry still one addition per constraint in order).
-    auto whole6 = [&](const auto& dofs, int k) {  // dofs[k..k+6): all of one 6-dof tree
-      const int c = clique_of_dof_[dofs[k]];
-      return dofs[k] == clique_start_[c] && Size(c) == 6 && dofs[k + 5] == dofs[k] + 5;
-    };
-    auto direct = [&](const auto& pool, int c, const double* G, const auto& dofs) {
-      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-      if constexpr (R != 3) {
+  template <class Pool, class Dofs>
+  bool AddDirect(const Pool& pool, int c, const double* G, const Dofs& dofs) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    if constexpr (R != 3) {
+      return false;
+    } else {
+      const int n = static_cast<int>(dofs.size());
+      if ((n != 6 && n != 12) || !Whole6(dofs, 0) || (n == 12 && !Whole6(dofs, 6)) ||
+          RankOneG<3>(G))
         return false;
-      } else {
-        const int n = static_cast<int>(dofs.size());
-        if ((n != 6 && n != 12) || !whole6(dofs, 0) || (n == 12 && !whole6(dofs, 6)) ||
-            RankOneG<3>(G))
-          return false;
-        const int ca = clique_of_dof_[dofs[0]];
-        double* Taa = L_.data() + Block(ca, ca);
-        if (n == 6) {
-          CongruenceTerms<3, 6>(pool.rows.J(c), G, [&](int a, int b, double x) { Taa[b * 6 + a] += x; });
-          return true;
-        }
-        const int cb = clique_of_dof_[dofs[6]];
-        double* Tbb = L_.data() + Block(cb, cb);
-        // Coupling (row a of tree cb, column b of tree ca): block (cb, ca) or
-        // the transposed (ca, cb), as add_block places it.
-        const bool below = pos_[cb] > pos_[ca];
-        double* Tab = L_.data() + (below ? Block(cb, ca) : Block(ca, cb));
-        const int sr = below ? 1 : 6, sc = below ? 6 : 1;
-        CongruenceTerms<3, 12>(pool.rows.J(c), G, [&](int a, int b, double x) {
-          if (a < 6) Taa[b * 6 + a] += x;
-          else if (b < 6) Tab[(a - 6) * sr + b * sc] += x;
-          else Tbb[(b - 6) * 6 + (a - 6)] += x;
-        });
+      const int ca = clique_of_dof_[dofs[0]];
+      double* Taa = L_.data() + Block(ca, ca);
+      if (n == 6) {
+        CongruenceTerms<3, 6>(pool.rows.J(c), G, [&](int a, int b, double x) { Taa[b * 6 + a] += x; });
         return true;
       }
-    };
-    ForEachConstraintHessian(m, d, &block_, add_block, keep, direct);
-    if (!any_skip_) {
-      std::copy(L_.begin(), L_.begin() + total_, H_.begin());
-    } else {
-      for (int k = 0; k < nc; ++k)
-        if (!skip_[perm_[k]])
-          std::copy(L_.begin() + col_adr_[k], L_.begin() + col_adr_[k + 1], H_.begin() + col_adr_[k]);
+      const int cb = clique_of_dof_[dofs[6]];
+      double* Tbb = L_.data() + Block(cb, cb);
+      // Coupling (row a of tree cb, column b of tree ca): block (cb, ca) or
+      // the transposed (ca, cb), as add_block places it.
+      const bool below = pos_[cb] > pos_[ca];
+      double* Tab = L_.data() + (below ? Block(cb, ca) : Block(ca, cb));
+      const int sr = below ? 1 : 6, sc = below ? 6 : 1;
+      CongruenceTerms<3, 12>(pool.rows.J(c), G, [&](int a, int b, double x) {
+        if (a < 6) Taa[b * 6 + a] += x;
+        else if (b < 6) Tab[(a - 6) * sr + b * sc] += x;
+        else Tbb[(b - 6) * 6 + (a - 6)] += x;
+      });
+      return true;
     }
+  }
+
+  // Block Cholesky over the trees in elimination order (§8.7); false if a
+  // pivot block is not positive definite.
+  bool Eliminate(int nc) {
     for (int k = 0; k < nc; ++k) {
       const int c = perm_[k], n = Size(c);
       if (n == 0 || (any_skip_ && skip_[c])) continue;
@@ -203,6 +211,26 @@ class BlockHessian final : public HessianFactor {
       }
     }
     return true;
+  }
+
+  bool AssembleAndFactor(const IcfModel& m, const IcfData& d) override {
+    const int nc = static_cast<int>(clique_start_.size()) - 1;
+    StartAssembly(m, nc);
+    AddMass(m);
+    auto keep = [&](int dof) { return Keep(dof); };
+    auto add_block = [&](const auto& dofs, const double* B) { AddBlock(dofs, B); };
+    auto direct = [&](const auto& pool, int c, const double* G, const auto& dofs) {
+      return AddDirect(pool, c, G, dofs);
+    };
+    ForEachConstraintHessian(m, d, &block_, add_block, keep, direct);
+    if (!any_skip_) {
+      std::copy(L_.begin(), L_.begin() + total_, H_.begin());
+    } else {
+      for (int k = 0; k < nc; ++k)
+        if (!skip_[perm_[k]])
+          std::copy(L_.begin() + col_adr_[k], L_.begin() + col_adr_[k + 1], H_.begin() + col_adr_[k]);
+    }
+    return Eliminate(nc);
   }
 
   void Solve(const double* b, double* x) override {
@@ -384,8 +412,8 @@ class BlockHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakeBlockHessian() {
-  return std::make_unique<BlockHessian>();
+std::unique_ptr<LinearSolver> MakeBlockSolver() {
+  return std::make_unique<BlockSolver>();
 }
 
 }  // namespace mjcenic::icf::detail

@@ -1,5 +1,5 @@
-// The pcg linear solver of the ICF Hessian (see hessian.h).
-#include "mjcenic/icf/hessian_internal.h"
+// The pcg linear solver of the ICF Hessian (see linear_solver.h).
+#include "mjcenic/icf/linear/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -33,9 +33,9 @@ namespace {
 // assembly (Hessian reuse) multiplies matrix-free by the current H instead.
 // Each iterate of CG started at 0 is a descent direction for the Newton step
 // (the preconditioner is SPD), so an early stop is safe.
-class PcgHessian final : public HessianFactor {
+class PcgSolver final : public LinearSolver {
  public:
-  explicit PcgHessian(double tolerance, int max_iterations)
+  explicit PcgSolver(double tolerance, int max_iterations)
       : tolerance_(tolerance), max_iterations_(max_iterations) {}
 
   bool Prepare(const IcfModel& model) override {
@@ -218,6 +218,153 @@ class PcgHessian final : public HessianFactor {
     return true;
   }
 
+  // A constraint on one or two whole N-dof cliques (particles), its terms
+  // straight into the clique and coupling blocks; false: not of that shape.
+  template <int N, class Pool, class Dofs>
+  bool AddDirect(const Pool& pool, int c, const double* G, const Dofs& dofs,
+                 const std::vector<int>& clique) {
+    constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
+    constexpr bool kContacts = std::is_same_v<std::remove_cvref_t<decltype(pool)>, ContactPool>;
+    if constexpr (R != 3 || N == 0 || 2 * N > 64) {
+      return false;
+    } else {
+      const int nd = static_cast<int>(dofs.size());
+      std::uint8_t kind = kSkip;
+      if constexpr (kContacts) {
+        kind = contact_kind_[c];
+        if (kind == kSkip) return false;
+      } else if (!OnWholeCliques<N>(dofs, clique)) {
+        return false;
+      }
+      const double* J = pool.rows.J(c);
+      double* D0 = Hd_.data() + offset_[clique[dofs[0]]];
+      if (nd == N) {
+        auto sink = [&](int a, int b, double x) { D0[b * N + a] += x; };
+        if (RankOneG<R>(G)) CongruenceTermsRankOne<N>(J, G, sink);
+        else CongruenceTerms<R, N>(J, G, sink);
+        return true;
+      }
+      const int c0 = clique[dofs[0]], c1 = clique[dofs[N]];
+      double* D1 = Hd_.data() + offset_[c1];
+      const bool rank_one = RankOneG<R>(G);
+      size_t k;
+      bool mirrored;
+      if constexpr (kContacts) {
+        k = contact_block_[c];
+        mirrored = rank_one ? kind >= kPairMirrorRow0 : kind == kPairMirror;
+      } else {
+        const int* first = col_.data() + row_start_[c1];
+        const int* last = col_.data() + row_start_[c1 + 1];
+        k = std::lower_bound(first, last, c0) - col_.data();
+        mirrored = rank_one ? Mirrored<1, N>(J) : Mirrored<R, N>(J);
+      }
+      if (mirrored) {
+        AddMirrored<R, N>(J, G, rank_one, k, D0, D1);
+        return true;
+      }
+      double* O = DenseBlock<N>(k);
+      auto sink = [&](int a, int b, double x) {
+        if (a < N) D0[b * N + a] += x;
+        else if (b < N) O[(a - N) * N + b] += x;
+        else D1[(b - N) * N + (a - N)] += x;
+      };
+      if (rank_one) CongruenceTermsRankOne<2 * N>(J, G, sink);
+      else CongruenceTerms<R, 2 * N>(J, G, sink);
+      return true;
+    }
+  }
+
+  // J = [J₀, −J₀] (two free particles: the second clique's columns are the
+  // first's negated). With S = J₀ᵀ G J₀ summed as CongruenceTerms sums the
+  // first clique's terms, the second's are (−J₀)ᵀ G (−J₀) = S and the
+  // coupling terms −S, to the bit (a negation is exact): 9 sums instead of
+  // 21. A rank-one G (a frictionless contact) couples the two cliques by
+  // −g j jᵀ, j = J₀'s first row: kept as g and j (AddRankOne).
+  template <int R, int N>
+  void AddMirrored(const double* J, const double* G, bool rank_one, size_t k, double* D0,
+                   double* D1) {
+    if (rank_one) {
+      double gJ[N];
+      for (int q = 0; q < N; ++q) gJ[q] = G[0] * J[q];
+      for (int a = 0; a < N; ++a)
+        for (int b = 0; b <= a; ++b) {
+          const double x = J[a] * gJ[b];
+          D0[b * N + a] += x, D1[b * N + a] += x;
+        }
+      AddRankOne<N>(k, G[0], J);
+      return;
+    }
+    double* O = DenseBlock<N>(k);
+    double GJ[R * N];  // rows of G J₀
+    for (int r = 0; r < R; ++r)
+      for (int col = 0; col < N; ++col) {
+        double x = 0;
+        for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * 2 * N + col];
+        GJ[r * N + col] = x;
+      }
+    for (int a = 0; a < N; ++a) {
+      double ja[R];
+      for (int r = 0; r < R; ++r) ja[r] = J[r * 2 * N + a];
+      for (int b = 0; b < N; ++b) {
+        double x = 0;
+        for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * N + b];
+        if (b <= a) D0[b * N + a] += x, D1[b * N + a] += x;
+        O[a * N + b] += -x;
+      }
+    }
+  }
+
+  // One J_iᵀG_iJ_i block Bc by runs of dofs in one clique.
+  template <int N, class Dofs>
+  void AddBlock(const Dofs& dofs, const double* Bc, const std::vector<int>& clique) {
+    const int nd = static_cast<int>(dofs.size());
+    if constexpr (N > 0) {
+      if (OnWholeCliques<N>(dofs, clique)) {
+        const int c0 = clique[dofs[0]];
+        double* D0 = Hd_.data() + offset_[c0];
+        for (int a = 0; a < N; ++a)
+          for (int b = 0; b <= a; ++b) D0[b * N + a] += Bc[a * nd + b];
+        if (nd == N) return;
+        const int c1 = clique[dofs[N]];
+        double* D1 = Hd_.data() + offset_[c1];
+        for (int a = 0; a < N; ++a)
+          for (int b = 0; b <= a; ++b) D1[b * N + a] += Bc[(N + a) * nd + N + b];
+        const int* first = col_.data() + row_start_[c1];
+        const int* last = col_.data() + row_start_[c1 + 1];
+        double* O = DenseBlock<N>(std::lower_bound(first, last, c0) - col_.data());
+        for (int a = 0; a < N; ++a)
+          for (int b = 0; b < N; ++b) O[a * N + b] += Bc[(N + a) * nd + b];
+        return;
+      }
+    }
+    runs_.clear();
+    for (int a = 0; a < nd; ++a)
+      if (a == 0 || clique[dofs[a]] != clique[dofs[a - 1]]) runs_.push_back(a);
+    runs_.push_back(nd);
+    const int nr = static_cast<int>(runs_.size()) - 1;
+    for (int ra = 0; ra < nr; ++ra) {
+      const int ci = clique[dofs[runs_[ra]]], si = clique_start_[ci];
+      const int ni = clique_start_[ci + 1] - si;
+      for (int rb = 0; rb <= ra; ++rb) {
+        if (ra == rb) {
+          double* D = Hd_.data() + offset_[ci];
+          for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+            for (int b = runs_[ra]; b <= a; ++b)
+              D[static_cast<size_t>(dofs[b] - si) * ni + (dofs[a] - si)] += Bc[a * nd + b];
+          continue;
+        }
+        const int cj = clique[dofs[runs_[rb]]], sj = clique_start_[cj];
+        const int nj = clique_start_[cj + 1] - sj;
+        const int* first = col_.data() + row_start_[ci];
+        const int* last = col_.data() + row_start_[ci + 1];
+        double* O = DenseBlock<N>(std::lower_bound(first, last, cj) - col_.data());
+        for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
+          for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
+            O[static_cast<size_t>(dofs[a] - si) * nj + (dofs[b] - sj)] += Bc[a * nd + b];
+      }
+    }
+  }
+
   // Adds each J_iᵀG_iJ_i block to Hd_/Ho_ by runs of dofs in one clique (the
   // dofs ascend, so the runs' cliques do): a run with itself into its clique
   // block, a pair of runs into their coupling block, located once per pair.
@@ -234,143 +381,13 @@ class PcgHessian final : public HessianFactor {
     // for this solve; another pool of three-row constraints is checked here.
     if constexpr (N > 0 && 2 * N <= 64)
       if (!contacts_ready_) ClassifyContacts<N>(model);
-    auto direct = [&](const auto& pool, int c, const double* G, const auto& dofs) {
-      constexpr int R = std::remove_cvref_t<decltype(pool.rows)>::rows;
-      constexpr bool kContacts = std::is_same_v<std::remove_cvref_t<decltype(pool)>, ContactPool>;
-      if constexpr (R != 3 || N == 0 || 2 * N > 64) {
-        return false;
-      } else {
-        const int nd = static_cast<int>(dofs.size());
-        std::uint8_t kind = kSkip;
-        if constexpr (kContacts) {
-          kind = contact_kind_[c];
-          if (kind == kSkip) return false;
-        } else if (!OnWholeCliques<N>(dofs, clique)) {
-          return false;
-        }
-        const double* J = pool.rows.J(c);
-        double* D0 = Hd_.data() + offset_[clique[dofs[0]]];
-        if (nd == N) {
-          auto sink = [&](int a, int b, double x) { D0[b * N + a] += x; };
-          if (RankOneG<R>(G)) CongruenceTermsRankOne<N>(J, G, sink);
-          else CongruenceTerms<R, N>(J, G, sink);
-          return true;
-        }
-        const int c0 = clique[dofs[0]], c1 = clique[dofs[N]];
-        double* D1 = Hd_.data() + offset_[c1];
-        const bool rank_one = RankOneG<R>(G);
-        size_t k;
-        bool mirrored;
-        if constexpr (kContacts) {
-          k = contact_block_[c];
-          mirrored = rank_one ? kind >= kPairMirrorRow0 : kind == kPairMirror;
-        } else {
-          const int* first = col_.data() + row_start_[c1];
-          const int* last = col_.data() + row_start_[c1 + 1];
-          k = std::lower_bound(first, last, c0) - col_.data();
-          mirrored = rank_one ? Mirrored<1, N>(J) : Mirrored<R, N>(J);
-        }
-        if (mirrored) {
-          // J = [J₀, −J₀] (two free particles: the second clique's columns
-          // are the first's negated). With S = J₀ᵀ G J₀ summed as
-          // CongruenceTerms sums the first clique's terms, the second's are
-          // (−J₀)ᵀ G (−J₀) = S and the coupling terms −S, to the bit (a
-          // negation is exact): 9 sums instead of 21.
-          // A rank-one G (a frictionless contact) couples the two cliques
-          // by −g j jᵀ, j = J₀'s first row: kept as g and j (AddRankOne).
-          if (rank_one) {
-            double gJ[N];
-            for (int q = 0; q < N; ++q) gJ[q] = G[0] * J[q];
-            for (int a = 0; a < N; ++a)
-              for (int b = 0; b <= a; ++b) {
-                const double x = J[a] * gJ[b];
-                D0[b * N + a] += x, D1[b * N + a] += x;
-              }
-            AddRankOne<N>(k, G[0], J);
-            return true;
-          }
-          double* O = DenseBlock<N>(k);
-          double GJ[R * N];  // rows of G J₀
-          for (int r = 0; r < R; ++r)
-            for (int col = 0; col < N; ++col) {
-              double x = 0;
-              for (int q = 0; q < R; ++q) x += G[r * R + q] * J[q * 2 * N + col];
-              GJ[r * N + col] = x;
-            }
-          for (int a = 0; a < N; ++a) {
-            double ja[R];
-            for (int r = 0; r < R; ++r) ja[r] = J[r * 2 * N + a];
-            for (int b = 0; b < N; ++b) {
-              double x = 0;
-              for (int r = 0; r < R; ++r) x += ja[r] * GJ[r * N + b];
-              if (b <= a) D0[b * N + a] += x, D1[b * N + a] += x;
-              O[a * N + b] += -x;
-            }
-          }
-          return true;
-        }
-        double* O = DenseBlock<N>(k);
-        auto sink = [&](int a, int b, double x) {
-          if (a < N) D0[b * N + a] += x;
-          else if (b < N) O[(a - N) * N + b] += x;
-          else D1[(b - N) * N + (a - N)] += x;
-        };
-        if (rank_one) CongruenceTermsRankOne<2 * N>(J, G, sink);
-        else CongruenceTerms<R, 2 * N>(J, G, sink);
-        return true;
-      }
-    };
     ForEachConstraintHessian(
         model, data, &block_,
-        [&](const auto& dofs, const double* Bc) {
-          const int nd = static_cast<int>(dofs.size());
-          if constexpr (N > 0) {
-            if (OnWholeCliques<N>(dofs, clique)) {
-              const int c0 = clique[dofs[0]];
-              double* D0 = Hd_.data() + offset_[c0];
-              for (int a = 0; a < N; ++a)
-                for (int b = 0; b <= a; ++b) D0[b * N + a] += Bc[a * nd + b];
-              if (nd == N) return;
-              const int c1 = clique[dofs[N]];
-              double* D1 = Hd_.data() + offset_[c1];
-              for (int a = 0; a < N; ++a)
-                for (int b = 0; b <= a; ++b) D1[b * N + a] += Bc[(N + a) * nd + N + b];
-              const int* first = col_.data() + row_start_[c1];
-              const int* last = col_.data() + row_start_[c1 + 1];
-              double* O = DenseBlock<N>(std::lower_bound(first, last, c0) - col_.data());
-              for (int a = 0; a < N; ++a)
-                for (int b = 0; b < N; ++b) O[a * N + b] += Bc[(N + a) * nd + b];
-              return;
-            }
-          }
-          runs_.clear();
-          for (int a = 0; a < nd; ++a)
-            if (a == 0 || clique[dofs[a]] != clique[dofs[a - 1]]) runs_.push_back(a);
-          runs_.push_back(nd);
-          const int nr = static_cast<int>(runs_.size()) - 1;
-          for (int ra = 0; ra < nr; ++ra) {
-            const int ci = clique[dofs[runs_[ra]]], si = clique_start_[ci];
-            const int ni = clique_start_[ci + 1] - si;
-            for (int rb = 0; rb <= ra; ++rb) {
-              if (ra == rb) {
-                double* D = Hd_.data() + offset_[ci];
-                for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-                  for (int b = runs_[ra]; b <= a; ++b)
-                    D[static_cast<size_t>(dofs[b] - si) * ni + (dofs[a] - si)] += Bc[a * nd + b];
-                continue;
-              }
-              const int cj = clique[dofs[runs_[rb]]], sj = clique_start_[cj];
-              const int nj = clique_start_[cj + 1] - sj;
-              const int* first = col_.data() + row_start_[ci];
-              const int* last = col_.data() + row_start_[ci + 1];
-              double* O = DenseBlock<N>(std::lower_bound(first, last, cj) - col_.data());
-              for (int a = runs_[ra]; a < runs_[ra + 1]; ++a)
-                for (int b = runs_[rb]; b < runs_[rb + 1]; ++b)
-                  O[static_cast<size_t>(dofs[a] - si) * nj + (dofs[b] - sj)] += Bc[a * nd + b];
-            }
-          }
-        },
-        [](int) { return true; }, direct);
+        [&](const auto& dofs, const double* Bc) { AddBlock<N>(dofs, Bc, clique); },
+        [](int) { return true; },
+        [&](const auto& pool, int c, const double* G, const auto& dofs) {
+          return AddDirect<N>(pool, c, G, dofs, clique);
+        });
   }
 
   void SetIterative(double tolerance, int max_iterations) override {
@@ -682,24 +699,34 @@ class PcgHessian final : public HessianFactor {
           }
         }
         if (!keep) row_entry_[(*en)++] = entry;
-        const double* H = Ho_.data() + block_offset_[k];  // na × nb
-        // W = H C_b⁻ᵀ: W(i, j) = Σ_{l ≤ j} H(i, l) C_b⁻¹(j, l).
-        for (int i = 0; i < na; ++i)
-          for (int j = 0; j < nb; ++j) {
-            double sum = 0;
-            for (int l = 0; l <= j; ++l) sum += H[i * nb + l] * Cb[l * nb + j];
-            W[i * nb + j] = sum;
-          }
-        // O = C_a⁻¹ W: O(i, j) = Σ_{m ≤ i} C_a⁻¹(i, m) W(m, j).
-        for (int i = 0; i < na; ++i)
-          for (int j = 0; j < nb; ++j) {
-            double sum = 0;
-            for (int m = 0; m <= i; ++m) sum += Ca[m * na + i] * W[m * nb + j];
-            O[i * nb + j] = sum;
-          }
+        ScaleDense(Ho_.data() + block_offset_[k], Ca, Cb, na, nb, W, O);
       }
     }
-    if (keep) return;
+    if (!keep) ListByColumn<N>(ncl);
+  }
+
+  // O = C_a⁻¹ H C_b⁻ᵀ of a dense na × nb coupling block H (W: scratch).
+  static void ScaleDense(const double* H, const double* Ca, const double* Cb, int na, int nb,
+                         double* W, double* O) {
+    // W = H C_b⁻ᵀ: W(i, j) = Σ_{l ≤ j} H(i, l) C_b⁻¹(j, l).
+    for (int i = 0; i < na; ++i)
+      for (int j = 0; j < nb; ++j) {
+        double sum = 0;
+        for (int l = 0; l <= j; ++l) sum += H[i * nb + l] * Cb[l * nb + j];
+        W[i * nb + j] = sum;
+      }
+    // O = C_a⁻¹ W: O(i, j) = Σ_{m ≤ i} C_a⁻¹(i, m) W(m, j).
+    for (int i = 0; i < na; ++i)
+      for (int j = 0; j < nb; ++j) {
+        double sum = 0;
+        for (int m = 0; m <= i; ++m) sum += Ca[m * na + i] * W[m * nb + j];
+        O[i * nb + j] = sum;
+      }
+  }
+
+  // The sweeps' list of the non-empty coupling blocks by column clique.
+  template <int N>
+  void ListByColumn(int ncl) {
     // By column clique, rank-one entries first as by row: those in row
     // order, the dense ones not (a rank-one entry moves the first dense one
     // to the end), which only changes the rounding order of the sweeps' sums.
@@ -723,6 +750,132 @@ class PcgHessian final : public HessianFactor {
     }
   }
 
+  // Split form's sweeps (SolveSplitN). out = Ẽ⁻¹ v (forward sweep, unit
+  // diagonal). With N-dof cliques a clique's sums are kept in a local array
+  // (in registers: the stores to `out` cannot alias them). A rank-one block
+  // x yᵀ costs x (yᵀ v_b). With kDot also pᵀ(out + t), the iteration's
+  // pᵀ K p̂ (K p̂ = t + out), summed in dof order as a separate pass would.
+  template <int N, bool kDot>
+  double SplitForward(const double* v, double* out) {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
+    auto start = [&](int other) { return N > 0 ? other : clique_start_[other]; };
+    const double* hs = Hs_.data();
+    const Entry* rows = row_entry_.data();
+    const double *p = p_.data(), *t = acc_.data();
+    double pq = 0;
+    for (int a = 0; a < ncl; ++a) {
+      const int s0 = clique_start_[a], n = size(a);
+      double local[N > 0 ? N : 1];
+      double* o = N > 0 ? local : out + s0;
+      for (int i = 0; i < n; ++i) o[i] = v[s0 + i];
+      if constexpr (N > 0) {
+        for (int e = row_start_[a]; e < row_one_[a]; ++e) {
+          const double* xy = hs + rows[e].off;
+          const double* ob = out + rows[e].other;
+          double d = 0;
+          for (int j = 0; j < N; ++j) d += xy[N + j] * ob[j];
+          for (int i = 0; i < N; ++i) o[i] -= xy[i] * d;
+        }
+      }
+      for (int e = row_one_[a]; e < row_end_[a]; ++e) {
+        const int sb = start(rows[e].other), nb = N ? N : size(rows[e].other);
+        const double* blk = hs + rows[e].off;
+        for (int i = 0; i < n; ++i) {
+          double sum = 0;
+          for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * out[sb + j];
+          o[i] -= sum;
+        }
+      }
+      if constexpr (N > 0)
+        for (int i = 0; i < N; ++i) out[s0 + i] = local[i];
+      if constexpr (kDot)
+        for (int i = 0; i < n; ++i) pq += p[s0 + i] * (o[i] + t[s0 + i]);
+    }
+    return pq;
+  }
+
+  // t = Ẽ⁻ᵀ v (backward sweep, gathered by column) and u = v − t.
+  template <int N>
+  void SplitBackward(const double* v) {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
+    auto start = [&](int other) { return N > 0 ? other : clique_start_[other]; };
+    const double* hs = Hs_.data();
+    const Entry* cols = col_entry_.data();
+    double *t = acc_.data(), *u = t_u_.data();
+    for (int a = ncl - 1; a >= 0; --a) {
+      const int s0 = clique_start_[a], n = size(a);
+      double local[N > 0 ? N : 1];
+      double* ta = N > 0 ? local : t + s0;
+      for (int i = 0; i < n; ++i) ta[i] = v[s0 + i];
+      if constexpr (N > 0) {
+        for (int e = col_start_[a]; e < col_one_[a]; ++e) {  // (x yᵀ)ᵀ t_c = y (xᵀ t_c)
+          const double* xy = hs + cols[e].off;
+          const double* tc = t + cols[e].other;
+          double d = 0;
+          for (int j = 0; j < N; ++j) d += xy[j] * tc[j];
+          for (int i = 0; i < N; ++i) ta[i] -= xy[N + i] * d;
+        }
+      }
+      for (int e = col_one_[a]; e < col_end_[a]; ++e) {
+        const int sb = start(cols[e].other), nb = N ? N : size(cols[e].other);
+        const double* blk = hs + cols[e].off;  // nb × n
+        for (int j = 0; j < nb; ++j) {
+          const double tj = t[sb + j];
+          for (int i = 0; i < n; ++i) ta[i] -= blk[j * n + i] * tj;
+        }
+      }
+      if constexpr (N > 0)
+        for (int i = 0; i < N; ++i) t[s0 + i] = local[i];
+      for (int i = 0; i < n; ++i) u[s0 + i] = v[s0 + i] - ta[i];
+    }
+  }
+
+  // ‖C (r̂ + L̃ r̂)‖², the residual of H x = b.
+  template <int N>
+  double SplitResidual() {
+    const int ncl = static_cast<int>(clique_start_.size()) - 1;
+    auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
+    auto start = [&](int other) { return N > 0 ? other : clique_start_[other]; };
+    const double* hs = Hs_.data();
+    const Entry* rows = row_entry_.data();
+    const double* r = r_.data();
+    double* tmp_all = z_.data();
+    double rr = 0;
+    for (int a = 0; a < ncl; ++a) {
+      const int s0 = clique_start_[a], n = size(a);
+      double local[N > 0 ? N : 1];
+      double* tmp = N > 0 ? local : tmp_all;
+      for (int i = 0; i < n; ++i) tmp[i] = r[s0 + i];
+      if constexpr (N > 0) {
+        for (int e = row_start_[a]; e < row_one_[a]; ++e) {
+          const double* xy = hs + rows[e].off;
+          const double* rb = r + rows[e].other;
+          double d = 0;
+          for (int j = 0; j < N; ++j) d += xy[N + j] * rb[j];
+          for (int i = 0; i < N; ++i) tmp[i] += xy[i] * d;
+        }
+      }
+      for (int e = row_one_[a]; e < row_end_[a]; ++e) {
+        const int sb = start(rows[e].other), nb = N ? N : size(rows[e].other);
+        const double* blk = hs + rows[e].off;
+        for (int i = 0; i < n; ++i) {
+          double sum = 0;
+          for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * r[sb + j];
+          tmp[i] += sum;
+        }
+      }
+      const double* C = Cf_.data() + offset_[a];  // (i, m) at C[m * n + i], m ≤ i
+      for (int i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int m = 0; m <= i; ++m) sum += C[m * n + i] * tmp[m];
+        rr += sum * sum;
+      }
+    }
+    return rr;
+  }
+
   // PCG with the preconditioner P = E B⁻¹ Eᵀ, E = B + L (cenic-math §8.4),
   // on the block-scaled system: with B_c = C_c C_cᵀ and S = diag(C_c⁻¹),
   // H̃ = S H Sᵀ = Ẽ + Ẽᵀ − I with Ẽ = I + L̃, L̃_ab = C_a⁻¹ H_ab C_b⁻ᵀ, and
@@ -740,113 +893,7 @@ class PcgHessian final : public HessianFactor {
     const int ncl = static_cast<int>(clique_start_.size()) - 1;
     auto size = [&](int c) { return N ? N : clique_start_[c + 1] - clique_start_[c]; };
     double *r = r_.data(), *p = p_.data(), *q = q_.data(), *xs = x_.data();
-    double *t = acc_.data(), *u = t_u_.data(), *tmp_all = z_.data();
-    // out = Ẽ⁻¹ v (forward sweep, unit diagonal). With N-dof cliques a
-    // clique's sums are kept in a local array (in registers: the stores to
-    // `out` cannot alias them). A rank-one block x yᵀ costs x (yᵀ v_b).
-    const Entry* rows = row_entry_.data();
-    auto start = [&](int other) { return N > 0 ? other : clique_start_[other]; };
-    const Entry* cols = col_entry_.data();
-    const double* hs = Hs_.data();
-    // With kDot also pᵀ(out + t), the iteration's pᵀ K p̂ (K p̂ = t + out),
-    // summed in dof order as a separate pass would.
-    auto forward = [&](const double* v, double* out, auto dot) {
-      constexpr bool kDot = decltype(dot)::value;
-      double pq = 0;
-      for (int a = 0; a < ncl; ++a) {
-        const int s0 = clique_start_[a], n = size(a);
-        double local[N > 0 ? N : 1];
-        double* o = N > 0 ? local : out + s0;
-        for (int i = 0; i < n; ++i) o[i] = v[s0 + i];
-        if constexpr (N > 0) {
-          for (int e = row_start_[a]; e < row_one_[a]; ++e) {
-            const double* xy = hs + rows[e].off;
-            const double* ob = out + rows[e].other;
-            double d = 0;
-            for (int j = 0; j < N; ++j) d += xy[N + j] * ob[j];
-            for (int i = 0; i < N; ++i) o[i] -= xy[i] * d;
-          }
-        }
-        for (int e = row_one_[a]; e < row_end_[a]; ++e) {
-          const int sb = start(rows[e].other), nb = N ? N : size(rows[e].other);
-          const double* blk = hs + rows[e].off;
-          for (int i = 0; i < n; ++i) {
-            double sum = 0;
-            for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * out[sb + j];
-            o[i] -= sum;
-          }
-        }
-        if constexpr (N > 0)
-          for (int i = 0; i < N; ++i) out[s0 + i] = local[i];
-        if constexpr (kDot)
-          for (int i = 0; i < n; ++i) pq += p[s0 + i] * (o[i] + t[s0 + i]);
-      }
-      return pq;
-    };
-    // t = Ẽ⁻ᵀ v (backward sweep, gathered by column) and u = v − t.
-    auto backward = [&](const double* v) {
-      for (int a = ncl - 1; a >= 0; --a) {
-        const int s0 = clique_start_[a], n = size(a);
-        double local[N > 0 ? N : 1];
-        double* ta = N > 0 ? local : t + s0;
-        for (int i = 0; i < n; ++i) ta[i] = v[s0 + i];
-        if constexpr (N > 0) {
-          for (int e = col_start_[a]; e < col_one_[a]; ++e) {  // (x yᵀ)ᵀ t_c = y (xᵀ t_c)
-            const double* xy = hs + cols[e].off;
-            const double* tc = t + cols[e].other;
-            double d = 0;
-            for (int j = 0; j < N; ++j) d += xy[j] * tc[j];
-            for (int i = 0; i < N; ++i) ta[i] -= xy[N + i] * d;
-          }
-        }
-        for (int e = col_one_[a]; e < col_end_[a]; ++e) {
-          const int sb = start(cols[e].other), nb = N ? N : size(cols[e].other);
-          const double* blk = hs + cols[e].off;  // nb × n
-          for (int j = 0; j < nb; ++j) {
-            const double tj = t[sb + j];
-            for (int i = 0; i < n; ++i) ta[i] -= blk[j * n + i] * tj;
-          }
-        }
-        if constexpr (N > 0)
-          for (int i = 0; i < N; ++i) t[s0 + i] = local[i];
-        for (int i = 0; i < n; ++i) u[s0 + i] = v[s0 + i] - ta[i];
-      }
-    };
-    // ‖C (r̂ + L̃ r̂)‖².
-    auto true_residual = [&]() {
-      double rr = 0;
-      for (int a = 0; a < ncl; ++a) {
-        const int s0 = clique_start_[a], n = size(a);
-        double local[N > 0 ? N : 1];
-        double* tmp = N > 0 ? local : tmp_all;
-        for (int i = 0; i < n; ++i) tmp[i] = r[s0 + i];
-        if constexpr (N > 0) {
-          for (int e = row_start_[a]; e < row_one_[a]; ++e) {
-            const double* xy = hs + rows[e].off;
-            const double* rb = r + rows[e].other;
-            double d = 0;
-            for (int j = 0; j < N; ++j) d += xy[N + j] * rb[j];
-            for (int i = 0; i < N; ++i) tmp[i] += xy[i] * d;
-          }
-        }
-        for (int e = row_one_[a]; e < row_end_[a]; ++e) {
-          const int sb = start(rows[e].other), nb = N ? N : size(rows[e].other);
-          const double* blk = hs + rows[e].off;
-          for (int i = 0; i < n; ++i) {
-            double sum = 0;
-            for (int j = 0; j < nb; ++j) sum += blk[i * nb + j] * r[sb + j];
-            tmp[i] += sum;
-          }
-        }
-        const double* C = Cf_.data() + offset_[a];  // (i, m) at C[m * n + i], m ≤ i
-        for (int i = 0; i < n; ++i) {
-          double sum = 0;
-          for (int m = 0; m <= i; ++m) sum += C[m * n + i] * tmp[m];
-          rr += sum * sum;
-        }
-      }
-      return rr;
-    };
+    double *t = acc_.data(), *u = t_u_.data();
     double bb = 0;
     for (int a = 0; a < ncl; ++a) {  // u = S b = C⁻¹ b per clique
       const int s0 = clique_start_[a], n = size(a);
@@ -861,7 +908,7 @@ class PcgHessian final : public HessianFactor {
     for (int i = 0; i < nv; ++i) xs[i] = 0;
     iterations_ = 0;
     const double stop = tolerance_ * tolerance_ * bb;
-    forward(u, r, std::false_type{});  // r̂ = Ẽ⁻¹ S b
+    SplitForward<N, false>(u, r);  // r̂ = Ẽ⁻¹ S b
     double rz = 0;
     for (int i = 0; i < nv; ++i) {
       p[i] = r[i];
@@ -871,9 +918,9 @@ class PcgHessian final : public HessianFactor {
     bool known = true, check_each = false;
     double ratio = rz > 0 ? bb / rz : 1.0;  // ‖r‖² / ‖r̂‖² at the last check
     while (!(known && rr <= stop) && iterations_ < max_iterations_) {
-      backward(p);  // t = Ẽ⁻ᵀ p̂, u = p̂ − t
+      SplitBackward<N>(p);  // t = Ẽ⁻ᵀ p̂, u = p̂ − t
       // q = Ẽ⁻¹ u; K p̂ = t + Ẽ⁻¹(p̂ − t) = q + t, and pᵀ K p̂.
-      const double pq = forward(u, q, std::true_type{});
+      const double pq = SplitForward<N, true>(u, q);
       if (!(pq > 0)) break;  // not positive definite along p (or breakdown): keep x
       const double alpha = rz / pq;
       double rz_new = 0;
@@ -885,7 +932,7 @@ class PcgHessian final : public HessianFactor {
       ++iterations_;
       known = check_each || ratio * rz_new <= 4 * stop;
       if (known) {
-        rr = true_residual();
+        rr = SplitResidual<N>();
         if (rz_new > 0) ratio = rr / rz_new;
         check_each = rr > stop;
         if (!check_each) break;
@@ -976,8 +1023,8 @@ class PcgHessian final : public HessianFactor {
 
 }  // namespace
 
-std::unique_ptr<HessianFactor> MakePcgHessian(double tolerance, int max_iterations) {
-  return std::make_unique<PcgHessian>(tolerance, max_iterations);
+std::unique_ptr<LinearSolver> MakePcgSolver(double tolerance, int max_iterations) {
+  return std::make_unique<PcgSolver>(tolerance, max_iterations);
 }
 
 }  // namespace mjcenic::icf::detail
