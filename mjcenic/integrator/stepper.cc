@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "mjcenic/icf/hessian.h"
+#include "mjcenic/icf/linear/linear_solver.h"
 #include "mjcenic/icf/short_arrays.h"
 #include "mjcenic/integrator/stepper_internal.h"
 
