@@ -1,10 +1,14 @@
 #include "mujoco_errors.h"
 
+#include <csetjmp>
 #include <cstdio>
 #include <cstring>
 
 #include <absl/strings/cord.h>
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
+
+#include "mjcenic/adapter/callback_escape.h"
 
 // libmujoco's thread-local log handler (exported, not in the public headers;
 // the mujoco Python package uses it the same way). Returns the previous one.
@@ -27,6 +31,13 @@ thread_local int tls_depth = 0;
 
 void OnLog(const mjLogMessage* msg) {
   if (msg->level == mjLOG_ERROR) {
+    // Inside a MuJoCo call that may run user callbacks: jump back to its call
+    // site, which raises the error again (mjcenic/adapter/callback_escape.h).
+    if (adapter::CallbackEscape* escape = adapter::ActiveCallbackEscape()) {
+      std::snprintf(escape->message, sizeof(escape->message), "%s%s%s", msg->subject,
+                    msg->body ? ": " : "", msg->body ? msg->body : "");
+      std::longjmp(escape->env, 1);
+    }
     FatalErrorGuard::MujocoError e;
     std::snprintf(e.message, sizeof(e.message), "%s%s%s", msg->subject,
                   msg->body ? ": " : "", msg->body ? msg->body : "");
@@ -59,6 +70,10 @@ void ForEachStateArray(const mjModel* m, mjData* d, Fn&& fn) {
 }  // namespace
 
 bool IsMujocoFatalError(const absl::Status& s) { return s.GetPayload(kPayload).has_value(); }
+
+bool IsPythonCallbackError(const absl::Status& s) {
+  return IsMujocoFatalError(s) && absl::StrContains(s.message(), kPythonCallbackError);
+}
 
 FatalErrorGuard::FatalErrorGuard(const mjModel* m)
     : state_(mj_stateSize(m, mjSTATE_INTEGRATION)), eq_active_(sizeof(mjtBool) * m->neq) {
@@ -113,10 +128,14 @@ absl::Status FatalErrorGuard::Recover(const mjModel* m, mjData* d, const MujocoE
   d->pbase = pbase_;
   // The stages were left half-computed: recompute them at the restored state
   // (guarded too: the same error may recur; then d keeps its state only).
+  // Not after a Python callback raised: its error is pending on the thread,
+  // and the stages would call the callback again.
   const mjfLogHandler previous = _mjPRIVATE_setTlsLogHandler(&OnLog);
   try {
-    mj_fwdPosition(m, d);
-    mj_fwdVelocity(m, d);
+    if (!std::strstr(e.message, kPythonCallbackError)) {
+      mj_fwdPosition(m, d);
+      mj_fwdVelocity(m, d);
+    }
   } catch (const MujocoError&) {
   }
   _mjPRIVATE_setTlsLogHandler(previous);

@@ -9,7 +9,10 @@
 // thread; it turns an error message into a C++ exception, which unwinds
 // through libmujoco's C frames (they hold no resources; libmujoco carries
 // unwind tables) and through the stepper's frames, running their destructors
-// (a longjmp would skip them). The previous thread-local handler is restored
+// (a longjmp would skip them). Inside MuJoCo calls that may run user callbacks
+// the handler first jumps back to the call site, which raises the error again
+// (mjcenic/adapter/callback_escape.h): the callbacks' frames may belong to
+// another C++ runtime (the mujoco package's Python trampolines). The previous thread-local handler is restored
 // afterwards and receives every warning. Nothing global is changed, so other
 // threads, and MuJoCo calls outside mjcenic, keep MuJoCo's own behaviour.
 //
@@ -27,6 +30,14 @@ namespace mjcenic::plugin {
 
 // True for a status made from a MuJoCo fatal error by FatalErrorGuard.
 bool IsMujocoFatalError(const absl::Status& s);
+
+// mju_error's message from the mujoco package's callback trampolines when the
+// Python callback raised; the Python error is then pending on the thread (the
+// trampoline restored it), and d keeps its state from before the call, its
+// stages not recomputed (that would call the callback again).
+inline constexpr const char* kPythonCallbackError = "Python exception raised";
+// True for a fatal-error status from a raising Python callback.
+bool IsPythonCallbackError(const absl::Status& s);
 
 class FatalErrorGuard {
  public:

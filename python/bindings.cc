@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -41,8 +42,22 @@ mjData* AsData(const py::object& o) {
   return reinterpret_cast<mjData*>(o.attr("_address").cast<std::uintptr_t>());
 }
 
+// "TypeName: message" of the Python error pending on this thread (GIL held),
+// which is cleared; "" if none.
+std::string TakePythonError() {
+  if (!PyErr_Occurred()) return {};
+  py::error_already_set e;  // fetches and clears it
+  std::string text = py::str(e.type().attr("__name__")).cast<std::string>();
+  const std::string value = py::str(e.value()).cast<std::string>();
+  if (!value.empty()) text += ": " + value;
+  return text;
+}
+
 void Check(const absl::Status& s) {
   if (s.ok()) return;
+  // A Python callback set with mujoco.set_mjcb_* raised inside the step: its
+  // exception, exactly as mujoco.mj_step raises it (the data keeps its state).
+  if (mjcenic::plugin::IsPythonCallbackError(s) && PyErr_Occurred()) throw py::error_already_set();
   if (mjcenic::plugin::IsMujocoFatalError(s)) {
     // The mujoco package's own exception type, as from mujoco.mj_step.
     py::object fatal = py::module_::import("mujoco").attr("FatalError");
@@ -53,11 +68,13 @@ void Check(const absl::Status& s) {
   throw std::runtime_error(std::string(s.message()));
 }
 
-// An option's value as Python sees it: numbers and flags natively, names as str.
+// An option's value as Python sees it: reals as float, counts (int and long
+// codecs) as int, flags as bool, names as str.
 template <class Codec, class T>
 py::object OptionValue(const T& value) {
   if constexpr (std::is_same_v<typename Codec::Value, double> ||
                 std::is_same_v<typename Codec::Value, int> ||
+                std::is_same_v<typename Codec::Value, long> ||
                 std::is_same_v<Codec, mjcenic::option_codec::Flag>)
     return py::cast(value);
   else
@@ -178,6 +195,17 @@ class PyStepper {
   // MuJoCo fatal error inside the step (d is then restored).
   template <class Fn>
   void Run(const py::object& data, mjData* d, Fn&& fn) {
+    // One call at a time: the stepper's workspaces (and the controller's
+    // bound data) are per instance, so a second thread (or a controller
+    // calling back into this stepper) would corrupt them.
+    if (busy_.exchange(true))
+      throw std::runtime_error(
+          "mjcenic.Stepper: this stepper is already stepping (in another thread, or from its own "
+          "controller); a Stepper is used by one thread at a time: make one Stepper per thread");
+    struct Release {
+      std::atomic<bool>* busy;
+      ~Release() { busy->store(false); }
+    } release{&busy_};
     data_ = data;
     controller_error_.clear();
     absl::Status s;
@@ -186,16 +214,33 @@ class PyStepper {
       s = guard_.Run(m_, d, fn);
     }
     data_ = py::none();
+    // A raising mjcb_* callback left its Python error pending: it goes first.
+    if (mjcenic::plugin::IsPythonCallbackError(s)) Check(s);
     if (!controller_error_.empty())
       throw std::runtime_error("mjcenic: the controller raised: " + controller_error_);
     Check(s);
   }
 
+  // d was made for the stepper's model: the same compilation signature, or,
+  // when the signatures differ (an unpickled MjModel carries signature 0), an
+  // mjData of exactly the size one made for the model has.
   mjData* Data(const py::object& data) {
     mjData* d = AsData(data);
-    if (d->signature != m_->signature)
+    if (d->signature != m_->signature && !SameLayout(d))
       throw py::value_error("mjcenic: this MjData was not made for the stepper's MjModel");
     return d;
+  }
+
+  bool SameLayout(const mjData* d) {
+    if (layout_nbuffer_ < 0) {
+      mjData* probe = mj_makeData(m_);
+      if (!probe) return false;
+      layout_nbuffer_ = static_cast<long long>(probe->nbuffer);
+      layout_narena_ = static_cast<long long>(probe->narena);
+      mj_deleteData(probe);
+    }
+    return static_cast<long long>(d->nbuffer) == layout_nbuffer_ &&
+           static_cast<long long>(d->narena) == layout_narena_;
   }
 
   void Step(const py::object& data, int nstep) {
@@ -237,6 +282,8 @@ class PyStepper {
   py::object controller_;
   py::object data_ = py::none();
   std::string controller_error_;
+  std::atomic<bool> busy_{false};
+  long long layout_nbuffer_ = -1, layout_narena_ = -1;  // of an mjData for m_ (SameLayout)
   const mjModel* m_;
   mjcenic::plugin::FatalErrorGuard guard_;
   std::unique_ptr<mjcenic::Stepper> stepper_;
@@ -302,14 +349,14 @@ void RunRollout(const RolloutJob& job, int r, mjData* d, mjcenic::plugin::FatalE
   const mjModel* m = job.models[r];
   RolloutOutcome& out = (*job.outcomes)[r];
   const size_t nstate = job.nstate, nsens = job.nsensordata, ncontrol = job.ncontrol;
-  const size_t row0 = static_cast<size_t>(r) * job.nstep;
+  const size_t row0 = static_cast<size_t>(r) * static_cast<size_t>(job.nstep);
   auto write_row = [&](int t) {
     mj_getState(m, d, job.state + (row0 + t) * nstate, mjSTATE_FULLPHYSICS);
     std::copy_n(d->sensordata, nsens, job.sensordata + (row0 + t) * nsens);
   };
 
   ResetUnspecifiedInputs(m, d, job.control_spec);
-  mj_setState(m, d, job.state0 + r * nstate, mjSTATE_FULLPHYSICS);
+  mj_setState(m, d, job.state0 + static_cast<size_t>(r) * nstate, mjSTATE_FULLPHYSICS);
   if (job.warmstart0)
     std::copy_n(job.warmstart0 + static_cast<size_t>(r) * m->nv, m->nv, d->qacc_warmstart);
   else
@@ -328,6 +375,14 @@ void RunRollout(const RolloutJob& job, int r, mjData* d, mjcenic::plugin::FatalE
         absl::Status s = guard->Run(m, d, [&] { return (*stepper)->Step(d); });
         if (!s.ok()) {
           out.error = std::string(s.message());
+          if (mjcenic::plugin::IsPythonCallbackError(s)) {
+            // The callback's Python error is pending on this thread: it
+            // becomes this rollout's error (and is cleared for the next).
+            py::gil_scoped_acquire gil;
+            const std::string py_error = TakePythonError();
+            if (!py_error.empty())
+              out.error = "a Python MuJoCo callback (mujoco.set_mjcb_*) raised " + py_error;
+          }
           break;
         }
         write_row(t);
@@ -348,25 +403,39 @@ void RunRollout(const RolloutJob& job, int r, mjData* d, mjcenic::plugin::FatalE
 
 // Runs every rollout of job on datas.size() threads (the calling thread when
 // one). No Python object is touched: the caller holds the references.
-void RunRollouts(const RolloutJob& job, const std::vector<mjData*>& datas, int chunk) {
-  std::atomic<int> next{0};
+// The caller has released the GIL.
+void RunRollouts(const RolloutJob& job, const std::vector<mjData*>& datas, long long chunk) {
+  // 64-bit counter and a chunk of at most the batch: begin + chunk cannot
+  // overflow however many times the threads add to it.
+  chunk = std::clamp<long long>(chunk, 1, job.nbatch);
+  std::atomic<long long> next{0};
   auto worker = [&](mjData* d) {
     mjcenic::plugin::FatalErrorGuard guard(job.models[0]);  // sized for m; the models share sizes
     for (;;) {
-      const int begin = next.fetch_add(chunk);
+      const long long begin = next.fetch_add(chunk);
       if (begin >= job.nbatch) break;
-      const int end = std::min(job.nbatch, begin + chunk);
-      for (int r = begin; r < end; ++r) RunRollout(job, r, d, &guard);
+      const long long end = std::min<long long>(job.nbatch, begin + chunk);
+      for (long long r = begin; r < end; ++r) RunRollout(job, static_cast<int>(r), d, &guard);
     }
   };
+  // A thread of our own gets a Python thread state for its whole life: a
+  // Python MuJoCo callback that raises leaves its error there (RunRollout
+  // reads it), where a temporary one would drop it.
+  auto thread_main = [&](mjData* d) {
+    const PyGILState_STATE gil = PyGILState_Ensure();
+    PyThreadState* state = PyEval_SaveThread();
+    worker(d);
+    PyEval_RestoreThread(state);
+    PyGILState_Release(gil);
+  };
   const int nthread = static_cast<int>(std::min<size_t>(datas.size(), job.nbatch));
-  if (nthread <= 1) {
-    worker(datas[0]);
-    return;
-  }
   std::vector<std::thread> threads;
-  threads.reserve(nthread - 1);
-  for (int k = 1; k < nthread; ++k) threads.emplace_back(worker, datas[k]);
+  threads.reserve(nthread > 1 ? nthread - 1 : 0);
+  try {
+    for (int k = 1; k < nthread; ++k) threads.emplace_back(thread_main, datas[k]);
+  } catch (const std::system_error&) {
+    // No more threads (a resource limit): the ones started and this one do the work.
+  }
   worker(datas[0]);
   for (auto& th : threads) th.join();
 }
@@ -388,7 +457,8 @@ const double* Sized(const Array& a, size_t size, const char* name) {
 py::dict RolloutBatch(const py::list& models, const py::list& datas, int nstep,
                       unsigned control_spec, const Vector& state0,
                       const std::optional<Vector>& warmstart0, const std::optional<Vector>& control,
-                      OutArray state, OutArray sensordata, const py::dict& options, int chunk) {
+                      OutArray state, OutArray sensordata, const py::dict& options,
+                      long long chunk) {
   RolloutJob job;
   job.nbatch = static_cast<int>(py::len(models));
   job.nstep = nstep;

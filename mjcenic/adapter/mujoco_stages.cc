@@ -1,16 +1,49 @@
 #include "mjcenic/adapter/mujoco_stages.h"
+#include "mjcenic/adapter/callback_escape.h"
 #include "mjcenic/icf/short_arrays.h"
 
 #include <algorithm>
 
 namespace mjcenic::adapter {
 
-MujocoStages::MujocoStages(const mjModel* m, double speculative_margin) : m_(m) {
+namespace {
+thread_local CallbackEscape* tls_escape = nullptr;
+}  // namespace
+
+CallbackEscape* ActiveCallbackEscape() { return tls_escape; }
+
+void RunEscapable(void (*f)(const mjModel*, mjData*), const mjModel* m, mjData* d) {
+  CallbackEscape e;
+  e.outer = tls_escape;
+  if (setjmp(e.env) == 0) {
+    tls_escape = &e;
+    f(m, d);
+    tls_escape = e.outer;
+    return;
+  }
+  // Jumped here from an error handler: raise the error again from this frame.
+  tls_escape = e.outer;
+  mju_error("%s", e.message);
+}
+
+MujocoStages::MujocoStages(const mjModel* m, double speculative_margin)
+    : m_(m), margin_(speculative_margin) {
   if (!(speculative_margin > 0)) return;
   staging_ = mj_copyModel(nullptr, m);
-  for (int g = 0; g < m->ngeom; ++g) staging_->geom_gap[g] += 0.5 * speculative_margin;
-  for (int p = 0; p < m->npair; ++p) staging_->pair_gap[p] += speculative_margin;
-  for (int b = 0; b < m->nbody; ++b) staging_->body_margin[b] += 0.5 * speculative_margin;
+  Widen();
+}
+
+void MujocoStages::Widen() {
+  for (int g = 0; g < m_->ngeom; ++g) staging_->geom_gap[g] = m_->geom_gap[g] + 0.5 * margin_;
+  for (int p = 0; p < m_->npair; ++p) staging_->pair_gap[p] = m_->pair_gap[p] + margin_;
+  for (int b = 0; b < m_->nbody; ++b)
+    staging_->body_margin[b] = m_->body_margin[b] + 0.5 * margin_;
+}
+
+void MujocoStages::ModelEdited() {
+  if (!staging_) return;
+  mj_copyModel(staging_, m_);
+  Widen();
 }
 
 MujocoStages::~MujocoStages() {
@@ -24,19 +57,27 @@ const mjModel* MujocoStages::StageModel() {
 }
 
 void MujocoStages::PositionVelocity(mjData* d) {
-  const mjModel* m = StageModel();
-  mj_fwdPosition(m, d);
-  mj_fwdVelocity(m, d);
+  // (Callbacks: contact filter, passive forces; callback_escape.h.)
+  RunEscapable(
+      [](const mjModel* m, mjData* d) {
+        mj_fwdPosition(m, d);
+        mj_fwdVelocity(m, d);
+      },
+      StageModel(), d);
 }
 
-void MujocoStages::Actuation(mjData* d) { mj_fwdActuation(m_, d); }
+void MujocoStages::Actuation(mjData* d) { RunEscapable(mj_fwdActuation, m_, d); }
 
 void MujocoStages::Smooth(mjData* d) {
-  mj_fwdKinematics(m_, d);
-  mj_makeM(m_, d);
-  mj_factorM(m_, d);
-  mj_transmission(m_, d);
-  mj_fwdVelocity(m_, d);
+  RunEscapable(
+      [](const mjModel* m, mjData* d) {
+        mj_fwdKinematics(m, d);
+        mj_makeM(m, d);
+        mj_factorM(m, d);
+        mj_transmission(m, d);
+        mj_fwdVelocity(m, d);
+      },
+      m_, d);
 }
 
 bool MujocoStages::HasControlCallback() const {
@@ -44,17 +85,21 @@ bool MujocoStages::HasControlCallback() const {
 }
 
 void MujocoStages::ControlCallback(mjData* d) {
-  if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) mjcb_control(m_, d);
+  if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) RunEscapable(mjcb_control, m_, d);
 }
 
 void MujocoStages::SensorsAndForces(mjData* d) {
-  const bool energy = m_->opt.enableflags & mjENBL_ENERGY;
-  mj_sensorPos(m_, d);
-  if (energy) mj_energyPos(m_, d);
-  mj_sensorVel(m_, d);
-  if (energy) mj_energyVel(m_, d);
-  Actuation(d);
-  mj_fwdAcceleration(m_, d);
+  RunEscapable(
+      [](const mjModel* m, mjData* d) {
+        const bool energy = m->opt.enableflags & mjENBL_ENERGY;
+        mj_sensorPos(m, d);
+        if (energy) mj_energyPos(m, d);
+        mj_sensorVel(m, d);
+        if (energy) mj_energyVel(m, d);
+        mj_fwdActuation(m, d);
+        mj_fwdAcceleration(m, d);
+      },
+      m_, d);
 }
 
 void MujocoStages::FinishStep(mjData* d, double H, const double* v_start) {
@@ -63,7 +108,7 @@ void MujocoStages::FinishStep(mjData* d, double H, const double* v_start) {
   mj_mulM(m_, d, d->qfrc_constraint, d->qacc);
   for (int i = 0; i < m_->nv; ++i) d->qfrc_constraint[i] -= d->qfrc_smooth[i];
   d->flg_rnepost = 0;
-  mj_sensorAcc(m_, d);
+  RunEscapable(mj_sensorAcc, m_, d);
   for (int i = 0; i < m_->nplugin; ++i) {
     const mjpPlugin* p = mjp_getPluginAtSlot(m_->plugin[i]);
     if (p && p->advance) p->advance(m_, d, i);

@@ -24,6 +24,8 @@ class MujocoStages {
   ~MujocoStages();
   MujocoStages(const MujocoStages&) = delete;
   MujocoStages& operator=(const MujocoStages&) = delete;
+  // The model's arrays were edited: the staging copy takes them again.
+  void ModelEdited();
 
   // Position and velocity stages at the state in d (no sensors, no control
   // callback), on the staging model.
@@ -53,7 +55,10 @@ class MujocoStages {
   // viewer may change options at any time).
   const mjModel* StageModel();
 
+  void Widen();  // the staging copy's gaps and margins, from m_'s
+
   const mjModel* m_;
+  double margin_ = 0;
   mjModel* staging_ = nullptr;
 };
 

@@ -3,6 +3,7 @@
 //
 //   mjcenic-run MODEL.xml [--duration T] [--keyframe NAME | --no-keyframe]
 //               [--json OUT] [--compare-mjstep]
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,12 +12,14 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/integrator/stepper.h"
 #include "mjcenic/version.h"  // generated in the build tree (cmake/version.h.in)
+#include "plugin.h"
 
 namespace {
 
@@ -28,7 +31,10 @@ struct Args {
   bool no_keyframe = false, compare = false;
   int ccd_iterations = 0;      // > 0: overrides the model's <option ccd_iterations>
   double ccd_tolerance = 0;    // > 0: overrides the model's <option ccd_tolerance>
-  mjcenic::StepperOptions options;
+  mjcenic::StepperOptions options;  // the command line's alone (checked while parsing)
+  // The option flags as given, in order: applied over the model's mjcenic
+  // plugin <config> (as the Python CLI and mjcenic.Stepper do).
+  std::vector<std::pair<std::string, std::string>> given;
 };
 
 void Usage() {
@@ -68,12 +74,14 @@ bool ParseValueFlag(const std::string& s, const char* v, Args* a, bool* known) {
       std::fprintf(stderr, "mjcenic-run: bad --mode '%s' (fixed, cenic or trapezoid)\n", v);
       return false;
     }
+    a->given.emplace_back("mode", v);
   } else if (s == "--accuracy" || s == "--max-step") {
     if (!PositiveNumber(v, &x)) {
       std::fprintf(stderr, "mjcenic-run: bad %s '%s' (must be > 0)\n", s.c_str(), v);
       return false;
     }
     (s == "--accuracy" ? a->options.accuracy : a->options.max_step) = x;
+    a->given.emplace_back(s == "--accuracy" ? "accuracy" : "max_step", v);
   } else if (s == "--chunk") {
     if (std::strcmp(v, "step") == 0) {
       a->chunk_is_step = true;
@@ -93,6 +101,7 @@ bool ParseValueFlag(const std::string& s, const char* v, Args* a, bool* known) {
                    std::string(st.message()).c_str());
       return false;
     }
+    a->given.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   } else if (s == "--ccd-iterations" || s == "--ccd-tolerance") {
     const bool iters = s == "--ccd-iterations";
     if (!PositiveNumber(v, &x) || (iters && (x != std::floor(x) || x > 10000))) {
@@ -361,12 +370,78 @@ void PrintSummary(const Args& args, const mjModel* m, const mjData* d,
 
 }  // namespace
 
+// The value of attribute `name` in the tag text, or false if absent.
+bool Attribute(const std::string& tag, const char* name, std::string* value) {
+  const std::string key = std::string(" ") + name + "=";
+  size_t at = tag.find(key);
+  if (at == std::string::npos) {
+    for (const char ws : {'\n', '\t', '\r'})
+      if ((at = tag.find(std::string(1, ws) + name + "=")) != std::string::npos) break;
+    if (at == std::string::npos) return false;
+  }
+  const size_t open = at + key.size();
+  if (open >= tag.size() || (tag[open] != '"' && tag[open] != '\'')) return false;
+  const size_t close = tag.find(tag[open], open + 1);
+  if (close == std::string::npos) return false;
+  *value = tag.substr(open + 1, close - open - 1);
+  return true;
+}
+
+// An empty <config key=... value=""/> of the mjcenic plugin in the MJCF text
+// (MuJoCo compiles it like an absent key, so only the text shows it), named
+// in the status; OK if there is none. Files pulled in by <include> are not read.
+absl::Status CheckEmptyConfigValues(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string xml = text.str();
+  for (size_t at = 0; (at = xml.find("<plugin", at)) != std::string::npos;) {
+    const size_t end = xml.find("</plugin>", at);
+    const size_t head_end = xml.find('>', at);
+    if (head_end == std::string::npos) break;
+    std::string name;
+    const std::string head = xml.substr(at, head_end - at);
+    at = end == std::string::npos ? xml.size() : std::max(end, head_end);
+    if (!Attribute(head, "plugin", &name) || name != "mjcenic") continue;
+    const std::string block = xml.substr(head_end, at - head_end);
+    for (size_t c = 0; (c = block.find("<config", c)) != std::string::npos; ++c) {
+      const std::string tag = block.substr(c, block.find('>', c) - c);
+      std::string key, value;
+      if (Attribute(tag, "key", &key) && Attribute(tag, "value", &value) &&
+          value.find_first_not_of(" \t\n\r") == std::string::npos)
+        return absl::InvalidArgumentError("mjcenic plugin <config>: option '" + key +
+                                          "' has an empty value (give a value or leave the "
+                                          "key out)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The model's mjcenic plugin <config>, then the command line's options.
+absl::Status ResolveArgsOptions(const mjModel* m, Args* args) {
+  mjcenic::StepperOptions o;
+  if (absl::Status s = mjcenic::plugin::OptionsFromModel(m, &o); !s.ok()) return s;
+  for (const auto& [k, v] : args->given)
+    if (absl::Status s = mjcenic::SetOption(&o, k, v); !s.ok()) return s;
+  args->options = o;
+  return absl::OkStatus();
+}
+
 int main(int argc, char** argv) {
   Args args;
   if (!Parse(argc, argv, &args)) return 2;
+  // Models that declare the mjcenic plugin name it: register it before loading.
+  mjcenic::plugin::Register();
   int key = -1;
   mjModel* m = LoadModel(args, &key);
   if (!m) return 1;
+  absl::Status config =
+      mjcenic::plugin::FindInstance(m) >= 0 ? CheckEmptyConfigValues(args.model) : absl::OkStatus();
+  if (absl::Status s = config.ok() ? ResolveArgsOptions(m, &args) : config; !s.ok()) {
+    std::fprintf(stderr, "mjcenic-run: %s\n", std::string(s.message()).c_str());
+    mj_deleteModel(m);
+    return 1;
+  }
   auto stepper_or = mjcenic::Stepper::Create(m, args.options);
   if (!stepper_or.ok()) {
     std::fprintf(stderr, "mjcenic-run: %s\n", std::string(stepper_or.status().message()).c_str());

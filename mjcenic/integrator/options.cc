@@ -1,5 +1,6 @@
 #include "mjcenic/integrator/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -17,7 +18,8 @@ namespace option_codec {
 
 bool ParseReal(std::string_view text, double* x) {
   const std::string s(text);
-  if (s.empty()) return false;
+  // Decimal notation only: strtod would also read hexadecimal ("0x10" as 16).
+  if (s.empty() || s.find_first_of("xXpP") != std::string::npos) return false;
   char* end;
   *x = std::strtod(s.c_str(), &end);
   return *end == 0 && std::isfinite(*x);
@@ -145,6 +147,22 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   };
   if (!(o.accuracy >= kMinAccuracy) || !std::isfinite(o.accuracy))
     return bad("accuracy (must be >= 1e-12: smaller errors are double round-off)");
+  if (!(o.accuracy <= kMaxAccuracy))
+    return bad(absl::StrCat("accuracy ", o.accuracy, " (must be <= 1: an error of the model's size)")
+                   .c_str());
+  if (!(o.kappa <= 1)) return bad(absl::StrCat("kappa ", o.kappa, " (must be <= 1)").c_str());
+  // The Newton tolerances: above kMaxNewtonTolerance the warm start passes the
+  // stopping test with 0 iterations on slow models and the physics freezes.
+  if (!(o.solver.tolerance <= kMaxNewtonTolerance))
+    return bad(absl::StrCat("solver_tolerance ", o.solver.tolerance, " (must be <= ",
+                            kMaxNewtonTolerance, ")")
+                   .c_str());
+  if (o.mode != Mode::kFixed && o.adaptive_tolerance && o.error_control &&
+      !(o.kappa * o.accuracy <= kMaxNewtonTolerance))
+    return bad(absl::StrCat("kappa·accuracy = ", o.kappa, "·", o.accuracy,
+                            " (the adaptive Newton tolerance, must be <= ", kMaxNewtonTolerance,
+                            "; lower kappa or accuracy)")
+                   .c_str());
   if (!(o.max_step >= 0) || !std::isfinite(o.max_step)) return bad("max_step (must be >= 0)");
   if (!(o.initial_step >= 0) || !std::isfinite(o.initial_step))
     return bad("initial_step (must be >= 0)");
@@ -154,6 +172,19 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
     return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
   if (!(o.error_per_unit_step >= 0) || !std::isfinite(o.error_per_unit_step))
     return bad("error_per_unit_step (must be >= 0 s)");
+  // The floors together (README, "Errors and progress"): a given length scale
+  // L makes a translation of the model's size (stat.extent) a component of
+  // extent/L in the weighted norm, with that much more round-off; the
+  // accuracy must stay above it.
+  if (o.length_scale > 0 && o.error_norm != ErrorNormKind::kDrake) {
+    const double floor = kMinAccuracy * std::max(1.0, m->stat.extent / o.length_scale);
+    if (o.accuracy < floor)
+      return bad(absl::StrCat("accuracy ", o.accuracy, " with length_scale ", o.length_scale,
+                              " m: translations of the model's size (", m->stat.extent,
+                              " m) would have to be exact to ", o.accuracy * o.length_scale,
+                              " m, below double round-off; needs accuracy >= ", floor)
+                     .c_str());
+  }
   if (!(o.velocity_horizon > 0) || !std::isfinite(o.velocity_horizon))
     return bad("velocity_horizon (must be > 0 s)");
   if (absl::Status s = CheckStepBounds(o); !s.ok()) return s;

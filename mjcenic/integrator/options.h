@@ -57,11 +57,22 @@ const char* ToString(ErrorEstimate e);
 //    asks translations to be exact to accuracy·L; at L = 1e-300 that is below
 //    the rounding of any position, so error estimates are rounded to 0 and
 //    the steps crawl at the size where h²·g vanishes in q's last digit.
-//  * no step below max(min_step, kRelativeMinStep·max(1, |t|)) (≈ 45 ulp of t).
+//  * no step below max(min_step, kRelativeMinStep·max(1, |t|)) (≈ 45 ulp of t),
+//    nor, with error_per_unit_step T > 0, below kMinAccuracy·T/accuracy: the
+//    step's own tolerance accuracy·h/T would be below kMinAccuracy.
+//  * a given length_scale L: accuracy >= kMinAccuracy·max(1, extent/L).
 //  * a Step()/AdvanceTo() that needs more than max_steps_per_call (unset:
 //    kMaxStepsAtLargestStep) steps even at the largest step is refused; with
 //    max_steps_per_call set, a call also ends after that many accepted steps.
+//  * accuracy <= kMaxAccuracy, kappa <= 1, solver_tolerance and the adaptive
+//    Newton tolerance κ·accuracy <= kMaxNewtonTolerance: Newton stops when
+//    |D∇ℓ| < ε·max(1, |D r|), and the warm start's residual |D h f| of a
+//    small, slow model (a pendulum at rest, a box starting to fall) is below
+//    0.01 or 0.1: at larger ε it passes with 0 iterations, step after step,
+//    and the physics freezes.
 inline constexpr double kMinAccuracy = 1e-12;
+inline constexpr double kMaxAccuracy = 1;
+inline constexpr double kMaxNewtonTolerance = 1e-3;
 inline constexpr double kRelativeMinStep = 1e-14;
 inline constexpr double kMinLengthScale = 1e-6;  // [m]
 inline constexpr long kMaxStepsAtLargestStep = 1000000;

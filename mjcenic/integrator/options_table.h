@@ -41,6 +41,20 @@ struct Real {
   static std::string Expect() { return (kStrict ? "> " : ">= ") + FormatReal(kLo); }
 };
 using Positive = Real<0.0, true>;
+
+// A real number in (0, kHi].
+template <double kHi>
+struct PositiveAtMost {
+  using Value = double;
+  static bool Parse(std::string_view s, double* x) {
+    double y;
+    if (!ParseReal(s, &y) || !(y > 0 && y <= kHi)) return false;
+    *x = y;
+    return true;
+  }
+  static std::string Format(double x) { return FormatReal(x); }
+  static std::string Expect() { return "> 0 and <= " + FormatReal(kHi); }
+};
 using NonNegative = Real<0.0, false>;
 using AtLeastOne = Real<1.0, false>;
 
@@ -52,12 +66,16 @@ struct NonNegativeOrAuto {
   static std::string Expect() { return ">= 0, or -1 for the solref mapping"; }
 };
 
-// accuracy: at least kMinAccuracy (README, "Errors and progress").
+// accuracy: in [kMinAccuracy, kMaxAccuracy] (README, "Errors and progress").
 struct AccuracyValue {
   using Value = double;
-  static bool Parse(std::string_view s, double* x) { return Real<kMinAccuracy, false>::Parse(s, x); }
+  static bool Parse(std::string_view s, double* x) {
+    return Real<kMinAccuracy, false>::Parse(s, x) && *x <= kMaxAccuracy;
+  }
   static std::string Format(double x) { return FormatReal(x); }
-  static std::string Expect() { return ">= 1e-12; smaller errors are double round-off"; }
+  static std::string Expect() {
+    return ">= 1e-12 (smaller errors are double round-off) and <= 1 (the model's size)";
+  }
 };
 
 // length_scale: 0 (from the model) or at least kMinLengthScale [m].
@@ -197,7 +215,8 @@ struct FrictionlossName {
     "false: cenic/trapezoid take every step at `max_step` (convergence studies)")                 \
   X(adaptive_tolerance, adaptive_tolerance, Flag,                                                 \
     "Newton tolerance ε = κ·ε_acc (paper §VI-B); off: `solver_tolerance`")                        \
-  X(kappa, kappa, Positive, "κ of the adaptive Newton tolerance")                                 \
+  X(kappa, kappa, PositiveAtMost<1.0>,                                                           \
+    "κ of the adaptive Newton tolerance (κ·`accuracy` at most 1e-3)")                                 \
   X(controller_mode, controller, ControllerName,                                                  \
     "how a user controller enters the step (see \"User controllers\")")                           \
   X(hessian_reuse, solver.hessian_reuse, Flag,                                                    \
@@ -250,7 +269,8 @@ struct FrictionlossName {
     "`pcg`: relative residual of each Newton direction (inexact Newton; every CG iterate is a "   \
     "descent direction, so the Newton tolerance still decides convergence); in fixed mode the "   \
     "floor, early directions are solved to ≤ 1e-2 while the gradient falls slowly")               \
-  X(solver_tolerance, solver.tolerance, Positive, "Newton tolerance (fixed mode)")                \
+  X(solver_tolerance, solver.tolerance, PositiveAtMost<mjcenic::kMaxNewtonTolerance>,           \
+    "Newton tolerance (fixed mode)")                \
   X(max_iterations, solver.max_iterations, Count, "Newton iteration cap per convex solve")        \
   X(phase_timers, phase_timers, Flag,                                                             \
     "measure the wall time of each phase (the `time_*` statistics but `time_total`, which is "    \

@@ -153,6 +153,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       options_(o),
       mujoco_(std::make_unique<Mujoco>(m, o, &stats_.controller_calls)),
       norm_(m, o.error_norm, o.length_scale, o.velocity_horizon),
+      model_fingerprint_(m),
       h_hist_(kBins, 0) {
   scratch_.Resize(static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->na));
   scratch_.ctrl_prev.resize(m->nu);
@@ -1063,8 +1064,11 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   const double h_max = LargestStep();
   const bool controlled = !fixed && options_.error_control;
   // (Read only under error control.)
+  // With error per unit step, a step's tolerance is accuracy·h/T: below
+  // kMinAccuracy it is round-off, so such steps are below the minimum too.
   const double h_min =
-      controlled ? std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step})
+      controlled ? std::max({kRelativeMinStep, kRelativeMinStep * std::abs(t0), options_.min_step,
+                             kMinAccuracy * options_.error_per_unit_step / options_.accuracy})
                  : 0.0;
   if (!controlled) {
     h_ideal_ = h_max;
@@ -1282,9 +1286,29 @@ void Stepper::PostStep(mjData* d, double H, const double* v_start) {
   stats_.time_geometry += Seconds(t0, PhaseNow(timed));
 }
 
+void Stepper::ModelEdited() {
+  // What the adapter read from the model when it was made (implicit damping
+  // and stiffness, body masses, actuators, ...) is read again, and a pending
+  // dense-output step, taken with the old values, is dropped.
+  mujoco_->builder = adapter::MujocoAdapter(m_, options_.contact);
+  mujoco_->builder.set_phase_timers(options_.phase_timers);
+  mujoco_->stages.ModelEdited();
+  // The stages and problems computed from the old values are stale.
+  for (StateSnapshot* s : {&stages_state_, &model_start_state_, &force_start_state_,
+                           &prev_end_state_, &dense_written_})
+    s->Invalidate();
+  actuation_fresh_ = false;
+  dense_pending_ = false;
+  model_start_.damper_spring_source = model_mid_.damper_spring_source = -1;  // D, K refilled
+}
+
 absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   // One outer call: checks, control inputs once (zero-order hold), internal
   // steps until t (or one step), then the post-step contract.
+  if (const std::uint64_t seen = model_fingerprint_.Compute(); seen != model_seen_) {
+    model_seen_ = seen;
+    ModelEdited();
+  }
   const bool by_ticks = kHaveTicks && !options_.phase_timers;
   const std::uint64_t start_ticks = by_ticks ? StartTicks() : 0;
   const auto start = by_ticks ? Clock::time_point{} : Clock::now();

@@ -34,6 +34,7 @@
 #include "mjcenic/icf/icf_solver.h"
 #include "mjcenic/integrator/controller.h"
 #include "mjcenic/integrator/error_norm.h"
+#include "mjcenic/integrator/model_fingerprint.h"
 #include "mjcenic/integrator/options.h"
 #include "mjcenic/integrator/state_snapshot.h"
 
@@ -147,6 +148,8 @@ class Stepper {
   // inside an accepted step, the state at t inside [t_a, t_b] written to d,
   // and the accepted step's end loaded back into d.
   bool DenseOutputApplies() const;
+  // Called when the model's arrays changed since the last call.
+  void ModelEdited();
   bool DenseOutputAllowed(const mjData* d) const;
   void WriteInterpolated(mjData* d, double t);
   void LoadDenseEnd(mjData* d);
@@ -266,6 +269,12 @@ class Stepper {
   // an accepted step [t_a, t_b] (scratch q_a.., q_b..) extends past d->time.
   StateSnapshot dense_written_{true};
   double dense_written_time_ = 0;
+  // The model arrays as the last call saw them: a call after the user edited
+  // the model (dof_damping, body_mass, actuator_gainprm, ...) rescans it and
+  // restarts from d instead of finishing a dense-output step taken with the
+  // old values (ModelEdited).
+  ModelFingerprint model_fingerprint_;
+  std::uint64_t model_seen_ = model_fingerprint_.Compute();
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build

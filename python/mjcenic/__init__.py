@@ -145,12 +145,13 @@ class Stepper:
         return d
 
     def step(self, data=None, nstep=1):
-        """Advances by model.opt.timestep (nstep times), like mujoco.mj_step."""
-        self._impl.step(self._d(data), int(nstep))
+        """Advances by model.opt.timestep (nstep times), like mujoco.mj_step:
+        nstep is an integer (nstep <= 0 does nothing)."""
+        self._impl.step(self._d(data), _int_arg("step", "nstep", nstep))
 
     def advance_to(self, time, data=None):
-        """Advances to `time`, ending exactly on it."""
-        self._impl.advance_to(self._d(data), float(time))
+        """Advances to `time` (a real number), ending exactly on it."""
+        self._impl.advance_to(self._d(data), _real_arg("advance_to", "time", time))
 
     def step_once(self, data=None):
         """Takes one accepted step of the size the error controller chooses."""
@@ -237,6 +238,29 @@ class Stepper:
     def length_scale(self):
         """Length scale L [m] of the weighted error norm."""
         return self._impl.length_scale
+
+
+def _int_arg(method, name, value):
+    """value as a C int, or TypeError as mujoco.mj_step gives for a non-integer
+    (no truncation of 2.7, no parsing of '2')."""
+    import operator
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"mjcenic.Stepper.{method}: {name} must be an integer, got "
+                        f"{value!r}") from None
+    if not -2**31 <= n < 2**31:
+        raise TypeError(f"mjcenic.Stepper.{method}: {name} must fit a C int, got {n}")
+    return n
+
+
+def _real_arg(method, name, value):
+    """value as a float; TypeError for what is not a real number (no parsing of '0.1')."""
+    import numbers
+    if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"mjcenic.Stepper.{method}: {name} must be a real number, got "
+                        f"{value!r}")
+    return float(value)
 
 
 def _rebuild_stepper(model, data, controller, options):

@@ -138,8 +138,8 @@ def rollout(model, data, initial_state, control=None, *, control_spec=_CTRL, ski
     control_spec = int(control_spec)
     if control_spec & ~_USER:
         raise ValueError("mjcenic.rollout: control_spec can only contain bits of mjSTATE_USER")
-    if nstep is not None and (not isinstance(nstep, (int, np.integer)) or nstep < 0):
-        raise ValueError(f"mjcenic.rollout: nstep must be an integer >= 0, got {nstep!r}")
+    if nstep is not None and (not isinstance(nstep, (int, np.integer)) or not 0 <= nstep < 2**31):
+        raise ValueError(f"mjcenic.rollout: nstep must be an integer in [0, 2**31), got {nstep!r}")
     if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
                                    or chunk_size < 1):
         raise ValueError(f"mjcenic.rollout: chunk_size must be an integer >= 1, got "
@@ -200,6 +200,6 @@ def rollout(model, data, initial_state, control=None, *, control_spec=_CTRL, ski
     datas = datas[:nthread] + [mujoco.MjData(m0) for _ in range(nthread - len(datas))]
     stats = _mjcenic.rollout(models, datas, nstep, control_spec, initial_state,
                              initial_warmstart, control, state, sensordata, options,
-                             int(chunk_size or 1))
+                             min(int(chunk_size or 1), nbatch))
     stats["accepted_steps"] = stats["steps"]  # as Stepper.stats
     return RolloutResult(state, sensordata, stats)

@@ -84,7 +84,32 @@ def add_parser(sub):
     return p
 
 
+def _is_plugin_library(path):
+    """Why `path` is not mjcenic's plugin library, or None if it is: an ELF shared
+    object that exports the C API (mjcenic_create, mjcenic_step); checked on the file
+    without loading it, so nothing of it runs."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            if head != b"\x7fELF":
+                return "not a shared library (no ELF header)"
+            f.seek(0)
+            data = f.read()
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    if b"mjcenic_create" not in data or b"mjcenic_step" not in data:
+        return "a shared library, but not mjcenic's plugin library (no mjcenic C API symbols)"
+    return None
+
+
 def run(a, prog="mjcenic install-plugin"):
+    if a.dir is not None and not str(a.dir).strip():
+        print(f"{prog}: --dir is empty (give a directory, or leave --dir out for the mujoco "
+              "package's plugin directory)", file=sys.stderr)
+        return 2
+    if a.library is not None and not str(a.library).strip():
+        print(f"{prog}: --library is empty", file=sys.stderr)
+        return 2
     directory = pathlib.Path(a.dir) if a.dir else default_directory()
     target = directory / LIBRARY_NAME
     if a.uninstall:
@@ -101,9 +126,13 @@ def run(a, prog="mjcenic install-plugin"):
               f"build/{LIBRARY_NAME}, or `cmake --install`) and pass --library PATH (or open "
               "the model from Python after `import mjcenic`)", file=sys.stderr)
         return 1
+    where = "--library " if a.library else "MJCENIC_PLUGIN_LIBRARY="
     if not lib.is_file():
-        where = "--library" if a.library else "MJCENIC_PLUGIN_LIBRARY="
-        print(f"{prog}: {where}{' ' if a.library else ''}{lib}: no such file", file=sys.stderr)
+        print(f"{prog}: {where}{lib}: no such file", file=sys.stderr)
+        return 2
+    why = _is_plugin_library(lib)
+    if why is not None:
+        print(f"{prog}: {where}{lib}: {why}", file=sys.stderr)
         return 2
     if not directory.is_dir():
         print(f"{prog}: --dir {directory}: no such directory", file=sys.stderr)
@@ -113,6 +142,11 @@ def run(a, prog="mjcenic install-plugin"):
               "installation, or use --dir)", file=sys.stderr)
         return 1
     verb = "link" if a.symlink else "copy"
+    # The library already is the target (same file, or a link to it): replacing
+    # the target would delete the library, or link it to itself.
+    if target.exists() and os.path.samefile(lib, target):
+        print(f"{prog}: {lib} already is {target}; nothing to do")
+        return 0
     if a.dry_run:
         print(f"would {verb} {lib} -> {target}")
         return 0

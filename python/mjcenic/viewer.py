@@ -351,11 +351,13 @@ def _closing_line(s):
 
 
 def run(a, prog="mjcenic view"):
-    from .cli import _cliutil, load_or_report
+    from .cli import _check_output_path, _cliutil, load_or_report
     if a.headless:
-        parent = os.path.dirname(os.path.abspath(a.headless))
-        if not os.path.isdir(parent):
-            print(f"{prog}: --headless: directory {parent} does not exist", file=sys.stderr)
+        # The check `run --out` has: the image is written as PNG, into a
+        # directory that exists and is writable.
+        err = _check_output_path(a.headless, (".png",), "--headless", prog)
+        if err:
+            print(err, file=sys.stderr)
             return 2
         backend, err = pick_gl_backend()
         if err:

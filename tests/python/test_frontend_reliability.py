@@ -1,6 +1,10 @@
-"""Front-end reliability: plugin copies, MuJoCo fatal errors, the C
-API's model checks and stepper registry, the CLI's --chunk, plugin config."""
+"""Front-end reliability: plugin copies, MuJoCo fatal errors, the C API's model
+checks and stepper registry, the CLI's --chunk, plugin config, install-plugin's
+paths, the viewer's --headless path, mjcenic-run with the plugin, argument
+conversions, pickled models, rollout counters."""
 import ctypes
+import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -193,3 +197,176 @@ def test_plugin_bad_value_error_text_names_the_key():
             SPHERE.format(ext=plugin_ext({"stiction_tolerance": "-3"})))
     first = str(e.value).splitlines()[0]
     assert "option 'stiction_tolerance': bad value '-3' (expected > 0)" in first, str(e.value)
+
+
+
+# ---------------------------------------------------------------- install-plugin paths
+
+def mj(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "mjcenic", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=python_env())
+
+
+@pytest.mark.parametrize("symlink", [False, True])
+def test_install_plugin_onto_itself_does_nothing_and_says_so(tmp_path, symlink):
+    # --dir D --library D/libmjcenic.so used to delete the library (then a
+    # traceback), and with --symlink to leave a link to itself.
+    lib = tmp_path / "libmjcenic.so"
+    lib.write_bytes((BUILD / "libmjcenic.so").read_bytes())
+    size = lib.stat().st_size
+    p = mj("install-plugin", "--dir", tmp_path, "--library", lib, *(["--symlink"] if symlink else []))
+    assert p.returncode == 0, p.stderr
+    assert "nothing to do" in p.stdout and "Traceback" not in p.stderr
+    assert lib.is_file() and not lib.is_symlink() and lib.stat().st_size == size
+
+
+def test_install_plugin_refuses_an_empty_dir(tmp_path):
+    # --dir '' used to install into MuJoCo's own package directory.
+    before = set(os.listdir(mujoco.PLUGINS_DIR)) if os.path.isdir(mujoco.PLUGINS_DIR) else set()
+    p = mj("install-plugin", "--dir", "", "--library", BUILD / "libmjcenic.so")
+    assert p.returncode == 2 and "--dir is empty" in p.stderr, (p.stdout, p.stderr)
+    after = set(os.listdir(mujoco.PLUGINS_DIR)) if os.path.isdir(mujoco.PLUGINS_DIR) else set()
+    assert after == before
+
+
+@pytest.mark.parametrize("content", [b"some notes\n", b"\x7fELF" + b"\0" * 60])
+def test_install_plugin_refuses_a_file_that_is_not_the_plugin_library(tmp_path, content):
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(content)
+    target = tmp_path / "plugins"
+    target.mkdir()
+    p = mj("install-plugin", "--dir", target, "--library", notes)
+    assert p.returncode == 2 and "notes.txt" in p.stderr, (p.stdout, p.stderr)
+    assert list(target.iterdir()) == []
+
+
+def test_install_plugin_into_a_read_only_directory_is_a_clear_error(tmp_path):
+    target = tmp_path / "ro"
+    target.mkdir()
+    target.chmod(0o555)
+    try:
+        p = mj("install-plugin", "--dir", target, "--library", BUILD / "libmjcenic.so")
+        if os.access(target, os.W_OK):  # root ignores the mode
+            assert p.returncode == 0, p.stderr
+        else:
+            assert p.returncode == 1 and "not writable" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+    finally:
+        target.chmod(0o755)
+
+
+# ---------------------------------------------------------------- view --headless
+
+@pytest.mark.parametrize("name", ["a.txt", "a", "a.png.npz"])
+def test_view_headless_path_is_checked_like_run_out(tmp_path, name):
+    # Used to end in an uncaught KeyError from the image writer.
+    p = mj("view", ROOT / "models/sphere_plane.xml", "--headless", tmp_path / name,
+           "--seconds", "0.01")
+    assert p.returncode == 2 and "--headless must end in .png" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+# ---------------------------------------------------------------- mjcenic-run and the plugin
+
+def cli_run(*args):
+    return subprocess.run([str(BUILD / "mjcenic-run"), *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_mjcenic_run_loads_a_model_that_declares_the_plugin(tmp_path):
+    # Used to fail with "plugin mjcenic not found"; its <config> now applies,
+    # and the command line's options override it.
+    xml = tmp_path / "m.xml"
+    xml.write_text(SPHERE.format(ext=plugin_ext({"mode": "fixed"})))
+    out = tmp_path / "r.json"
+    p = cli_run(xml, "--duration", "0.05", "--json", out)
+    assert p.returncode == 0, p.stderr
+    import json
+    assert json.loads(out.read_text())["mode"] == "fixed"
+    p = cli_run(xml, "--duration", "0.05", "--mode", "cenic", "--json", out)
+    assert p.returncode == 0 and json.loads(out.read_text())["mode"] == "cenic", p.stderr
+
+
+def test_empty_config_value_is_an_error_in_mjcenic_run(tmp_path):
+    xml = tmp_path / "m.xml"
+    xml.write_text(SPHERE.format(ext=plugin_ext({"accuracy": ""})))
+    p = cli_run(xml, "--duration", "0.05")
+    assert p.returncode == 1 and "'accuracy' has an empty value" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("flags", [["--accuracy", "1e300"], ["--option", "kappa=100"],
+                                   ["--mode", "fixed", "--option", "solver_tolerance=1"]])
+def test_mjcenic_run_refuses_tolerances_that_freeze_the_physics(flags):
+    p = cli_run(ROOT / "models/sphere_plane.xml", "--duration", "0.05", *flags)
+    assert p.returncode != 0, p.stdout
+    key = flags[-1].split("=")[0] if "=" in flags[-1] else "accuracy"
+    assert f"'{key}'" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------- conversions, pickles, options
+
+def test_lenient_conversions_are_rejected_like_mj_step():
+    m = mujoco.MjModel.from_xml_string(SPHERE.format(ext=""))
+    d = mujoco.MjData(m)
+    s = mjcenic.Stepper(m)
+    for bad in (2.7, "2", 2**40, None):
+        with pytest.raises(TypeError):
+            mujoco.mj_step(m, mujoco.MjData(m), nstep=bad)
+        with pytest.raises(TypeError, match="nstep"):
+            s.step(d, nstep=bad)
+    assert d.time == 0
+    s.step(d, nstep=np.int64(2))
+    s.step(d, nstep=True)
+    s.step(d, nstep=0)  # as mj_step: nothing
+    assert d.time == pytest.approx(3 * m.opt.timestep)
+    for bad in ("0.1", b"0.1", None, True):
+        with pytest.raises(TypeError, match="time"):
+            s.advance_to(bad, d)
+    s.advance_to(np.float32(0.01), d)
+    for key, value in (("accuracy", "0x10"), ("max_iterations", "0x10"), ("kappa", "0x1p-4")):
+        with pytest.raises(ValueError, match=f"'{key}'"):
+            mjcenic.Stepper(m, **{key: value})
+
+
+def test_max_steps_per_call_option_reads_as_a_number():
+    m = mujoco.MjModel.from_xml_string(SPHERE.format(ext=""))
+    o = mjcenic.Stepper(m, max_steps_per_call=10).options
+    assert o["max_steps_per_call"] == 10 and isinstance(o["max_steps_per_call"], int)
+    for key, v in o.items():
+        assert not isinstance(v, str) or not v.lstrip("-").replace(".", "").isdigit(), (key, v)
+
+
+def test_stepper_unpickled_alone_accepts_data_of_the_original_model():
+    # A pickled MjModel carries signature 0: compare by content, not signature.
+    m = mujoco.MjModel.from_xml_path(str(ROOT / "models/clutter.xml"))
+    d = mujoco.MjData(m)
+    s = pickle.loads(pickle.dumps(mjcenic.Stepper(m)))
+    s.step(d)
+    ref = mjcenic.Stepper(m)
+    e = mujoco.MjData(m)
+    ref.step(e)
+    assert d.time == e.time and np.array_equal(d.qpos, e.qpos)
+    other = mujoco.MjModel.from_xml_string(SPHERE.format(ext=""))
+    with pytest.raises(ValueError, match="not made for the stepper's MjModel"):
+        s.step(mujoco.MjData(other))
+
+
+# ---------------------------------------------------------------- rollout counters
+
+@pytest.mark.parametrize("nthread", [2, 3])
+@pytest.mark.parametrize("chunk", [2**30, 2**31 - 1, 2**40])
+def test_rollout_huge_chunk_size_is_clamped_to_the_batch(nthread, chunk):
+    # A 32-bit shared counter overflowed: SIGSEGV.
+    code = f"""
+import mujoco, mjcenic, numpy as np
+m = mujoco.MjModel.from_xml_string({SPHERE.format(ext="")!r})
+s0 = np.zeros((5, mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)))
+s0[:, 3] = np.arange(5)
+r = mjcenic.rollout(m, None, s0, nstep=3, nthread={nthread}, chunk_size={chunk})
+ref = mjcenic.rollout(m, None, s0, nstep=3, nthread=1)
+assert np.array_equal(r.state, ref.state) and r.errors == [None] * 5
+print("ok")
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=python_env(), timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", (p.returncode, p.stderr[-1500:])

@@ -14,8 +14,18 @@ crash or a hang. The cases run in a subprocess (a crash fails the test
 instead of ending pytest) with a hang guard; each case is bounded by
 max_steps_per_call and a few calls.
 
+Besides, test_fuzz_hostile_classes generates each class of hostile input on
+its own and sorts every case into clear error / ran correctly / silent wrong
+(a crash or a hang fails the test): Python callbacks that raise (mjcb_control,
+mjcb_passive, a user controller) in Stepper calls and rollouts, one stepper
+used from several threads, extreme sizes and counts for every integer
+argument, tolerances at both ends and in combination, model edits between
+calls in every mode, and install-plugin paths (same file, empty, non-library,
+read-only, missing).
+
 MJCENIC_FUZZ_ITERATIONS (default 60) and MJCENIC_FUZZ_SEED (default 1)
-select the cases (`make fuzz` runs a long sweep)."""
+select the cases; MJCENIC_FUZZ_CLASS_ITERATIONS (default 6) the cases per
+class (`make fuzz` runs a long sweep)."""
 import copy
 import json
 import math
@@ -230,6 +240,298 @@ def test_fuzz_python_api_and_plugin():
     assert proc.returncode == 0, f"fuzz worker crashed ({proc.returncode}):\n{proc.stderr[-3000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report == [], json.dumps(report, indent=1)
+
+
+# ----------------------------------------------------------------------------- classes
+
+PENDULUM = """<mujoco><worldbody><body><joint name="j" type="hinge" axis="0 1 0"/>
+  <geom type="capsule" fromto="0 0 0 0 0 -1" size=".05" mass="1"/></body></worldbody>
+  <actuator><motor joint="j"/></actuator></mujoco>"""
+
+
+class Boom(Exception):
+    pass
+
+
+def class_callbacks(r, out):
+    """A Python mjcb_control / mjcb_passive / user controller raising at a random
+    call: the same exception as mj_step raises (callbacks) or a RuntimeError
+    naming it (controller), the data kept; in rollouts, that rollout's error."""
+    import mujoco
+    import numpy as np
+    import mjcenic
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[0] = r.uniform(-1, 1)
+    kind = r.choice(["mjcb_control", "mjcb_passive", "controller"])
+    fail_at = r.randint(1, 6)
+    calls = [0]
+
+    def cb(model, data):
+        calls[0] += 1
+        if calls[0] >= fail_at:
+            raise Boom(f"call {calls[0]}")
+    opts = {"mode": r.choice(["fixed", "cenic", "trapezoid"])}
+    try:
+        if kind == "controller":
+            s = mjcenic.Stepper(m, controller=cb, **opts)
+        else:
+            getattr(mujoco, f"set_{kind}")(cb)
+            s = mjcenic.Stepper(m, **opts)
+        if r.random() < 0.5:
+            state0 = np.zeros((3, mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)))
+            state0[:, 1] = [r.uniform(-1, 1) for _ in range(3)]
+            res = mjcenic.rollout(m, None, state0, nstep=4, nthread=r.randint(1, 3), **opts)
+            if kind == "controller" or calls[0] < fail_at:  # (rollouts take no controller)
+                out["ran correctly"] += 1
+            elif any(e is not None and "Boom" in e for e in res.errors):
+                out["clear error"] += 1
+            else:
+                out["silent wrong"] += 1
+                out["problems"].append(f"rollout with a raising {kind}: {res.errors}")
+            return
+        for _ in range(r.randint(1, 4)):
+            q, t = d.qpos.copy(), d.time
+            try:
+                r.choice([lambda: s.step(d), lambda: s.advance_to(d.time + 0.01, d),
+                          lambda: s.step_once(d)])()
+            except Boom:
+                if kind == "controller" or not (np.array_equal(q, d.qpos) and d.time == t):
+                    out["problems"].append(f"{kind}: Boom escaped or the state moved")
+                    out["silent wrong"] += 1
+                else:
+                    out["clear error"] += 1
+                return
+            except RuntimeError as e:
+                if kind == "controller" and "Boom" in str(e):
+                    out["clear error"] += 1
+                else:
+                    out["problems"].append(f"{kind}: {e}")
+                    out["silent wrong"] += 1
+                return
+        out["ran correctly" if calls[0] < fail_at else "silent wrong"] += 1
+        if calls[0] >= fail_at:
+            out["problems"].append(f"{kind} raised but the call succeeded")
+    finally:
+        mujoco.set_mjcb_control(None)
+        mujoco.set_mjcb_passive(None)
+
+
+def class_concurrency(r, out):
+    """One stepper, 2–4 threads with their own MjData: each call succeeds or is
+    refused naming the concurrent use."""
+    import mujoco
+    import mjcenic
+    from conftest import ROOT
+    m = mujoco.MjModel.from_xml_path(str(ROOT / "models/clutter.xml"))
+    s = mjcenic.Stepper(m, mode=r.choice(["fixed", "cenic"]))
+    results = []
+
+    def work():
+        d = mujoco.MjData(m)
+        for _ in range(r.randint(3, 10)):
+            try:
+                s.step(d)
+                results.append("ok")
+            except RuntimeError as e:
+                results.append("refused" if "another thread" in str(e) else f"bad: {e}")
+    ts = [threading.Thread(target=work) for _ in range(r.randint(2, 4))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    bad = [x for x in results if x.startswith("bad")]
+    if bad:
+        out["silent wrong"] += 1
+        out["problems"].append(bad[0])
+    else:
+        out["clear error" if "refused" in results else "ran correctly"] += 1
+
+
+INTS = [0, 1, -1, 2, 2**31 - 1, 2**31, -2**31 - 1, 2**63, 2**100, 2.0, True, "3", None]
+
+
+def class_integers(r, out):
+    """Extreme sizes and counts for every integer argument: step(nstep),
+    rollout(nstep, nbatch, chunk_size, nthread) and the count options."""
+    import mujoco
+    import numpy as np
+    import mjcenic
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    which = r.choice(["nstep", "rollout_nstep", "chunk_size", "nthread", "nbatch", "option"])
+    v = r.choice(INTS)
+    try:
+        if which == "nstep":
+            if isinstance(v, int) and not isinstance(v, bool) and v > 1000:
+                v = -v  # a huge positive count is legitimately long work (as in mj_step)
+            mjcenic.Stepper(m).step(d, nstep=v)
+        elif which == "option":
+            key = r.choice(["max_iterations", "max_steps_per_call", "guess_sweeps",
+                            "impact_sweeps", "articulated_sweeps"])
+            mjcenic.Stepper(m, **{key: v}).advance_to(0.01, d)
+        else:
+            nstate = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+            kw = {"nstep": 2}
+            nbatch = 3
+            if which == "rollout_nstep":
+                kw["nstep"] = v if not (isinstance(v, int) and v > 100) else -v
+            elif which == "chunk_size":
+                kw["chunk_size"] = v
+                kw["nthread"] = r.randint(1, 3)
+            elif which == "nthread":
+                kw["nthread"] = v
+            else:
+                nbatch = v if isinstance(v, int) and 0 <= v <= 64 else 0
+            res = mjcenic.rollout(m, None, np.zeros((max(nbatch, 1), nstate))[:nbatch], **kw)
+            assert np.all(np.isfinite(res.state)), "non-finite rollout state"
+        out["ran correctly"] += 1
+    except (TypeError, ValueError) as e:
+        if not any(w in str(e) for w in ("mjcenic", "nstep", "chunk", "nthread", "nbatch")):
+            out["problems"].append(f"{which}={v!r}: unclear {type(e).__name__}: {e}")
+            out["silent wrong"] += 1
+        else:
+            out["clear error"] += 1
+    except RuntimeError as e:
+        out["clear error" if str(e).startswith("mjcenic") else "silent wrong"] += 1
+
+
+def class_tolerances(r, out):
+    """Tolerances at both ends and together: a clear error, or the pendulum
+    released at 1 rad swings through the bottom in 0.5 s."""
+    import mujoco
+    import mjcenic
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[0] = 1.0
+    opts = {"mode": r.choice(["fixed", "cenic", "trapezoid"]),
+            "accuracy": r.choice([1e-12, 1e-6, 1e-3, 1, 1.5, 1e3, 1e300]),
+            "max_steps_per_call": 20000}
+    for key, values in (("kappa", [1e-12, 1e-3, 1, 100]), ("solver_tolerance", [1e-300, 1e-3, 1]),
+                        ("length_scale", [0, 1e-6, 1e3]), ("error_per_unit_step", [0, 1e-9, 0.1]),
+                        ("dense_output", [True, False])):
+        if r.random() < 0.4:
+            opts[key] = r.choice(values)
+    try:
+        s = mjcenic.Stepper(m, **opts)
+        s.advance_to(0.5, d)
+    except (ValueError, RuntimeError) as e:
+        out["clear error" if str(e).startswith("mjcenic") else "silent wrong"] += 1
+        return
+    if d.qpos[0] < 0.5:
+        out["ran correctly"] += 1
+    else:
+        out["silent wrong"] += 1
+        out["problems"].append(f"frozen pendulum with {opts}")
+
+
+def class_model_edits(r, out):
+    """A model array edited between calls, in every mode, dense output on or off:
+    the next call follows it."""
+    import mujoco
+    import mjcenic
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[0] = 1.0
+    d.ctrl[0] = 1.0
+    opts = {"mode": r.choice(["fixed", "cenic", "trapezoid"]),
+            "dense_output": r.random() < 0.5, "accuracy": r.choice([1e-2, 1e-3])}
+    s = mjcenic.Stepper(m, **opts)
+    s.step(d, r.randint(50, 150))
+    v = d.qvel[0]
+    field = r.choice(["dof_damping", "actuator_gainprm", "body_mass"])
+    if field == "dof_damping":
+        m.dof_damping[0] = r.choice([1e5, 1e6])
+    elif field == "actuator_gainprm":
+        m.actuator_gainprm[0, 0] = -1e5 if v > 0 else 1e5
+    else:
+        m.body_mass[1] = 1e-4
+        m.body_inertia[1] = 1e-6
+    s.step(d)
+    w = d.qvel[0]
+    ok = (abs(w) < 1e-2 * abs(v) if field == "dof_damping" else
+          w * v < 0 if field == "actuator_gainprm" else abs(w - v) > 1.0)
+    out["ran correctly" if ok else "silent wrong"] += 1
+    if not ok:
+        out["problems"].append(f"{field} edit ignored with {opts}: qvel {v} -> {w}")
+
+
+def class_install_plugin(r, out, tmp):
+    """install-plugin paths: same file, empty, non-library, read-only, missing,
+    a directory as the library: exit 0/1/2 with a message, never a traceback,
+    and the source library intact."""
+    import pathlib
+    from conftest import BUILD
+    tmp = pathlib.Path(tmp)
+    lib = tmp / "libmjcenic.so"
+    if not lib.exists():
+        lib.write_bytes((BUILD / "libmjcenic.so").read_bytes())
+    size = lib.stat().st_size
+    notes = tmp / "notes.txt"
+    notes.write_text("notes")
+    ro = tmp / "ro"
+    ro.mkdir(exist_ok=True)
+    ro.chmod(0o555)
+    case = r.choice([
+        ["--dir", tmp, "--library", lib], ["--dir", tmp, "--library", lib, "--symlink"],
+        ["--dir", "", "--library", lib], ["--dir", tmp / "x", "--library", notes],
+        ["--dir", ro, "--library", lib], ["--dir", tmp, "--library", tmp / "missing.so"],
+        ["--dir", tmp, "--library", ro], ["--dir", tmp, "--library", ""],
+        ["--dir", ro, "--library", notes],
+    ])
+    try:
+        p = subprocess.run([sys.executable, "-m", "mjcenic", "install-plugin", *map(str, case)],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        ro.chmod(0o755)
+    intact = lib.is_file() and not lib.is_symlink() and lib.stat().st_size == size
+    if "Traceback" in p.stderr or p.returncode not in (0, 1, 2) or not intact:
+        out["silent wrong"] += 1
+        out["problems"].append(f"install-plugin {case}: rc {p.returncode}, intact {intact}, "
+                               f"{p.stderr[-300:]}")
+    else:
+        out["clear error" if p.returncode else "ran correctly"] += 1
+
+
+CLASSES = {"callbacks": class_callbacks, "concurrency": class_concurrency,
+           "integers": class_integers, "tolerances": class_tolerances,
+           "model_edits": class_model_edits, "install_plugin": class_install_plugin}
+
+
+def classes_worker(seed, n, tmp):
+    import tempfile
+    summary = {}
+    for name, fn in CLASSES.items():
+        out = {"clear error": 0, "ran correctly": 0, "silent wrong": 0, "problems": []}
+        for i in range(n):
+            case = seed * 1000003 + i
+            print(f"class {name} case {case}", file=sys.stderr, flush=True)
+            r = random.Random(f"{name}-{case}")
+            if name == "install_plugin":
+                with tempfile.TemporaryDirectory(dir=tmp) as t:
+                    fn(r, out, t)
+            else:
+                fn(r, out)
+        summary[name] = out
+    print(json.dumps(summary))
+
+
+def test_fuzz_hostile_classes(tmp_path):
+    n = int(os.environ.get("MJCENIC_FUZZ_CLASS_ITERATIONS", "6"))
+    seed = int(os.environ.get("MJCENIC_FUZZ_SEED", "1"))
+    from conftest import python_env
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys; sys.path.insert(0, {here!r}); import test_fuzz; "
+            f"test_fuzz.classes_worker({seed}, {n}, {str(tmp_path)!r})")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=python_env(), timeout=max(600, 20 * n))
+    assert proc.returncode == 0, f"class worker crashed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name, out in summary.items():
+        print(f"[ fuzz class ] {name:15s} clear error {out['clear error']:3d}, ran correctly "
+              f"{out['ran correctly']:3d}, silent wrong {out['silent wrong']}")
+    problems = {k: v["problems"][:3] for k, v in summary.items() if v["silent wrong"]}
+    assert not problems, json.dumps(problems, indent=1)
 
 
 if __name__ == "__main__":

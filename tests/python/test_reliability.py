@@ -1,8 +1,10 @@
-"""Reliability regressions through Python: livelocks end in clear errors (the
+"""Reliability through Python: livelocks end in clear errors (the
 progress guarantee of docs/how-it-works.md, "Errors and progress"), a step at a huge
 time underflows instead of succeeding silently, inconsistent step bounds are
 refused naming the keys, replaced MJCF solver settings are named in a warning,
-and overflowing inputs name the dof.
+overflowing inputs name the dof, raising MuJoCo callbacks raise as under
+mj_step, a stepper refuses concurrent use, tolerances cannot freeze the
+physics and model edits between calls take effect.
 
 Every would-be livelock runs in a subprocess with a generous hang guard (a
 hang fails the test instead of stalling the suite); what is asserted is the
@@ -140,3 +142,207 @@ def test_overflowing_input_names_the_dof(field):
     assert "dof 0 (joint 'obj0')" in msg and f"{field} = 1e+300" in msg, msg
     assert "worst coordinate: none" not in msg
     assert s.stats["rejected_steps"] == 0 and d.time == 0
+
+
+def run_code(code, timeout=HANG_GUARD):
+    """Runs `code` in a subprocess (a crash fails the test instead of the suite);
+    returns the JSON its last line prints."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=python_env(), timeout=timeout)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+PENDULUM = """<mujoco><worldbody><body><joint name="j" type="hinge" axis="0 1 0"/>
+  <geom type="capsule" fromto="0 0 0 0 0 -1" size=".05" mass="1"/></body></worldbody>
+  <actuator><motor joint="j"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("callback", ["mjcb_control", "mjcb_passive"])
+def test_raising_mujoco_callback_raises_like_mj_step_and_keeps_the_state(callback):
+    # The C++ exception of MuJoCo's error handler used to unwind through the
+    # mujoco package's callback trampoline: SIGSEGV.
+    r = run_code(f"""
+import json, mujoco, mjcenic, numpy as np
+m = mujoco.MjModel.from_xml_string({PENDULUM!r}); d = mujoco.MjData(m)
+d.qpos[0] = 1.0
+def cb(m, d):
+    raise KeyError("boom")
+mujoco.set_{callback}(cb)
+out = {{}}
+try:
+    mujoco.mj_step(m, mujoco.MjData(m))
+except Exception as e:
+    out["mj_step"] = [type(e).__name__, str(e)]
+s = mjcenic.Stepper(m)
+q = d.qpos.copy(); t = d.time
+try:
+    s.step(d)
+except Exception as e:
+    out["stepper"] = [type(e).__name__, str(e)]
+out["kept"] = bool(np.array_equal(d.qpos, q) and d.time == t)
+mujoco.set_{callback}(None)
+s.step(d)  # the stepper and Python go on
+out["after"] = d.time
+print(json.dumps(out))
+""")
+    assert r["stepper"] == r["mj_step"] == ["KeyError", "'boom'"], r
+    assert r["kept"] and r["after"] > 0, r
+
+
+@pytest.mark.parametrize("nthread", [1, 2])
+def test_raising_mujoco_callback_in_rollout_is_that_rollouts_error(nthread):
+    r = run_code(f"""
+import json, mujoco, mjcenic, numpy as np
+m = mujoco.MjModel.from_xml_string({PENDULUM!r})
+state0 = np.zeros((4, mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)))
+state0[:, 1] = [0.1, 0.2, 0.3, 0.4]  # qpos after time
+def cb(m, d):
+    if d.qpos[0] > 0.25 and d.time > 0.005:
+        raise ValueError(f"at {{d.qpos[0]:.1f}}")
+mujoco.set_mjcb_control(cb)
+res = mjcenic.rollout(m, None, state0, nstep=10, nthread={nthread})
+print(json.dumps(dict(errors=res.errors, done=res.stats["nstep_done"].tolist())))
+""")
+    assert r["errors"][:2] == [None, None], r
+    for e in r["errors"][2:]:
+        assert e.startswith("a Python MuJoCo callback") and "ValueError: at 0." in e, r
+    assert r["done"][:2] == [10, 10] and max(r["done"][2:]) < 10, r
+
+
+def test_one_stepper_shared_by_two_threads_is_refused_naming_the_concurrent_use():
+    # Used to end in "double free or corruption" on clutter.
+    r = run_code(f"""
+import json, threading, mujoco, mjcenic, numpy as np
+m = mujoco.MjModel.from_xml_path({CLUTTER!r})
+shared = mjcenic.Stepper(m)
+errors = []
+def work():
+    d = mujoco.MjData(m)
+    try:
+        for _ in range(100):
+            shared.step(d)
+    except RuntimeError as e:
+        errors.append(str(e))
+threads = [threading.Thread(target=work) for _ in range(2)]
+[t.start() for t in threads]; [t.join() for t in threads]
+# One stepper per thread: each bit-identical to a sequential run.
+finals = {{}}
+def own(k):
+    d = mujoco.MjData(m); s = mjcenic.Stepper(m)
+    for _ in range(50):
+        s.step(d)
+    finals[k] = d.qpos.tolist()
+threads = [threading.Thread(target=own, args=(k,)) for k in range(2)]
+[t.start() for t in threads]; [t.join() for t in threads]
+d = mujoco.MjData(m); s = mjcenic.Stepper(m)
+for _ in range(50):
+    s.step(d)
+print(json.dumps(dict(errors=errors, same=finals[0] == finals[1] == d.qpos.tolist())))
+""")
+    assert r["errors"], "two threads stepped one stepper without an error"
+    assert all("another thread" in e and "one Stepper per thread" in e for e in r["errors"]), r
+    assert r["same"], r
+
+
+def test_raising_controller_and_reentrant_step_are_clear_errors():
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    box = {}
+
+    def reenter(model, data):
+        box["s"].step(data)
+    box["s"] = mjcenic.Stepper(m, controller=reenter)
+    with pytest.raises(RuntimeError, match="already stepping"):
+        box["s"].step(d)
+    s = mjcenic.Stepper(m, controller=lambda model, data: 1 / 0)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        s.step(d)
+
+
+@pytest.mark.parametrize("options", [
+    {"accuracy": 1000}, {"accuracy": 10}, {"kappa": 100}, {"mode": "fixed", "solver_tolerance": 1},
+    {"accuracy": 0.5, "kappa": 1},
+])
+def test_tolerances_that_freeze_the_physics_are_refused_naming_the_key(options):
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    with pytest.raises(ValueError) as e:
+        mjcenic.Stepper(m, **options)
+    assert all(k in str(e.value) for k in options if k != "mode"), str(e.value)
+
+
+@pytest.mark.parametrize("options", [
+    {"accuracy": 1}, {"accuracy": 1, "dense_output": False}, {"kappa": 1},
+    {"mode": "fixed", "solver_tolerance": 1e-3},
+])
+def test_loosest_accepted_tolerances_keep_the_pendulum_swinging(options):
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[0] = 1.0
+    s = mjcenic.Stepper(m, **options)
+    s.step(d, 250)
+    assert d.qpos[0] < 0.5 and s.stats["newton_iterations"] > 0, (d.qpos[0], s.stats)
+
+
+def test_floors_checked_together_end_in_clear_errors():
+    m = mujoco.MjModel.from_xml_path(CLUTTER)
+    with pytest.raises(ValueError, match="accuracy 1e-12 with length_scale 1e-06"):
+        mjcenic.Stepper(m, accuracy=1e-12, length_scale=1e-6)
+    r = run_code(f"""
+import json, mujoco, mjcenic
+m = mujoco.MjModel.from_xml_string({PENDULUM!r}); d = mujoco.MjData(m); d.qpos[0] = 1
+s = mjcenic.Stepper(m, accuracy=1e-8, error_per_unit_step=0.1)
+out = dict(error=None, calls=0)
+try:
+    for i in range(50):
+        s.step(d); out["calls"] += 1
+except RuntimeError as e:
+    out["error"] = str(e)
+out["steps"] = s.stats["steps"]
+print(json.dumps(out))
+""")
+    assert r["error"] and "minimum" in r["error"], r
+    assert r["steps"] <= 100000, r
+
+
+@pytest.mark.parametrize("field,value", [
+    ("dof_damping", 1e6), ("actuator_gainprm", None), ("body_mass", None), ("geom_friction", 0.0),
+])
+def test_model_edits_between_calls_take_effect_with_dense_output(field, value):
+    if field == "geom_friction":
+        # A box sliding on the floor: friction 0 after the edit keeps its speed.
+        m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody>
+          <geom type="plane" size="5 5 .1" friction="1"/>
+          <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" friction="1"/></body>
+          </worldbody></mujoco>""")
+        d = mujoco.MjData(m)
+        d.qvel[0] = 5.0
+        s = mjcenic.Stepper(m, accuracy=1e-2)
+        s.step(d, 20)
+        assert s.stats["last_h"] > 2 * m.opt.timestep
+        v = d.qvel[0]
+        m.geom_friction[:, 0] = value
+        s.step(d, 5)
+        assert d.qvel[0] == pytest.approx(v, abs=1e-3), (d.qvel[0], v)
+        return
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[0] = 1.0
+    d.ctrl[0] = 1.0  # held: only the model changes between the calls
+    s = mjcenic.Stepper(m, accuracy=1e-2)
+    s.step(d, 100)
+    v = d.qvel[0]
+    assert abs(v) > 0.5 and s.stats["last_h"] > 2 * m.opt.timestep
+    if field == "dof_damping":
+        m.dof_damping[0] = value
+        s.step(d)
+        assert abs(d.qvel[0]) < 1e-2 * abs(v), (d.qvel[0], v)
+    elif field == "actuator_gainprm":
+        m.actuator_gainprm[0, 0] = -1e5 if v > 0 else 1e5
+        s.step(d)
+        assert d.qvel[0] * v < 0, (d.qvel[0], v)
+    else:  # body_mass: a 1e-4 kg pendulum driven by the 1 N·m motor whirls
+        m.body_mass[1] = 1e-4
+        m.body_inertia[1] = 1e-6
+        s.step(d)
+        assert abs(d.qvel[0] - v) > 1.0, (d.qvel[0], v)
