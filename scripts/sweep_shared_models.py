@@ -32,7 +32,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 from test_models import CONVERGED_COLLIDER, MODELS, SLOW_FIRST  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "models"
+SHARED = pathlib.Path(os.environ.get("MJCENIC_SHARED_MODELS", ROOT.parent / "shared" / "models"))
 
 
 def run(binary, rel, duration):
