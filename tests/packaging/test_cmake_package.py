@@ -2,7 +2,7 @@
 written from the docs' CMake snippet, and the installed `mjcenic-run`."""
 import re
 import shutil
-import sys
+import subprocess
 
 import mujoco
 
@@ -107,3 +107,20 @@ def test_docs_consumer_project_c_and_cxx_and_installed_runner(prefix, tmp_path):
     out = run([runner, model, "--duration", "0.2", "--json", tmp_path / "r.json"], env=env,
               cwd=tmp_path)
     assert "finite" in (tmp_path / "r.json").read_text(), out.stdout
+
+
+def test_config_refuses_another_mujoco_naming_both_versions(prefix, tmp_path):
+    """A project whose mujoco::mujoco is another release: find_package(mjcenic) fails with one
+    readable sentence (no list separators), naming both versions."""
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(other LANGUAGES C)\n"
+        "add_library(mujoco::mujoco INTERFACE IMPORTED)\nset(mujoco_VERSION 9.9.9)\n"
+        "find_package(mjcenic 0.1 CONFIG REQUIRED)\n")
+    proc = subprocess.run([shutil.which("cmake"), "-S", tmp_path, "-B", tmp_path / "build",
+                           f"-DCMAKE_PREFIX_PATH={prefix}"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0
+    reason = " ".join(proc.stderr.split()).split("Reason given by package:", 1)[1]
+    assert (f"mjcenic was built against MuJoCo {mujoco.__version__}, but this project's "
+            "mujoco::mujoco is MuJoCo 9.9.9") in reason, reason
+    assert ";" not in reason, reason
