@@ -2,8 +2,8 @@
 # from the official `mujoco` Python wheel importable by <python>, and sets
 # MJCENIC_WHEEL_MUJOCO_VERSION and MJCENIC_WHEEL_MUJOCO_DIR in the caller's scope;
 # on failure leaves mujoco::mujoco undefined and sets MJCENIC_WHEEL_MUJOCO_ERROR.
-# Used by mjcenic's own build (cmake/MuJoCo.cmake) and installed next to
-# mjcenicConfig.cmake for consumers.
+# Used by mjcenic's own build (cmake/MuJoCo.cmake); an install carries its own
+# copy of that libmujoco instead (cmake/Install.cmake).
 function(mjcenic_mujoco_from_wheel python)
   execute_process(
     COMMAND "${python}" -c
@@ -21,8 +21,9 @@ function(mjcenic_mujoco_from_wheel python)
   find_library(_lib NAMES "libmujoco.so.${_version}" PATHS "${_dir}" NO_DEFAULT_PATH NO_CACHE)
   find_path(_inc mujoco/mujoco.h PATHS "${_dir}/include" NO_DEFAULT_PATH NO_CACHE)
   if(NOT _lib OR NOT _inc)
-    set(MJCENIC_WHEEL_MUJOCO_ERROR "libmujoco.so.${_version} or include/mujoco/mujoco.h missing "
-        "in ${_dir}; reinstall the mujoco wheel" PARENT_SCOPE)
+    set(MJCENIC_WHEEL_MUJOCO_ERROR
+        "libmujoco.so.${_version} or include/mujoco/mujoco.h missing in ${_dir}; reinstall the mujoco wheel"
+        PARENT_SCOPE)
     return()
   endif()
   add_library(mujoco::mujoco SHARED IMPORTED GLOBAL)

@@ -3,7 +3,7 @@
 # that is already there: Debian packages for the C++ build, and the `default`
 # MuJoCo wheel of the file MUJOCO_VERSION only when no MuJoCo in its supported
 # range is installed (an installed one in range is never changed), plus numpy,
-# matplotlib, tqdm (the package's runtime dependencies), pytest, pybind11,
+# matplotlib, tqdm (the package's `plots` extra, used by the tests), pytest, pybind11,
 # scikit-build-core for scripts/tests/builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -39,7 +39,7 @@ from test_models import CONVERGED_COLLIDER, MODELS, SLOW_FIRST  # noqa: E402
 sys.path.insert(0, str(ROOT / "scripts"))
 import _page  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "models"
+SHARED = pathlib.Path(os.environ.get("MJCENIC_SHARED_MODELS", ROOT.parent / "shared" / "models"))
 
 
 def run(binary, rel, duration):

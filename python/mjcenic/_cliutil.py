@@ -79,8 +79,27 @@ def stepper_options(args):
     return opts
 
 
+class _NoBar:
+    """What progress() returns without tqdm (the `plots` extra): no bar."""
+    def __init__(self, total):
+        self.total = total
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
 def progress(total, desc, unit="it", **kw):
-    """A tqdm bar on stderr; off when stderr is not a terminal (tqdm's disable=None)."""
-    from tqdm import tqdm
+    """A tqdm bar on stderr; off when stderr is not a terminal (tqdm's disable=None)
+    or tqdm is not installed (pip install 'mjcenic[plots]')."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar(total)
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=None,
                 leave=False, dynamic_ncols=True, **kw)

@@ -83,6 +83,7 @@ How it is measured
 """
 import argparse
 import copy
+import importlib.util
 import json
 import math
 import os
@@ -831,6 +832,9 @@ def _check_outputs(args):
             return f"mjcenic compare: {flag} {path} is a directory"
     if args.plots and os.path.exists(args.plots) and not os.path.isdir(args.plots):
         return f"mjcenic compare: --plots {args.plots} exists and is not a directory"
+    if args.plots and importlib.util.find_spec("matplotlib") is None:
+        return ("mjcenic compare: --plots needs matplotlib, which is not installed: "
+                "pip install 'mjcenic[plots]'")
     return None
 
 

@@ -312,10 +312,18 @@ class OffscreenHandle:
 
 
 def _write_png(path, img):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    plt.imsave(path, img)
+    """An RGB uint8 image as an 8-bit PNG (zlib, no imaging library needed)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    h, w, _ = img.shape
+    rows = b"".join(b"\x00" + img[r].tobytes() for r in range(h))  # filter type 0 per row
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b""))
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -2,6 +2,8 @@
 // loaders, data at a keyframe, a stepper from options.
 #pragma once
 
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -24,6 +26,24 @@ using DataPtr = std::unique_ptr<mjData, DataDeleter>;
 inline std::string ModelPath(const char* file) {
   return std::string(MJCENIC_MODELS_DIR) + "/" + file;
 }
+
+// A third-party model: $MJCENIC_SHARED_MODELS/<file>, default <source>/../shared/models
+// (docs/development.md, "Third-party models").
+inline std::string SharedModelPath(const char* file) {
+  const char* dir = std::getenv("MJCENIC_SHARED_MODELS");
+  return std::string(dir && *dir ? dir : MJCENIC_SHARED_MODELS_DIR) + "/" + file;
+}
+
+// Declares `const std::string var` = SharedModelPath(file); when that file is
+// missing, the test is skipped (and fails under CI=true).
+#define MJCENIC_SHARED_MODEL_OR_SKIP(var, file)                                              \
+  const std::string var = ::mjcenic::test_util::SharedModelPath(file);                       \
+  if (!std::filesystem::exists(var)) {                                                       \
+    const char* ci = std::getenv("CI");                                                      \
+    if (ci && std::string(ci) == "true") GTEST_FAIL() << "CI=true: third-party model missing: " << var; \
+    GTEST_SKIP() << "third-party model not found: " << var                                  \
+                 << " (set MJCENIC_SHARED_MODELS; docs/development.md)";                     \
+  }
 
 // Compiles an MJCF string; null (and *error says why: the parser's or the
 // compiler's message) if it does not compile.

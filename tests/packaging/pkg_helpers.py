@@ -35,3 +35,14 @@ def readelf_dynamic(path):
         elif "(RUNPATH)" in line or "(RPATH)" in line:
             runpath += line.split("[", 1)[1].rstrip("]").split(":")
     return needed, runpath
+
+
+def ldd(path, env=None):
+    """{soname: resolved path or "not found"} of the libraries `path` loads."""
+    out = run(["ldd", path], env=env).stdout
+    libs = {}
+    for line in out.splitlines():
+        if "=>" in line:
+            name, rest = line.split("=>", 1)
+            libs[name.strip()] = rest.split("(")[0].strip() or "not found"
+    return libs

@@ -1,12 +1,24 @@
-"""`cmake --install` output used by a downstream CMake project (C and C++)."""
+"""`cmake --install` output used as docs/c-api.md says: a downstream CMake project (C and C++)
+written from the docs' CMake snippet, and the installed `mjcenic-run`."""
 import re
-import sys
+import shutil
+import subprocess
 
 import mujoco
 
 import pytest
 
-from pkg_helpers import BUILD, FALLING_SPHERE_XML, GRAVITY, ROOT, readelf_dynamic, run
+from pkg_helpers import BUILD, FALLING_SPHERE_XML, GRAVITY, ROOT, ldd, readelf_dynamic, run
+
+SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
+
+
+def docs_cmake_snippet():
+    """The ```cmake block of docs/c-api.md, "Building and linking"."""
+    text = (ROOT / "docs" / "c-api.md").read_text()
+    section = text.split("## Building and linking", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```cmake\n(.*?)```", section, re.S)
+    return block
 
 
 @pytest.fixture(scope="module")
@@ -18,6 +30,14 @@ def prefix(tmp_path_factory):
     return prefix
 
 
+def _loaded_from(binary, prefix):
+    """Every library `binary` loads that is not a system library must come from `prefix`."""
+    for name, path in ldd(binary, env={"PATH": "/usr/bin:/bin"}).items():
+        assert path != "not found", (binary, name)
+        if not path.startswith(SYSTEM_DIRS):
+            assert path.startswith(str(prefix)), (binary, name, path)
+
+
 def test_install_tree_layout(prefix):
     lib = prefix / "lib" / "libmjcenic.so"
     assert lib.exists() and (prefix / "include" / "mjcenic.h").exists()
@@ -26,23 +46,48 @@ def test_install_tree_layout(prefix):
     cmake_dir = prefix / "lib" / "cmake" / "mjcenic"
     for f in ["mjcenicConfig.cmake", "mjcenicConfigVersion.cmake", "mjcenicTargets.cmake"]:
         assert (cmake_dir / f).exists(), f
-    # The installed library finds libmujoco where it was linked from, never the build tree.
-    needed, runpath = readelf_dynamic(lib)
-    assert any(n.startswith("libmujoco.so.") for n in needed)
-    assert not [p for p in runpath if str(BUILD) in p or str(ROOT) in p], runpath
+    # The installed files find libmujoco relative to themselves, never in the build tree
+    # or by an absolute path.
+    run_ = prefix / "bin" / "mjcenic-run"
+    for binary, expect in ((lib, "$ORIGIN"), (run_, "$ORIGIN/../lib")):
+        needed, runpath = readelf_dynamic(binary)
+        assert f"libmujoco.so.{mujoco.__version__}" in needed, needed
+        assert runpath == [expect], (binary, runpath)
+    # Built against the mujoco wheel: the prefix holds that MuJoCo and its licence.
+    assert (prefix / "lib" / f"libmujoco.so.{mujoco.__version__}").is_file()
+    assert (prefix / "include" / "mujoco" / "mujoco.h").is_file()
+    assert (prefix / "share" / "doc" / "mjcenic" / "mujoco" / "LICENSE").is_file()
+    assert (prefix / "share" / "doc" / "mjcenic" / "LICENSE").is_file()
+    config = (cmake_dir / "mjcenicConfig.cmake").read_text() + (cmake_dir / "mjcenicTargets.cmake").read_text()
+    assert "site-packages" not in config and str(BUILD) not in config and str(ROOT) not in config
+    assert "cxx_std_20" in (cmake_dir / "mjcenicTargets.cmake").read_text()
 
 
-def test_consumer_project_c_and_cxx(prefix, tmp_path):
+def test_docs_consumer_project_c_and_cxx_and_installed_runner(prefix, tmp_path):
+    src = tmp_path / "my_app"
+    src.mkdir()
+    snippet = docs_cmake_snippet()
+    assert "CMAKE_CXX_STANDARD" not in snippet and "cxx_std" not in snippet
+    (src / "CMakeLists.txt").write_text(snippet)
+    shutil.copy(ROOT / "tests/packaging/consumer/consumer_c.c", src / "my_c_app.c")
+    shutil.copy(ROOT / "tests/packaging/consumer/consumer_cxx.cc", src / "my_cpp_app.cc")
     build = tmp_path / "build"
-    run(["cmake", "-S", ROOT / "tests/packaging/consumer", "-B", build,
-         f"-DCMAKE_PREFIX_PATH={prefix}", f"-DPython3_EXECUTABLE={sys.executable}",
-         "-DCMAKE_BUILD_TYPE=Release"])
-    run(["cmake", "--build", build, "-j2"])
+    # Only the system's PATH: the package needs no Python environment.
+    cmake, env = shutil.which("cmake"), {"PATH": "/usr/bin:/bin"}
+    run([cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release"],
+        env=env)
+    run([cmake, "--build", build, "-j2"], env=env)
+    # The executables outlive their build tree.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for exe in ("my_c_app", "my_cpp_app"):
+        shutil.copy2(build / exe, bin_dir / exe)
+    shutil.rmtree(build)
     model = tmp_path / "sphere.xml"
     model.write_text(FALLING_SPHERE_XML)
-    env = {"PATH": "/usr/bin:/bin"}  # no LD_LIBRARY_PATH: RUNPATHs must suffice
-    z_c = run([build / "consumer_c", model], env=env).stdout.split()
-    z_cxx = run([build / "consumer_cxx", model], env=env).stdout.split()
+    # env: no LD_LIBRARY_PATH, RUNPATHs must suffice
+    z_c = run([bin_dir / "my_c_app", model], env=env).stdout.split()
+    z_cxx = run([bin_dir / "my_cpp_app", model], env=env).stdout.split()
     # Free fall until contact (t = 0.43 s): z(0.2) = 1 - g t^2/2 within the
     # accuracy-controlled (1e-3) error; at 1.5 s it rests on the plane (z = radius).
     z_fall, z_rest, steps = float(z_c[0]), float(z_c[1]), int(z_c[2])
@@ -54,3 +99,28 @@ def test_consumer_project_c_and_cxx(prefix, tmp_path):
     version = re.search(r"project\(mjcenic VERSION ([0-9.]+)", (ROOT / "CMakeLists.txt").read_text())
     assert z_cxx[3] == version.group(1)
     assert z_cxx[4] == mujoco.__version__
+    # The installed runner, like the consumers, loads MuJoCo from the prefix, not
+    # from the build tree or the Python environment.
+    runner = prefix / "bin" / "mjcenic-run"
+    for binary in (runner, bin_dir / "my_c_app", bin_dir / "my_cpp_app"):
+        _loaded_from(binary, prefix)
+    out = run([runner, model, "--duration", "0.2", "--json", tmp_path / "r.json"], env=env,
+              cwd=tmp_path)
+    assert "finite" in (tmp_path / "r.json").read_text(), out.stdout
+
+
+def test_config_refuses_another_mujoco_naming_both_versions(prefix, tmp_path):
+    """A project whose mujoco::mujoco is another release: find_package(mjcenic) fails with one
+    readable sentence (no list separators), naming both versions."""
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(other LANGUAGES C)\n"
+        "add_library(mujoco::mujoco INTERFACE IMPORTED)\nset(mujoco_VERSION 9.9.9)\n"
+        "find_package(mjcenic 0.1 CONFIG REQUIRED)\n")
+    proc = subprocess.run([shutil.which("cmake"), "-S", tmp_path, "-B", tmp_path / "build",
+                           f"-DCMAKE_PREFIX_PATH={prefix}"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0
+    reason = " ".join(proc.stderr.split()).split("Reason given by package:", 1)[1]
+    assert (f"mjcenic was built against MuJoCo {mujoco.__version__}, but this project's "
+            "mujoco::mujoco is MuJoCo 9.9.9") in reason, reason
+    assert ";" not in reason, reason

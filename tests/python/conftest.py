@@ -8,7 +8,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("MJCENIC_BUILD", ROOT / "build"))
-SHARED_MODELS = ROOT.parent / "shared" / "models"
+# Third-party models (Menagerie robots, MuJoCo's model gallery), used in place and
+# never copied into the repository (docs/development.md, "Third-party models").
+SHARED_MODELS = pathlib.Path(os.environ.get("MJCENIC_SHARED_MODELS", ROOT.parent / "shared" / "models"))
 PYTHON_PKG = BUILD / "python"
 if str(PYTHON_PKG) not in sys.path:
     sys.path.insert(0, str(PYTHON_PKG))
@@ -22,6 +24,38 @@ SPHERE = """<mujoco>
     <body pos="0 0 1"><freejoint/><geom type="sphere" size=".1" mass="1"/></body>
   </worldbody>
 </mujoco>"""
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "shared_models: needs the third-party models of "
+                            "MJCENIC_SHARED_MODELS (skipped without them, fails under CI=true)")
+
+
+def _shared_models_missing():
+    return None if SHARED_MODELS.is_dir() else (
+        f"third-party models not found at {SHARED_MODELS} (set MJCENIC_SHARED_MODELS; "
+        "docs/development.md)")
+
+
+_SKIPPED_FOR_MODELS = []
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("shared_models") is None:
+        return
+    why = _shared_models_missing()
+    if why is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: {why}", pytrace=False)
+    _SKIPPED_FOR_MODELS.append(item.nodeid)
+    pytest.skip(why)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIPPED_FOR_MODELS:
+        terminalreporter.write_line(f"{len(_SKIPPED_FOR_MODELS)} tests skipped: "
+                                    f"{_shared_models_missing()}")
 
 
 def python_env():

@@ -426,7 +426,7 @@ def test_text_overlaps_detects_overlap():
     assert any(b == "<outside the figure>" for _, b in found)
 
 
-@pytest.mark.skipif(not SHARED_MODELS.exists(), reason="shared models not present")
+@pytest.mark.shared_models
 def test_compare_over_all_shared_models_plots_are_readable(tmp_path):
     """compare over every shared model (a short duration): the PNGs exist, hold
     one panel / row per model, with no overlapping or cut-off label."""

@@ -93,6 +93,7 @@ def robots(tmp_path_factory):
     return run_compare(tmp, *ROBOTS, "--duration", "0.5")
 
 
+@pytest.mark.shared_models
 def test_robots_finish_in_time_with_all_fields(robots):
     proc, report, out, elapsed = robots
     assert proc.returncode == 0, proc.stderr
@@ -132,6 +133,7 @@ def test_robots_finish_in_time_with_all_fields(robots):
         assert r["trajectory_error"] < 0.1, r
 
 
+@pytest.mark.shared_models
 def test_robots_markdown_and_plots(robots):
     proc, report, out, _ = robots
     md = check_outputs(out)

@@ -21,7 +21,8 @@ FIXED = [1e-3, 2e-3, 5e-3, 1e-2, 2e-2]
 BOUND = {"pinch": 0.1, "incline": 0.1, "gripper": 1.0, "panda": 1.0, "stack": 0.1}
 
 
-@pytest.mark.parametrize("scene", ["pinch", "incline", "gripper", "panda"])
+@pytest.mark.parametrize("scene", ["pinch", "incline", "gripper",
+                                   pytest.param("panda", marks=pytest.mark.shared_models)])
 def test_defaults_hold_at_every_accuracy_and_fixed_step(scene):
     on = {}  # the defaults
     runs = {f"loop {a:g}": bench_creep.creep(scene, "loop", on, accuracy=a) for a in ACCURACIES}
@@ -47,7 +48,7 @@ def test_stack_holds_at_every_accuracy():
 
 
 @pytest.mark.parametrize("scene,least", [("pinch", 3.0), ("incline", 30.0), ("gripper", 10.0),
-                                         ("panda", 10.0)])
+                                         pytest.param("panda", 10.0, marks=pytest.mark.shared_models)])
 def test_regularized_friction_alone_creeps(scene, least):
     """Without anchors the same scenes creep at the regularized rate (incline:
     v_s ρ/sqrt(1 − ρ²) = 37.7 µm/s at ρ = tan 10°/0.5), i.e. the scenes load

@@ -36,6 +36,7 @@ def _without(record, keys):
     return {k: v for k, v in record.items() if k not in keys}
 
 
+@pytest.mark.shared_models
 def test_compare_ray_equals_local(tmp_path, capsys):
     ray = pytest.importorskip("ray")
     if not ARM.exists():
@@ -96,6 +97,7 @@ def _sweep(tmp_path, name, *extra):
     return json.loads((out / "sweep.json").read_text())
 
 
+@pytest.mark.shared_models
 def test_sweep_ray_equals_local(tmp_path):
     pytest.importorskip("ray")
     for rel in (ARM_REL, "menagerie/robotiq_2f85/scene.xml"):

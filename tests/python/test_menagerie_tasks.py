@@ -7,6 +7,8 @@ import pytest
 
 from conftest import SHARED_MODELS
 
+pytestmark = pytest.mark.shared_models
+
 import mjcenic  # noqa: E402
 
 

@@ -26,6 +26,8 @@ import pytest
 
 from conftest import BUILD, SHARED_MODELS
 
+pytestmark = pytest.mark.shared_models
+
 MODELS = [
     "menagerie/franka_emika_panda/scene.xml",
     "menagerie/shadow_hand/scene_right.xml",

@@ -107,6 +107,7 @@ def test_bad_inputs_raise():
         sim.step(mujoco.MjData(other))
 
 
+@pytest.mark.shared_models
 def test_viewer_renders_nonblank_frame_of_menagerie_robot(tmp_path):
     out = tmp_path / "frame.png"
     env = python_env()
@@ -124,6 +125,7 @@ def test_viewer_renders_nonblank_frame_of_menagerie_robot(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb not installed")
+@pytest.mark.shared_models
 def test_passive_viewer_runs_under_xvfb(tmp_path):
     disp = ":%d" % (50 + os.getpid() % 400)
     xvfb = subprocess.Popen(["Xvfb", disp, "-screen", "0", "800x600x24"],
@@ -205,6 +207,7 @@ def test_plugin_library_found_by_mujoco_plugin_directory_loading(tmp_path):
     assert "nplugin 1" in proc.stdout
 
 
+@pytest.mark.shared_models
 def test_python_controller_implicit_vs_explicit():
     """A stiff Python inverse-dynamics controller: implicit needs far fewer steps."""
     m = mujoco.MjModel.from_xml_path(str(SHARED_MODELS / "menagerie/franka_emika_panda/scene.xml"))

@@ -15,6 +15,7 @@
 #include <mujoco/mujoco.h>
 
 #include "mjcenic/integrator/stepper.h"
+#include "test_util.h"
 
 namespace {
 std::atomic<long> g_allocations{0};
@@ -140,19 +141,19 @@ TEST(Allocation, NoneAfterWarmupBlockPile) {
 }
 
 TEST(Allocation, NoneAfterWarmupRobotArm) {
-  EXPECT_EQ(AllocationsWhileStepping(
-                mjcenic::Mode::kCenic,
-                MJCENIC_SHARED_MODELS_DIR "/menagerie/franka_emika_panda/scene.xml", 0.5, 0.5),
+  MJCENIC_SHARED_MODEL_OR_SKIP(panda, "menagerie/franka_emika_panda/scene.xml");
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kCenic, panda.c_str(), 0.5, 0.5),
             0);
 }
 
 // The propagated norms (cenic-math §11.11): the Hessian diagonal, and the
 // extra factorization and solves of propagated_modes, reuse their buffers.
 TEST(Allocation, NoneAfterWarmupPropagatedNorms) {
+  MJCENIC_SHARED_MODEL_OR_SKIP(panda, "menagerie/franka_emika_panda/scene.xml");
   for (auto norm : {mjcenic::ErrorNormKind::kPropagated, mjcenic::ErrorNormKind::kPropagatedModes}) {
     EXPECT_EQ(AllocationsWhileStepping(
                   mjcenic::Mode::kCenic,
-                  MJCENIC_SHARED_MODELS_DIR "/menagerie/franka_emika_panda/scene.xml", 0.5, 0.5,
+                  panda.c_str(), 0.5, 0.5,
                   norm),
               0)
         << mjcenic::ToString(norm);
@@ -218,9 +219,8 @@ TEST(Allocation, NoneAfterWarmupPcgPile) {
 // The lowrank linear solver (wide tendon rows through a hub body, body–body
 // contacts coming and going; cenic-math.md §8.6).
 TEST(Allocation, NoneAfterWarmupLowRankTendons) {
-  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed,
-                                     MJCENIC_SHARED_MODELS_DIR "/mujoco/replicate/tendon.xml", 4.0,
-                                     0.5),
+  MJCENIC_SHARED_MODEL_OR_SKIP(tendon, "mujoco/replicate/tendon.xml");
+  EXPECT_EQ(AllocationsWhileStepping(mjcenic::Mode::kFixed, tendon.c_str(), 4.0, 0.5),
             0);
 }
 

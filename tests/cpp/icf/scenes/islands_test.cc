@@ -223,9 +223,9 @@ TEST(Islands, EvalAlongLineIsTheSumOverIslands) {
 // One humanoid among 100 free objects (shared model humanoid100.xml) after
 // 0.05 s, 0.1 s, ..., 1 s: many islands with different contact states.
 TEST(Islands, ManyIslandsNeedFewerNewtonIterations) {
+  MJCENIC_SHARED_MODEL_OR_SKIP(humanoids, "mujoco/humanoid/humanoid100.xml");
   char err[1000] = "";
-  test_util::ModelPtr model(mj_loadXML(MJCENIC_SHARED_MODELS_DIR "/mujoco/humanoid/humanoid100.xml",
-                                       nullptr, err, sizeof(err)));
+  test_util::ModelPtr model(mj_loadXML(humanoids.c_str(), nullptr, err, sizeof(err)));
   ASSERT_NE(model, nullptr) << err;
   test_util::DataPtr data(mj_makeData(model.get()));
   auto stepper = Stepper::Create(model.get()).value();
@@ -840,8 +840,8 @@ GuessComparison CompareGuesses(const char* path, int steps, int record) {
 // steps: later the falling robot amplifies tolerance-sized differences, as
 // it does a 1e-12 change of qvel).
 TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
-  const auto [on, off, dq, dv] =
-      CompareGuesses(MJCENIC_SHARED_MODELS_DIR "/mujoco_warp/unitree_g1/scene_hfield.xml", 400, 50);
+  MJCENIC_SHARED_MODEL_OR_SKIP(g1, "mujoco_warp/unitree_g1/scene_hfield.xml");
+  const auto [on, off, dq, dv] = CompareGuesses(g1.c_str(), 400, 50);
   // Measured 5.61 vs 6.17 per solve, |dqvel| 3e-9, |dqpos| 1.5e-10 with MuJoCo
   // 3.12; 5.79 vs 6.01, 7e-10, 4e-11 with 4.0.0 (its collider's contact points
   // differ).
@@ -861,9 +861,8 @@ TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
 // over 200 of them; later, with MuJoCo 4.0.0, a contact event one step apart
 // leaves a bounded offset: |dqvel| 7e-4, |dqpos| 5e-7 from step 500 to 1000).
 TEST(InitialGuess, LagTwoChatterOfOneIslandAmongSeveral) {
-  const auto [on, off, dq, dv] =
-      CompareGuesses(MJCENIC_SHARED_MODELS_DIR "/menagerie/wonik_allegro/scene_right.xml", 1000,
-                     300);  // 2 s, compared at 0.6 s
+  MJCENIC_SHARED_MODEL_OR_SKIP(allegro, "menagerie/wonik_allegro/scene_right.xml");
+  const auto [on, off, dq, dv] = CompareGuesses(allegro.c_str(), 1000, 300);  // 2 s, compared at 0.6 s
   // Measured 1.20 vs 1.54 per solve, |dqpos| 7.1e-9, |dqvel| 1.1e-7 with
   // MuJoCo 3.12; 1.23 vs 1.54, 2.3e-9, 1.0e-7 with 4.0.0 (after 100 steps
   // 3e-10 and 4e-10 with both).
