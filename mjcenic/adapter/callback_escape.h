@@ -22,7 +22,7 @@ namespace mjcenic::adapter {
 struct CallbackEscape {
   std::jmp_buf env;
   CallbackEscape* outer = nullptr;
-  char message[1100] = "";
+  char message[1100];  // the error, written by the handler before it jumps
 };
 
 // The innermost escape of this thread, or null.

@@ -1,5 +1,6 @@
 #include "mjcenic/adapter/model_fingerprint.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -58,6 +59,18 @@ ModelFingerprint::ModelFingerprint(const mjModel* m, Coverage coverage) {
 #undef X
 #undef XMJV
 #undef MJCENIC_FINGERPRINT_ARRAY
+  // MuJoCo lays the arrays out one after another in one buffer: arrays that
+  // touch are hashed as one span (fewer short tails per call).
+  std::sort(spans_.begin(), spans_.end(),
+            [](const Span& x, const Span& y) { return x.data < y.data; });
+  std::size_t n = 0;
+  for (const Span& s : spans_) {
+    if (n > 0 && spans_[n - 1].data + spans_[n - 1].bytes == s.data)
+      spans_[n - 1].bytes += s.bytes;
+    else
+      spans_[n++] = s;
+  }
+  spans_.resize(n);
 }
 
 std::uint64_t ModelFingerprint::Compute() const {

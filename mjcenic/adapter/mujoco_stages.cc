@@ -12,8 +12,19 @@ thread_local CallbackEscape* tls_escape = nullptr;
 
 CallbackEscape* ActiveCallbackEscape() { return tls_escape; }
 
+// Whether a MuJoCo stage can run a user callback (the only frames an error
+// must not unwind through; see callback_escape.h).
+static bool AnyCallback() {
+  return mjcb_control || mjcb_passive || mjcb_contactfilter || mjcb_sensor || mjcb_act_dyn ||
+         mjcb_act_gain || mjcb_act_bias;
+}
+
 void RunEscapable(void (*f)(const mjModel*, mjData*), const mjModel* m, mjData* d) {
-  CallbackEscape e;
+  if (!AnyCallback()) {
+    f(m, d);
+    return;
+  }
+  CallbackEscape e;  // (message is written only by a jump)
   e.outer = tls_escape;
   if (setjmp(e.env) == 0) {
     tls_escape = &e;
