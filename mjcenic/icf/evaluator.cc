@@ -127,7 +127,7 @@ void Evaluate(const IcfModel& m, const double* v, IcfData* d, const char* frozen
   // Freezing is per island of several: a one-island solve that converged
   // returns instead (its gradient below would miss the rows' Jᵀγ).
   if (ni <= 1) frozen = nullptr;
-  CopyShort(v, m.nv, d->v.data());  // (inline: cenic-math §8.9, "Short copies")
+  CopyShort(v, m.nv, d->v.data());  // (inline: cenic-math §8.9.5)
   if (!advanced_alpha) m.MultiplyA(v, d->Av.data());
   double cost = EvaluateMomentum(m, v, frozen, d);
   double* z = dual ? d->friction_dual.data() : nullptr;

@@ -77,7 +77,7 @@ struct IcfModel {
   void MarkSmoothIslands(char* smooth) const;
   void MarkPieceChanges(const double* v0, const double* v1, char* changed) const;
   // The same tests for the whole model as one island (the stepper's
-  // one-island guess, cenic-math §8.9 "Tiny problems"): HasSmoothRows is
+  // one-island guess, cenic-math §8.1.3): HasSmoothRows is
   // MarkSmoothIslands' flag, PieceChanges MarkPieceChanges' (stops at the
   // first row that changes piece).
   bool HasSmoothRows() const {

@@ -82,7 +82,7 @@ struct SolveStats {
 // workspace, reused across calls so that no allocation happens once sizes
 // stop growing.
 //
-// Policy (the accelerations, each kept for a measured gain, cenic-math §8.1,
+// Policy (the accelerations, each kept for a measured gain, cenic-math §8.1.6,
 // §8.3, §8.4), keyed on what the solver is told and on its last solve:
 //  - primal-dual friction (options.friction_dual): every solve; the duals
 //    start at z = t̂ (exact Newton) after a solve of < 3 iterations, else at
@@ -106,7 +106,7 @@ class IcfSolver {
   // Minimizes ℓ starting from v_guess; writes the minimizer into v (may alias
   // v_guess). Returns the status; `cost_history`, if given, receives ℓ(v_k).
   // extrapolated (optional, n_v values): the part of v_guess extrapolated
-  // from earlier steps (cenic-math §8.1, "Initial guess"); an island where it
+  // from earlier steps (cenic-math §8.1.1); an island where it
   // is not 0 takes at least one Newton iteration (its optimality is not
   // tested at the guess, whose error would be biased the same way step after
   // step).

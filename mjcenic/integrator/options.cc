@@ -164,7 +164,7 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
     return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
   if (!(o.error_per_unit_step >= 0) || !std::isfinite(o.error_per_unit_step))
     return bad("error_per_unit_step (must be >= 0 s)");
-  // The floors together (README, "Errors and progress"): a given length scale
+  // The floors together (docs/how-it-works.md, "Errors and progress"): a given length scale
   // L makes a translation of the model's size (stat.extent) a component of
   // extent/L in the weighted norm, with that much more round-off; the
   // accuracy must stay above it.

@@ -243,7 +243,7 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
       // The full step is the step. In fixed mode its buffers are swapped in,
       // not copied (FixedStep, which the embedded estimate uses, copies): the
       // full-step buffers are read again only after the next FullStep has
-      // written them (cenic-math §8.9, "Tiny problems").
+      // written them (cenic-math §8.9.4).
       Scratch& s = scratch_;
       s.q_end.swap(s.q_full);
       s.v_end.swap(s.v_full);

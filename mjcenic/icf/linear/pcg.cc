@@ -71,8 +71,8 @@ class PcgSolver final : public LinearSolver {
     if (pairs_.capacity() < last_pairs_.capacity()) pairs_.reserve(last_pairs_.capacity());
     BuildCoupling(model);
     // Other coupled pairs of the same cliques: the last assembly's coupling
-    // blocks and their states are indexed by the old pairs, so a factor kept
-    // for Hessian reuse (cenic-math §8.5) must be assembled again.
+    // blocks and their states are indexed by the old pairs, so they count as
+    // a new pattern (assembled again).
     const bool coupling_changed = !changed && pairs_ != last_pairs_;
     if (coupling_changed) ++pattern_id_;
     assembled_ = false;
