@@ -25,7 +25,7 @@ void TagIslands(const IcfModel& m, bool islands_on, IcfData* d);
 // (AdvanceProducts) and each row's v_c follows from the line search's
 // v_c(0) + α_i u (§3.4) without a product with J.
 // dual: the contacts' friction blocks use the primal-dual friction duals
-// d->friction_dual (cenic-math §8.1).
+// d->friction_dual (cenic-math §8.1.7).
 void Evaluate(const IcfModel& m, const double* v, IcfData* d, const char* frozen = nullptr,
               const double* advanced_alpha = nullptr, bool dual = false);
 

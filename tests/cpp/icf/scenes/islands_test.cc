@@ -642,9 +642,9 @@ TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
 }
 
 // Pile impacts (cenic-math §8.1.5): an island of more than
-// impact_max_dofs dofs is swept for impacts only when many of its bodies land
-// at once (at least pile_impact_share of its contacts and pile_impact_count
-// contacts are impacts), with pile_impact_sweeps sweeps. Six boxes in a row,
+// kImpactMaxDofs dofs is swept for impacts only when many of its bodies land
+// at once (at least kPileImpactShare of its contacts and kPileImpactCount
+// contacts are impacts), with kPileImpactSweeps sweeps. Six boxes in a row,
 // each pressed 1 mm into the next and into the floor (one island of 36
 // dofs): all six landing at 5 m/s, or only the first.
 IcfModel RowLandingProblem(int landing) {
