@@ -67,7 +67,7 @@ struct ContactPool {
   // dual (2 values, or null): G's friction block is the primal-dual one
   // μn⁰/(|v_t|_ε+ε)·(I − sym(z t̂ᵀ)) with the contact's friction dual z, |z| ≤ 1,
   // instead of the Hessian (z = t̂); z = 0 is the friction cost's quadratic
-  // majorizer (cenic-math §8.1).
+  // majorizer (cenic-math §8.1.7).
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G,
             const double* dual = nullptr) const;
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)

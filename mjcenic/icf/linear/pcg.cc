@@ -30,7 +30,7 @@ namespace {
 // coupling blocks"). CG runs in split form on
 // the block-scaled system (one backward and one forward sweep per iteration,
 // cenic-math §8.4). A Solve bound to a newer iterate than the
-// assembly (Hessian reuse) multiplies matrix-free by the current H instead.
+// assembly multiplies matrix-free by the current H instead.
 // Each iterate of CG started at 0 is a descent direction for the Newton step
 // (the preconditioner is SPD), so an early stop is safe.
 class PcgSolver final : public LinearSolver {
@@ -399,7 +399,7 @@ class PcgSolver final : public LinearSolver {
     model_ = &model;
     data_ = &data;
     // The first Bind after an assembly is the assembled iterate's own
-    // direction; a later one (Hessian reuse) has a newer H.
+    // direction; a later one has a newer H.
     if (++binds_ > 1) assembled_ = false;
   }
 

@@ -496,9 +496,9 @@ TEST(PrimalDualFriction, ErrorControlledDropsNeedFewNewtonIterations) {
 
 // The iteration bound: fixed mode on the mesh pile (≈ 170 multi-point mesh
 // contacts in one or two islands) needs at most 6 Newton iterations per solve
-// once it is piled (0.5–0.7 s after the drop). Primal-dual friction (§8.1)
-// brought it there (measured 5.27); the majorized iterations it replaced
-// needed 6.30 in the same window.
+// once it is piled (0.5–0.7 s after the drop). Primal-dual friction (§8.1.7)
+// brings it there (measured 5.27; the majorized curvature, z = 0, at every
+// iteration needed 6.30 in the same window).
 TEST(PrimalDualFriction, FixedModeMeshPileNeedsAtMostSixNewtonIterations) {
   std::string err;
   test_util::Scene s = test_util::LoadSceneAtKey("mesh_pile.xml", "drop", &err);
