@@ -45,7 +45,7 @@ void PrepareLineSearch(const IcfModel& m, const double* w, IcfData* d,
 void EvalAlongLineIslands(const IcfModel& m, const IcfData& d, const double* alpha,
                           const char* active, double* cost, double* d1, double* d2);
 
-// Primal-dual friction (cenic-math §8.1): z ← t̂ at the current contact
+// Primal-dual friction (cenic-math §8.1.7): z ← t̂ at the current contact
 // velocities (the exact Hessian's dual).
 void StartFrictionDual(const IcfModel& m, IcfData* d);
 // The duals' Newton update after the step v += α_i w (islands not frozen),

@@ -35,7 +35,7 @@ struct SolverOptions {
   // One exact line search per island (independent groups of trees, see
   // IcfModel) instead of one step length for the whole system.
   bool island_line_search = true;
-  // Primal-dual friction (§8.1) in H; off: the exact Hessian (plain Newton).
+  // Primal-dual friction (§8.1.7) in H; off: the exact Hessian (plain Newton).
   bool friction_dual = true;
   // Extended line search (§8.3, item 2); off: α ≤ 1.
   bool extended_line_search = true;
@@ -185,7 +185,7 @@ class IcfSolver {
   // (isl_.tol) and fresh state.
   double ScaledTolerance(const IcfModel& m, const SolverOptions& o);
   void StartIslands(int ni);  // isl_ sized and reset (tol = 0)
-  // The whole system's Newton state (§8.2) and the guess's flags (§8.1).
+  // The whole system's Newton state (§8.2) and the guess's flags (§8.1.1).
   struct NewtonState {
     bool iterate_all = false;       // one island, extrapolated guess: ≥ 1 iteration
     bool optimal_at_guess = false;  // every island (the system) met criterion 1 at k = 0
@@ -204,7 +204,7 @@ class IcfSolver {
   bool Converged(int k, double Dg, double tol, NewtonState* s, int* nfrozen, SolveStats* st);
   // At k = 0, with the direction's ℓ'(0) = d0: a guess that met criterion 1
   // and admits no descent (round-off) is the solution, no island iterated
-  // (§8.1). True if so (the caller returns vtmp_).
+  // (§8.1.1). True if so (the caller returns vtmp_).
   bool AcceptGuess(const NewtonState& s, double d0, SolveStats* st);
   // v += α w (δ into s), A v (AdvanceProducts), θ's steps, the count.
   void FinishIteration(const IcfModel& m, const double* w, NewtonState* s, SolveStats* st);

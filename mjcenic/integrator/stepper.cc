@@ -307,7 +307,7 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
 }
 
 bool Stepper::FullStep(double h, double tolerance) {
-  // (P24): v̂ from v_t, x̂ = x_t advanced by h. Guess (cenic-math §8.1, the
+  // (P24): v̂ from v_t, x̂ = x_t advanced by h. Guess (cenic-math §8.1.1, the
   // warm-start unit) → solve → integrate. An extrapolated island takes at
   // least one Newton iteration (Solve's `extrapolated`).
   Scratch& s = scratch_;

@@ -804,7 +804,7 @@ std::vector<Variant> RunAblations(const mjModel* m, const StepperOptions& config
                 s.ls_iterations);
     EXPECT_LE(x.error, bound) << x.name;
   }
-  // Every Newton iteration factorizes (cenic-math §8.1).
+  // Every Newton iteration factorizes (cenic-math §8.5).
   const StepperStats& base = v[0].r.stats;
   EXPECT_EQ(base.factorizations, base.newton_iterations);
   return v;
