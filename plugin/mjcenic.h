@@ -20,7 +20,7 @@ extern "C" {
 typedef struct mjcenicStepper_ mjcenicStepper;
 typedef struct mjcenicOptions_ mjcenicOptions;
 
-/* Statistics (README "Statistics"). Members are only ever appended, so a
+/* Statistics (docs/statistics.md). Members are only ever appended, so a
  * program built against an older header keeps working; mjcenic_get_stat reads
  * any statistic by name, including ones added after this struct was frozen. */
 typedef struct {
@@ -33,12 +33,12 @@ typedef struct {
   double last_error;                      /* error estimate of the last accepted step */
   long contacts;                          /* active contacts summed over problem builds */
   double time_contacts, time_evaluate, time_factorize, time_line_search,
-      time_writeback;                     /* wall time by phase [s] (README, Statistics) */
-  long island_solves, island_newton_iterations; /* per-island Newton count (README, Statistics) */
+      time_writeback;                     /* wall time by phase [s] (docs/statistics.md) */
+  long island_solves, island_newton_iterations; /* per-island Newton count (docs/statistics.md) */
 } mjcenicStats;
 
 /* Options: defaults, overlaid by m's mjcenic plugin <config> if m is given
- * (NULL on a bad config value, message in error). Keys as in the README
+ * (NULL on a bad config value, message in error). Keys as in the options tables (README, docs/options.md)
  * (accuracy, mode, max_step, stiction_tolerance, ...). */
 mjcenicOptions* mjcenic_options_create(const mjModel* m, char* error, int error_sz);
 void mjcenic_options_destroy(mjcenicOptions* o);
@@ -51,13 +51,13 @@ mjcenicStepper* mjcenic_create_with_options(const mjModel* m, const mjcenicOptio
  * error: bad input, solver failure, step-size underflow, an mjData made for
  * another model, or a MuJoCo fatal error (mju_error, e.g. an arena too small)
  * inside the step; d then keeps its state from before the call, and the
- * process goes on (MuJoCo's error handler is not called; see README). */
+ * process goes on (MuJoCo's error handler is not called; see docs/c-api.md). */
 /* Advances d to time t (>= d->time), ending exactly on t. */
 int mjcenic_advance_to(mjcenicStepper* s, mjData* d, double t, char* error, int error_sz);
 /* One accepted internal step of the size the controller chooses. */
 int mjcenic_step_once(mjcenicStepper* s, mjData* d, char* error, int error_sz);
 void mjcenic_get_stats(const mjcenicStepper* s, mjcenicStats* stats);
-/* One statistic by name (as in the README table); 0, or 1 for an unknown name. */
+/* One statistic by name (as in docs/statistics.md); 0, or 1 for an unknown name. */
 int mjcenic_get_stat(const mjcenicStepper* s, const char* name, double* value);
 /* Names of the statistics and of the options, i = 0, 1, ...; NULL past the end. */
 const char* mjcenic_stat_name(int i);

@@ -91,7 +91,7 @@ py::dict OptionsDict(const mjcenic::StepperOptions& o) {
 }
 
 // One dict per option: key, default (as text, as in MJCF), expected values, doc,
-// expert (not in the README's table; docs/options.md).
+// expert (not in the README's table; in docs/options.md).
 py::list OptionTable() {
   const mjcenic::StepperOptions defaults;
   py::list rows;
@@ -564,7 +564,7 @@ PYBIND11_MODULE(_mjcenic, mod) {
   mod.def("option_keys", [] { return mjcenic::OptionKeys(); },
           "Names of all stepper options (also the MJCF plugin config keys).");
   mod.def("option_table", &OptionTable,
-          "One dict per option (key, default, expect, doc), in the order of the README table.");
+          "One dict per option (key, default, expect, doc), in the order of the options table (README, docs/options.md).");
   mod.def("stat_table", &StatTable, "One dict per statistic (name, type, doc).");
   mod.def("error_norm", &ErrorNormOf, py::arg("model"), py::arg("q_ref"), py::arg("q"),
           py::arg("v_ref") = py::none(), py::arg("v") = py::none(), py::arg("act_ref") = py::none(),

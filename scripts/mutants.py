@@ -238,7 +238,8 @@ MUTANTS = [
            "ErrorNorm.*"),
     Mutant("qacc-sign", MS, "d->qacc[i] = H > 0 ? (d->qvel[i] - v_start[i]) / H : 0;",
            "d->qacc[i] = H > 0 ? (v_start[i] - d->qvel[i]) / H : 0;", "post-step qacc sign"),
-    Mutant("mjcb-control-skipped", MS, "if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) mjcb_control(m_, d);",
+    Mutant("mjcb-control-skipped", MS, "if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) "
+           "RunEscapable(mjcb_control, m_, d);",
            "", "mjcb_control never called"),
     # --- C API ---
     Mutant("capi-foreign-data", CA, "if (d->signature != m->signature || d->narena != m->narena)",

@@ -77,7 +77,7 @@ void ConstraintForces::IndexRecords(const std::vector<ContactRecord>& rec) {
   // Records sorted by geom pair, so each contact finds its pair by bisection.
   const int nrec = static_cast<int>(rec.size());
   // Twice the largest contact count seen: later, larger contact sets do not
-  // allocate (README: no per-step allocation after warm-up).
+  // allocate (docs/architecture.md, "Conventions": no allocation per step after warm-up).
   if (order_.capacity() < static_cast<size_t>(nrec)) {
     for (auto* v : {&sorted_keys_, &rec_keys_}) v->reserve(2 * static_cast<size_t>(nrec));
     order_.reserve(2 * static_cast<size_t>(nrec));

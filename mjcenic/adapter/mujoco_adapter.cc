@@ -316,7 +316,7 @@ void MujocoAdapter::SetMassAndPassive(const mjModel* m, const mjData* d,
     }
     model->damper_spring_source = damper_spring;
   }
-  CopyShort(d->qvel, nv, model->v0.data());  // (inline: cenic-math §8.9, "Short copies")
+  CopyShort(d->qvel, nv, model->v0.data());  // (inline: cenic-math §8.9.5)
 }
 
 void MujocoAdapter::AddExplicitForces(const mjModel* m, mjData* d, const DofFeedback* feedback,
@@ -857,7 +857,7 @@ void MujocoAdapter::AddContacts(const mjModel* m, const mjData* d,
     if (torques) {
       // Regularization: the angular velocity at which the torque bound
       // dissipates the same power as the sliding bound at v_s, i.e. v_s over
-      // the lever arm μ_x/μ (see README, contact mapping).
+      // the lever arm μ_x/μ (docs/how-it-works.md, "Contact parameters for unchanged MJCF").
       const double vs = params.stiction_tolerance;
       auto eps = [&](double mu_x) { return mu_x > 0 ? vs * std::max(mu, 1e-3) / mu_x : 1.0; };
       rec.torque = model->contact_torques.Add(dofs_, c, mu_spin, mu_roll1, mu_roll2,

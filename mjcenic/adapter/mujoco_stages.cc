@@ -115,7 +115,7 @@ void MujocoStages::SensorsAndForces(mjData* d) {
 
 void MujocoStages::FinishStep(mjData* d, double H, const double* v_start) {
   for (int i = 0; i < m_->nv; ++i) d->qacc[i] = H > 0 ? (d->qvel[i] - v_start[i]) / H : 0;
-  CopyShort(d->qacc, m_->nv, d->qacc_warmstart);  // (cenic-math §8.9, "Short copies")
+  CopyShort(d->qacc, m_->nv, d->qacc_warmstart);  // (cenic-math §8.9.5)
   mj_mulM(m_, d, d->qfrc_constraint, d->qacc);
   for (int i = 0; i < m_->nv; ++i) d->qfrc_constraint[i] -= d->qfrc_smooth[i];
   d->flg_rnepost = 0;

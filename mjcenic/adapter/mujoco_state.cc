@@ -53,7 +53,7 @@ struct Field {
 };
 
 // The first non-finite input of d, named (CheckInputs' message): out of line
-// and cold, the per-call test only sums (cenic-math §8.9, "Tiny problems").
+// and cold, the per-call test only sums (cenic-math §8.9.7).
 [[gnu::cold, gnu::noinline]] absl::Status NonFiniteInput(const Field* fields, int n, double t) {
   for (int k = 0; k < n; ++k) {
     const Field& f = fields[k];
@@ -77,7 +77,7 @@ double Time(const mjData* d) { return d->time; }
 void SetTime(mjData* d, double t) { d->time = t; }
 
 void LoadState(const mjModel* m, mjData* d, const double* q, const double* v, const double* act) {
-  CopyShort(q, m->nq, d->qpos);  // (inline: cenic-math §8.9, "Short copies")
+  CopyShort(q, m->nq, d->qpos);  // (inline: cenic-math §8.9.5)
   CopyShort(v, m->nv, d->qvel);
   CopyShort(act, m->na, d->act);
 }

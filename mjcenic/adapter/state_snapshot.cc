@@ -32,7 +32,7 @@ void StateSnapshot::Capture(const mjModel* m, const mjData* d, bool options) {
   if (static_cast<long>(values_.size()) != n) values_.resize(n);  // the first capture
   double* out = values_.data();
   ForEachArray(m, d, with_inputs_, [&](const double* x, long k) {
-    CopyShort(x, k, out);  // (inline: cenic-math §8.9, "Short copies")
+    CopyShort(x, k, out);  // (inline: cenic-math §8.9.5)
     out += k;
   });
   if (m->neq > 0 || !eq_active_.empty()) eq_active_.assign(d->eq_active, d->eq_active + m->neq);

@@ -76,7 +76,7 @@ void StictionAnchors::Apply(const mjModel* m, const mjData* d,
     next_.clear();
     // One anchor per contact at most. When a step has more contacts than
     // ever before, room for twice as many: steps with more contacts later on
-    // do not allocate (README: no per-step allocation after warm-up).
+    // do not allocate (docs/architecture.md, "Conventions": no allocation per step after warm-up).
     const size_t n = static_cast<size_t>(pool.size());
     if (next_.capacity() < n) next_.reserve(2 * n);
   }

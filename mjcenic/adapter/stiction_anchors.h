@@ -1,6 +1,6 @@
 // Stiction anchors: an elastic-slip state per sticking contact that removes
-// the creep of regularized friction (cenic-math §4.9; README, "How mjcenic
-// holds grasps").
+// the creep of regularized friction (cenic-math §4.9; docs/how-it-works.md,
+// "How mjcenic holds grasps").
 //
 // ICF's friction γ_t = −μ n⁰ v_c,t / sqrt(|v_c,t|² + ε²) (§4.6) needs a slip
 // velocity |v_c,t| = ε ρ/sqrt(1 − ρ²) to carry a load at the fraction ρ of its

@@ -1,5 +1,5 @@
 // Contact sweeps: a second starting velocity for Newton on islands where
-// objects land (cenic-math.md §8.1, "Impact sweeps", "Pile impacts").
+// objects land (cenic-math.md §8.1.4–8.1.5).
 //
 // An impact is a contact with v_n < v̂ and d (v̂ − v_n) > kImpactSpeed at the
 // guess between trees of ≤ kFreeBodyDofs dofs (free bodies, for which diag(A)

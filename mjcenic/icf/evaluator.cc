@@ -127,7 +127,7 @@ void Evaluate(const IcfModel& m, const double* v, IcfData* d, const char* frozen
   // Freezing is per island of several: a one-island solve that converged
   // returns instead (its gradient below would miss the rows' Jᵀγ).
   if (ni <= 1) frozen = nullptr;
-  CopyShort(v, m.nv, d->v.data());  // (inline: cenic-math §8.9, "Short copies")
+  CopyShort(v, m.nv, d->v.data());  // (inline: cenic-math §8.9.5)
   if (!advanced_alpha) m.MultiplyA(v, d->Av.data());
   double cost = EvaluateMomentum(m, v, frozen, d);
   double* z = dual ? d->friction_dual.data() : nullptr;
@@ -275,7 +275,7 @@ void EvalAlongLineIslands(const IcfModel& m, const IcfData& d, const double* alp
 }
 
 void StartFrictionDual(const IcfModel& m, IcfData* d) {
-  // z_0 = t̂(v_0), the exact Hessian's dual (cenic-math §8.1).
+  // z_0 = t̂(v_0), the exact Hessian's dual (cenic-math §8.1.7).
   const ContactPool& cp = m.contacts;
   const double* vc = d->contacts.vc.data();
   for (int c = 0; c < cp.size(); ++c) {
@@ -289,7 +289,7 @@ void StartFrictionDual(const IcfModel& m, IcfData* d) {
 void UpdateFrictionDual(const IcfModel& m, const char* frozen, const double* alpha,
                         double alpha_cap, IcfData* d) {
   // Newton on z (|v_t|_ε+ε) − v_t = 0 linearized at the step's base point
-  // (cenic-math §8.1): z ← t̂ + (Δv_t − z (t̂·Δv_t))/(|v_t|_ε+ε), Δv_t = α_i u_t,
+  // (cenic-math §8.1.7): z ← t̂ + (Δv_t − z (t̂·Δv_t))/(|v_t|_ε+ε), Δv_t = α_i u_t,
   // then |z| ≤ 1. An extended search's α beyond α_max is not followed
   // (cenic-math §8.3): the linearization would extrapolate the slip too far.
   const ContactPool& cp = m.contacts;

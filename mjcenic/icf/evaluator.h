@@ -25,7 +25,7 @@ void TagIslands(const IcfModel& m, bool islands_on, IcfData* d);
 // (AdvanceProducts) and each row's v_c follows from the line search's
 // v_c(0) + α_i u (§3.4) without a product with J.
 // dual: the contacts' friction blocks use the primal-dual friction duals
-// d->friction_dual (cenic-math §8.1).
+// d->friction_dual (cenic-math §8.1.7).
 void Evaluate(const IcfModel& m, const double* v, IcfData* d, const char* frozen = nullptr,
               const double* advanced_alpha = nullptr, bool dual = false);
 
@@ -45,7 +45,7 @@ void PrepareLineSearch(const IcfModel& m, const double* w, IcfData* d,
 void EvalAlongLineIslands(const IcfModel& m, const IcfData& d, const double* alpha,
                           const char* active, double* cost, double* d1, double* d2);
 
-// Primal-dual friction (cenic-math §8.1): z ← t̂ at the current contact
+// Primal-dual friction (cenic-math §8.1.7): z ← t̂ at the current contact
 // velocities (the exact Hessian's dual).
 void StartFrictionDual(const IcfModel& m, IcfData* d);
 // The duals' Newton update after the step v += α_i w (islands not frozen),

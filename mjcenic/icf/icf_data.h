@@ -45,7 +45,7 @@ struct IcfData {
   // ℓ_i(0) (ls_l0, Evaluate's) and ℓ_i'(0) (ls_d0, PrepareLineSearch's).
   std::vector<double> w, Aw;
   std::vector<double> ls_a, ls_b, ls_c, ls_l0, ls_d0;
-  // Primal-dual friction (cenic-math §8.1): each contact's friction dual z (2 values).
+  // Primal-dual friction (cenic-math §8.1.7): each contact's friction dual z (2 values).
   std::vector<double> friction_dual;
 
   void Resize(const IcfModel& model) {

@@ -88,7 +88,7 @@ void IcfModel::ComputeIslands() {
   // One clique (a chain, a free body), or no row over two cliques (each
   // tree alone, e.g. slider_crank's two trees): each clique its own island,
   // numbered in clique order, as the union–find below numbers them, without
-  // its workspace passes (cenic-math §8.9, "Tiny problems").
+  // its workspace passes (cenic-math §8.9.2).
   if (ncl == 1 || !RowsSpanCliques()) {
     island_of_clique.resize(ncl);
     island_parent_.resize(ncl);
@@ -126,7 +126,7 @@ void IcfModel::ComputeIslands() {
 void IcfModel::Finalize(double h_) {
   ComputeIslands();
   // (An empty pool's Lag and SetTimeStep loop over no rows: they are not
-  // called, its h is set; cenic-math §8.9, "Tiny problems".)
+  // called, its h is set; cenic-math §8.9.2.)
   if (contacts.size() > 0) contacts.Lag(v0.data(), params);
   if (contact_torques.size() > 0) contact_torques.Lag(contacts);
   if (gains.size() > 0) gains.Lag(v0.data());

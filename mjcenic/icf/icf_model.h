@@ -68,7 +68,7 @@ struct IcfModel {
     return dofs.empty() || num_islands == 0 ? 0 : island_of_clique[clique_of_dof[dofs[0]]];
   }
   void SetTimeStep(double h);
-  // Initial guess of a fixed step (cenic-math §8.1), per island (num_islands
+  // Initial guess of a fixed step (cenic-math §8.1.1), per island (num_islands
   // entries, or one). MarkSmoothIslands: smooth[i] = 1 if island i has a
   // contact, contact-torque or dry-friction row (a cost that is not piecewise
   // quadratic), else 0. MarkPieceChanges: changed[i] = 1 if some limit or
@@ -77,7 +77,7 @@ struct IcfModel {
   void MarkSmoothIslands(char* smooth) const;
   void MarkPieceChanges(const double* v0, const double* v1, char* changed) const;
   // The same tests for the whole model as one island (the stepper's
-  // one-island guess, cenic-math §8.9 "Tiny problems"): HasSmoothRows is
+  // one-island guess, cenic-math §8.1.3): HasSmoothRows is
   // MarkSmoothIslands' flag, PieceChanges MarkPieceChanges' (stops at the
   // first row that changes piece).
   bool HasSmoothRows() const {
@@ -85,7 +85,7 @@ struct IcfModel {
   }
   bool PieceChanges(const double* v0, const double* v1) const;
   // The number of limit rows active at v0 and inactive at v1, counted up to
-  // `stop` (the stepper's period-2 guess, cenic-math §8.1).
+  // `stop` (the stepper's period-2 guess, cenic-math §8.1.2).
   int ReleasedLimits(const double* v0, const double* v1, int stop) const;
   // Moves the configuration at which position-dependent terms are linearized
   // by dq (velocity coordinates): contact gaps, limit and coupling residuals,

@@ -23,7 +23,7 @@ constexpr double kAlphaMax = 1.0;
 constexpr double kExtendSlope = 0.3;
 constexpr double kExtendAlphaMax = 2.0;
 // Policy: the duals start exact after a solve of fewer iterations, the
-// sweeps run after a solve of at least this many (cenic-math §8.1).
+// sweeps run after a solve of at least this many (cenic-math §8.1.6).
 constexpr int kDualExactBelow = 3;
 constexpr int kSweepAfter = 4;
 
@@ -395,7 +395,7 @@ double IcfSolver::StartSolve(const IcfModel& m, const SolverOptions& o, const do
   const int ni = NumIslands();
   const double tol = ScaledTolerance(m, o);
   if (!std::isfinite(tol)) return tol;
-  // An extrapolated guess (§8.1) is not accepted as the solution: its
+  // An extrapolated guess (§8.1.1) is not accepted as the solution: its
   // island (or the system) takes at least one Newton iteration.
   if (extrapolated) {
     if (ni > 1) {
@@ -496,7 +496,7 @@ int IcfSolver::StartFromSweeps(const IcfModel& m, double tol, bool dual) {
 void IcfSolver::EvaluateIterate(const IcfModel& m, int k, const SolverOptions& o,
                                 const Policy& p, double tol, int nfrozen, bool advanced,
                                 SolveStats* st) {
-  // Primal-dual friction (§8.1): z = 0 before the first evaluation, or t̂
+  // Primal-dual friction (§8.1.7): z = 0 before the first evaluation, or t̂
   // after it (the first iteration then is exact Newton).
   const bool dual_on = o.friction_dual;
   if (dual_on && k == 0 && !p.dual_exact_start)

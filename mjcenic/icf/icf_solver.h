@@ -35,7 +35,7 @@ struct SolverOptions {
   // One exact line search per island (independent groups of trees, see
   // IcfModel) instead of one step length for the whole system.
   bool island_line_search = true;
-  // Primal-dual friction (§8.1) in H; off: the exact Hessian (plain Newton).
+  // Primal-dual friction (§8.1.7) in H; off: the exact Hessian (plain Newton).
   bool friction_dual = true;
   // Extended line search (§8.3, item 2); off: α ≤ 1.
   bool extended_line_search = true;
@@ -82,7 +82,7 @@ struct SolveStats {
 // workspace, reused across calls so that no allocation happens once sizes
 // stop growing.
 //
-// Policy (the accelerations, each kept for a measured gain, cenic-math §8.1,
+// Policy (the accelerations, each kept for a measured gain, cenic-math §8.1.6,
 // §8.3, §8.4), keyed on what the solver is told and on its last solve:
 //  - primal-dual friction (options.friction_dual): every solve; the duals
 //    start at z = t̂ (exact Newton) after a solve of < 3 iterations, else at
@@ -106,7 +106,7 @@ class IcfSolver {
   // Minimizes ℓ starting from v_guess; writes the minimizer into v (may alias
   // v_guess). Returns the status; `cost_history`, if given, receives ℓ(v_k).
   // extrapolated (optional, n_v values): the part of v_guess extrapolated
-  // from earlier steps (cenic-math §8.1, "Initial guess"); an island where it
+  // from earlier steps (cenic-math §8.1.1); an island where it
   // is not 0 takes at least one Newton iteration (its optimality is not
   // tested at the guess, whose error would be biased the same way step after
   // step).
@@ -185,7 +185,7 @@ class IcfSolver {
   // (isl_.tol) and fresh state.
   double ScaledTolerance(const IcfModel& m, const SolverOptions& o);
   void StartIslands(int ni);  // isl_ sized and reset (tol = 0)
-  // The whole system's Newton state (§8.2) and the guess's flags (§8.1).
+  // The whole system's Newton state (§8.2) and the guess's flags (§8.1.1).
   struct NewtonState {
     bool iterate_all = false;       // one island, extrapolated guess: ≥ 1 iteration
     bool optimal_at_guess = false;  // every island (the system) met criterion 1 at k = 0
@@ -204,7 +204,7 @@ class IcfSolver {
   bool Converged(int k, double Dg, double tol, NewtonState* s, int* nfrozen, SolveStats* st);
   // At k = 0, with the direction's ℓ'(0) = d0: a guess that met criterion 1
   // and admits no descent (round-off) is the solution, no island iterated
-  // (§8.1). True if so (the caller returns vtmp_).
+  // (§8.1.1). True if so (the caller returns vtmp_).
   bool AcceptGuess(const NewtonState& s, double d0, SolveStats* st);
   // v += α w (δ into s), A v (AdvanceProducts), θ's steps, the count.
   void FinishIteration(const IcfModel& m, const double* w, NewtonState* s, SolveStats* st);

@@ -18,7 +18,7 @@ struct IcfParameters {
   // Stiction anchors (adapter/stiction_anchors.h): an elastic-slip bias per
   // sticking contact that removes the creep ε ρ/sqrt(1 − ρ²) of the
   // regularized friction. On by default (its cost on every shared model:
-  // README, "How mjcenic holds grasps"); false: the paper's friction law alone.
+  // docs/how-it-works.md, "How mjcenic holds grasps"); false: the paper's friction law alone.
   bool stiction_anchors = true;
   // An anchored contact's ε stops growing with h above the model's timestep
   // (adapter/stiction_anchors.h, cenic-math §4.10): ε = max(v_s, μ R_t f_n⁰

@@ -23,7 +23,7 @@ double FrictionCoefficient(double s, double mu_s, double mu_d, double width) {
 void ContactPool::Clear() {
   // Every array holds one entry (or block) per row, appended by Add: an
   // empty pool has nothing to clear (each build of a scene without contacts;
-  // cenic-math §8.9, "Tiny problems").
+  // cenic-math §8.9.2).
   if (rows.size() == 0) return;
   rows.Clear();
   fe0.clear(); k.clear(); d.clear(); mu_s.clear(); mu_d.clear(); Rt.clear();

@@ -67,7 +67,7 @@ struct ContactPool {
   // dual (2 values, or null): G's friction block is the primal-dual one
   // μn⁰/(|v_t|_ε+ε)·(I − sym(z t̂ᵀ)) with the contact's friction dual z, |z| ≤ 1,
   // instead of the Hessian (z = t̂); z = 0 is the friction cost's quadratic
-  // majorizer (cenic-math §8.1).
+  // majorizer (cenic-math §8.1.7).
   void Eval(int c, const double* vc, double* cost, double* gamma, double* G,
             const double* dual = nullptr) const;
   double NormalPotential(int c, double vn) const;  // N⁺(v_n)
@@ -406,7 +406,7 @@ inline double ContactPool::NormalPotential(int c, double x) const {
   G[3] = 0;    G[4] = a * (1 - t1 * t1); G[5] = -a * t1 * t2;
   G[6] = 0;    G[7] = -a * t1 * t2;      G[8] = a * (1 - t2 * t2);
   if (dual) {
-    // Primal-dual friction block (cenic-math §8.1): a (I − sym(z t̂ᵀ)); PSD
+    // Primal-dual friction block (cenic-math §8.1.7): a (I − sym(z t̂ᵀ)); PSD
     // for |z| ≤ 1 since |t̂| < 1, and the Hessian itself at z = t̂.
     const double z1 = dual[0], z2 = dual[1];
     G[4] = a * (1 - z1 * t1);

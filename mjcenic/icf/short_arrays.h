@@ -4,8 +4,8 @@
 // std::copy of doubles and std::memcmp become calls of libc's memmove and
 // memcmp: a jump through the procedure linkage table and a dispatch on the
 // size, several times the cost of moving three doubles, and on the smallest
-// models a step made about thirty such calls (docs/cenic-math.md §8.9,
-// "Short copies"). The loops below copy and compare the same bits;
+// models a step made about thirty such calls (docs/cenic-math.md
+// §8.9.5). The loops below copy and compare the same bits;
 // they may alias (the compiler then checks the overlap, as memmove does), so
 // GCC does not turn them back into library calls.
 #pragma once

@@ -18,7 +18,7 @@ namespace mjcenic {
 enum class ErrorNormKind {
   kWeighted,   // translations / L, rotations in radians (default)
   kDrake,      // raw qpos components, unweighted (Drake's S = I)
-  kFullState,  // kWeighted plus velocities · (1 s / L) (global-accuracy recipe, README)
+  kFullState,  // kWeighted plus velocities · (1 s / L) (global_accuracy, docs/how-it-works.md)
   kPropagated, // kWeighted plus each velocity error times the position error it will
                // cause under the implicit step's own damping, capped by a horizon τ
                // (cenic-math §11.11), per dof from the diagonals of H and M

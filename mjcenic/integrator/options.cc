@@ -133,6 +133,45 @@ const std::vector<std::string>& OptionKeys() {
   return keys;
 }
 
+namespace {
+
+absl::Status InvalidOption(const char* what) {
+  return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid option ", what));
+}
+
+// The options that apply to one scheme only, and the schemes' exclusions.
+absl::Status CheckSchemeOptions(const StepperOptions& o) {
+  if (o.extrapolate && o.mode != Mode::kCenic)
+    return InvalidOption(absl::StrCat("extrapolate (applies to mode cenic only, not ",
+                                      ToString(o.mode), ")")
+                             .c_str());
+  if (o.error_estimate == ErrorEstimate::kEmbedded && o.mode != Mode::kCenic)
+    return InvalidOption(absl::StrCat("error_estimate embedded (applies to mode cenic only, not ",
+                                      ToString(o.mode), ")")
+                             .c_str());
+  if (o.error_estimate == ErrorEstimate::kEmbedded && o.extrapolate)
+    return InvalidOption("extrapolate with error_estimate embedded (extrapolation needs the "
+                         "half steps of doubling)");
+  return absl::OkStatus();
+}
+
+// The global_accuracy recipe (docs/how-it-works.md, "Accuracy: local and
+// global error"), for options that set it.
+absl::StatusOr<StepperOptions> ExpandGlobalAccuracy(const mjModel* m, const StepperOptions& o) {
+  if (o.mode != Mode::kCenic)
+    return InvalidOption(absl::StrCat("global_accuracy (applies to mode cenic only, not ",
+                                      ToString(o.mode), ")")
+                             .c_str());
+  StepperOptions g = o;
+  g.error_norm = ErrorNormKind::kFullState;
+  g.extrapolate = g.error_estimate == ErrorEstimate::kDoubling;
+  if (g.speculative_margin == 0)
+    g.speculative_margin = 0.1 * ErrorNorm(m, g.error_norm, g.length_scale).length_scale();
+  return g;
+}
+
+}  // namespace
+
 absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOptions& o) {
   auto bad = [](const char* what) {
     return absl::InvalidArgumentError(absl::StrCat("mjcenic: invalid option ", what));
@@ -164,7 +203,7 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
     return bad("length_scale (must be 0, from the model, or >= 1e-6 m)");
   if (!(o.error_per_unit_step >= 0) || !std::isfinite(o.error_per_unit_step))
     return bad("error_per_unit_step (must be >= 0 s)");
-  // The floors together (README, "Errors and progress"): a given length scale
+  // The floors together (docs/how-it-works.md, "Errors and progress"): a given length scale
   // L makes a translation of the model's size (stat.extent) a component of
   // extent/L in the weighted norm, with that much more round-off; the
   // accuracy must stay above it.
@@ -189,31 +228,12 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   if (!(o.control.safety > 0 && o.control.safety <= 1 && o.control.max_growth > 1 &&
         o.control.min_shrink > 0 && o.control.min_shrink < 1 && o.control.order > 0))
     return bad("control (safety in (0,1], max_growth > 1, min_shrink in (0,1), order > 0)");
-  if (o.extrapolate && o.mode != Mode::kCenic)
-    return bad(absl::StrCat("extrapolate (applies to mode cenic only, not ", ToString(o.mode),
-                            ")")
-                   .c_str());
-  if (o.error_estimate == ErrorEstimate::kEmbedded && o.mode != Mode::kCenic)
-    return bad(absl::StrCat("error_estimate embedded (applies to mode cenic only, not ",
-                            ToString(o.mode), ")")
-                   .c_str());
-  if (o.error_estimate == ErrorEstimate::kEmbedded && o.extrapolate)
-    return bad("extrapolate with error_estimate embedded (extrapolation needs the half steps "
-               "of doubling)");
+  if (absl::Status s = CheckSchemeOptions(o); !s.ok()) return s;
   if (adapter::HasHistoryBuffers(m))
     return absl::UnimplementedError(
         "mjcenic: actuator/sensor delay and history buffers are not supported");
   if (!o.global_accuracy) return o;
-  if (o.mode != Mode::kCenic)
-    return bad(absl::StrCat("global_accuracy (applies to mode cenic only, not ",
-                            ToString(o.mode), ")")
-                   .c_str());
-  StepperOptions g = o;
-  g.error_norm = ErrorNormKind::kFullState;
-  g.extrapolate = g.error_estimate == ErrorEstimate::kDoubling;
-  if (g.speculative_margin == 0)
-    g.speculative_margin = 0.1 * ErrorNorm(m, g.error_norm, g.length_scale).length_scale();
-  return g;
+  return ExpandGlobalAccuracy(m, o);
 }
 
 absl::Status CheckStepBounds(const StepperOptions& o) {

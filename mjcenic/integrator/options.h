@@ -55,7 +55,7 @@ struct SolverSettings {
   double pcg_tolerance = 1e-4;
 };
 
-// Progress guarantee (README, "Errors and progress"): documented bounds that
+// Progress guarantee (docs/how-it-works.md, "Errors and progress"): documented bounds that
 // turn every would-be livelock into a clear error.
 //  * accuracy >= kMinAccuracy: the error estimate is the difference of two
 //    computed states whose norm-weighted components are O(1); each carries
@@ -93,13 +93,13 @@ struct StepperOptions {
   bool extrapolate = false;          // cenic: propagate 2·x_half − x_full (local
                                      // Richardson extrapolation) instead of x_half
   bool global_accuracy = false;      // cenic: the end error should track the accuracy
-                                     // (README): sets error_norm = full_state,
+                                     // (docs/how-it-works.md): sets error_norm = full_state,
                                      // extrapolate = true and, if 0, speculative_margin
                                      // = 0.1 L; the stepper's options() show the result
   bool dense_output = true;          // error control: a Step()/AdvanceTo() whose inputs
                                      // were left as the previous call wrote them may end
                                      // inside an accepted step (state interpolated) and
-                                     // the next call continues that step (README,
+                                     // the next call continues that step (docs/python.md,
                                      // "Outputs inside a step")
   bool error_control = true;         // false: cenic/trapezoid take every step at max_step
                                      // (fixed-step convergence studies of those schemes)
@@ -121,9 +121,9 @@ struct StepperOptions {
   bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)
   bool period2_guess = true;         // fixed mode, one island with contacts whose
                                      // accelerations alternate: Newton starts at
-                                     // v_t + h a_old (cenic-math §8.1, "Period-2 guess");
+                                     // v_t + h a_old (cenic-math §8.1.2);
                                      // several islands: per island, v_t + q h a_old
-                                     // when a ≈ q a_older ("Lag-2 guess")
+                                     // when a ≈ q a_older (§8.1.2)
   ControllerTreatment controller = ControllerTreatment::kImplicit;  // see SetController
   // > 0: MuJoCo's collision detection also reports pairs up to this distance
   // [m] apart (added to every geom's gap on a private model copy), so ICF's
@@ -187,8 +187,8 @@ absl::Status SetOption(StepperOptions* options, std::string_view key, std::strin
 const std::vector<std::string>& OptionKeys();
 
 // The options a stepper for m runs with: range checks (an error names the
-// bad option), the global_accuracy recipe expanded (README, "Accuracy: local
-// and global error": error_norm = full_state, extrapolate = true and, if 0,
+// bad option), the global_accuracy recipe expanded (docs/how-it-works.md,
+// "Accuracy: local and global error": error_norm = full_state, extrapolate = true and, if 0,
 // speculative_margin = 0.1 L), and model features the stepper cannot honour
 // (history buffers) refused.
 absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOptions& options);

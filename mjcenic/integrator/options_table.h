@@ -70,7 +70,7 @@ struct NonNegativeOrAuto {
   static std::string Expect() { return ">= 0, or -1 for the solref mapping"; }
 };
 
-// accuracy: in [kMinAccuracy, kMaxAccuracy] (README, "Errors and progress").
+// accuracy: in [kMinAccuracy, kMaxAccuracy] (docs/how-it-works.md, "Errors and progress").
 struct AccuracyValue {
   using Value = double;
   static bool Parse(std::string_view s, double* x) {
@@ -181,15 +181,15 @@ struct FrictionlossName {
   X(length_scale, length_scale, LengthScaleValue, kPublic,                    \
     "L [m] of the weighted norm (0: mean `dof_length` of the rotational dofs)") \
   X(error_estimate, error_estimate, ErrorEstimateName, kPublic,               \
-    "cenic: `doubling` (two half steps against the full step, 3 solves per attempt) or `embedded` (1 solve per attempt; see \"Error estimates\")") \
+    "cenic: `doubling` (two half steps against the full step, 3 solves per attempt) or `embedded` (1 solve per attempt; docs/how-it-works.md, \"Error estimates\")") \
   X(global_accuracy, global_accuracy, Flag, kPublic,                          \
-    "cenic: make the end error track the accuracy (see \"Accuracy: local and global error\"); ≈50× the steps") \
+    "cenic: make the end error track the accuracy (docs/how-it-works.md, \"Accuracy: local and global error\"); ≈50× the steps") \
   X(extrapolate, extrapolate, Flag, kExpert, \
     "cenic: propagate 2·x_half − x_full (local Richardson extrapolation, beyond the paper): "      \
     "exact in free fall, global error ∝ accuracy in smooth phases; same steps (refused in other " \
     "modes)") \
   X(dense_output, dense_output, Flag, kPublic,                                \
-    "error control: a call may end inside an accepted step, its state interpolated, the next call continuing it (see \"Outputs inside a step\"); `false`: land on every target") \
+    "error control: a call may end inside an accepted step, its state interpolated, the next call continuing it (docs/python.md, \"Outputs inside a step\"); `false`: land on every target") \
   X(error_control, error_control, Flag, kPublic,                              \
     "false: cenic/trapezoid take every step at `max_step` (convergence studies)") \
   X(adaptive_tolerance, adaptive_tolerance, Flag, kExpert, \
@@ -197,14 +197,13 @@ struct FrictionlossName {
   X(kappa, kappa, PositiveAtMost<1.0>, kExpert, \
     "κ of the adaptive Newton tolerance (κ·`accuracy` at most 1e-3)") \
   X(controller_mode, controller, ControllerName, kPublic,                     \
-    "how a user controller enters the step (see \"User controllers\")") \
+    "how a user controller enters the step (docs/python.md, \"User controllers, integrated implicitly\")") \
   X(period2_guess, period2_guess, Flag, kExpert, \
     "fixed mode: a one-island scene with contacts whose accelerations alternate from step to "    \
     "step (period-2 chatter, e.g. a foot wedged in a height field) starts Newton at v_t + h·a_old, " \
     "the velocity change of the step before last; with several islands, an island with contacts " \
     "whose accelerations repeat every second step up to a factor q (a ≈ q·a_older: an object "  \
-    "chattering in a hand) starts at v_t + q·h·a_old (see docs/cenic-math.md §8.1, "            \
-    "\"Period-2 guess\", \"Lag-2 guess\")") \
+    "chattering in a hand) starts at v_t + q·h·a_old (see docs/cenic-math.md §8.1.2)") \
   X(linear_solver, solver.linear_solver, LinearSolverName, kExpert, \
     "`dense` (Eigen LLT), `sparse` (CHOLMOD), `islands` (one dense LLT per island; an island of "  \
     "> 48 dofs of small trees by `block`), `pcg` (conjugate gradients, symmetric block " \
@@ -236,7 +235,7 @@ struct FrictionlossName {
     "joint/tendon friction loss regularized like MuJoCo's soft row (`mujoco`) or with v_s "       \
     "(`stiction`)") \
   X(stiction_anchors, icf.stiction_anchors, Flag, kPublic,                    \
-    "elastic-slip anchor per sticking contact: static friction holds without creep at every step size (see \"How mjcenic holds grasps\")") \
+    "elastic-slip anchor per sticking contact: static friction holds without creep at every step size (docs/how-it-works.md, \"How mjcenic holds grasps\")") \
   X(anchor_eps_cap, icf.anchor_eps_cap, Flag, kExpert, \
     "an anchored (sticking) contact's friction regularization ε stops growing with the step "     \
     "above `opt.timestep` (steps beyond it would otherwise let a load near the friction bound "   \
@@ -257,7 +256,7 @@ struct FrictionlossName {
   X(stiffness_scale, contact.stiffness_scale, Positive, kExpert, \
     "multiplies the mapped stiffness") \
   X(contact_stiffening, contact.stiffening, Flag, kExpert, \
-    "deeper contacts follow MuJoCo's nonlinear force–penetration curve (see the mapping)") \
+    "deeper contacts follow MuJoCo's nonlinear force–penetration curve (mapping §5.7)") \
   X(contact_deep_separation, contact.deep_separation, Flag, kExpert, \
     "a contact deeper than its nominal penetration is pushed out no slower than under mj_step "  \
     "(Hunt–Crossley d ≤ B/(d(x)·K·x), cenic-math §4.11); off: d from solref at every depth") \

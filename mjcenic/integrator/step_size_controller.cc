@@ -187,7 +187,7 @@ absl::Status StepSizeController::CheckCallSteps(long steps, double t_start, doub
 }
 
 absl::Status StepSizeController::CheckTimestep(double t, double dt) {
-  // A timestep below the minimum step at this time (README: 1e-14·|t|, ≈ 45
+  // A timestep below the minimum step at this time (docs/how-it-works.md, "Errors and progress": 1e-14·|t|, ≈ 45
   // ulp of t) cannot be taken: at t = 1e17, t + 0.002 == t and the call
   // would otherwise succeed without moving.
   if (!(std::isfinite(t) && dt > 0 && dt < kRelativeMinStep * std::abs(t)))

@@ -1,5 +1,6 @@
 // The step-size controller: every rule that chooses the size of an internal
-// step (cenic-math.md §11.4, §11.10, §11.12; README, "Errors and progress").
+// step (cenic-math.md §11.13, §11.4, §11.10, §11.12; docs/how-it-works.md, "Errors and
+// progress").
 // One internal step reads propose → attempt → decide:
 //   Propose(t0): the first size to attempt (the last proposal, or the
 //     initial step); LandOn: each attempt's size landed on the target;
@@ -40,7 +41,7 @@ struct StepDecision {
 StepDecision AdjustStepSize(const StepSizeControl& c, double error, double accuracy, double h,
                             double h_max, double h_min, bool* at_minimum);
 
-// Progress guarantee bounds (README, "Errors and progress").
+// Progress guarantee bounds (docs/how-it-works.md, "Errors and progress").
 inline constexpr double kRelativeMinStep = 1e-14;  // no step below 1e-14 max(1, |t|)
 inline constexpr long kMaxStepsAtLargestStep = 1000000;
 inline constexpr double kDefaultMaxStep = 0.1;  // error-controlled largest step [s]
@@ -68,7 +69,7 @@ class StepSizeController {
   // proposal, else the initial step; without error control the largest
   // step), before landing. Resets the per-step state.
   double Propose(double t0, double timestep);
-  // Landing (README, "Outputs inside a step"): a step that would end within
+  // Landing (docs/python.md, "Outputs inside a step"): a step that would end within
   // 5 % short of or 0.1 % past t_limit is stretched/shortened to end on it;
   // one ending further past it is shortened (limited, unless overshoot:
   // dense output may end past the target).

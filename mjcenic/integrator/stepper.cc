@@ -243,7 +243,7 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
       // The full step is the step. In fixed mode its buffers are swapped in,
       // not copied (FixedStep, which the embedded estimate uses, copies): the
       // full-step buffers are read again only after the next FullStep has
-      // written them (cenic-math §8.9, "Tiny problems").
+      // written them (cenic-math §8.9.4).
       Scratch& s = scratch_;
       s.q_end.swap(s.q_full);
       s.v_end.swap(s.v_full);
@@ -307,7 +307,7 @@ double Stepper::DepthGrowthRatio(const mjData* d) {
 }
 
 bool Stepper::FullStep(double h, double tolerance) {
-  // (P24): v̂ from v_t, x̂ = x_t advanced by h. Guess (cenic-math §8.1, the
+  // (P24): v̂ from v_t, x̂ = x_t advanced by h. Guess (cenic-math §8.1.1, the
   // warm-start unit) → solve → integrate. An extrapolated island takes at
   // least one Newton iteration (Solve's `extrapolated`).
   Scratch& s = scratch_;

@@ -147,7 +147,7 @@ class Stepper {
   bool DepthRejects(mjData* d, double* h);
   // The accepted step of size h ends at t_end: d, histories and statistics.
   void FinishInternalStep(mjData* d, double h, double t_end);
-  // Dense output (README, "Outputs inside a step"): whether this call may end
+  // Dense output (docs/python.md, "Outputs inside a step"): whether this call may end
   // inside an accepted step, the state at t inside [t_a, t_b] written to d,
   // and the accepted step's end loaded back into d.
   bool DenseOutputApplies() const;

@@ -1,6 +1,6 @@
 // The stepper's outputs besides the state: statistics (with the wall clock of
-// time_total and the step-size histogram) and dense output (README, "Outputs
-// inside a step").
+// time_total and the step-size histogram) and dense output (docs/python.md,
+// "Outputs inside a step").
 #include <algorithm>
 #include <cmath>
 

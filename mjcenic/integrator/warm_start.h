@@ -1,5 +1,4 @@
-// Newton's starting velocity of a step's full solve (cenic-math.md §8.1,
-// "Initial guess", "Period-2 guess", "Lag-2 guess"), from the history of
+// Newton's starting velocity of a step's full solve (cenic-math.md §8.1.1–8.1.3), from the history of
 // accepted steps' mean accelerations. ℓ is strictly convex, so the guess
 // changes the iteration count, never the solution (beyond the solver
 // tolerance).

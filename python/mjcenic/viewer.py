@@ -9,7 +9,7 @@ divided by the slow-down factor K, ending on it with advance_to; inside the
 frame the integrator takes its own step sizes (step_once), so a quiet scene
 moves in steps much longer than opt.timestep. With dense output (the default)
 a step may span frames: the frame shows the state interpolated inside it
-(README "Outputs inside a step"); with dense_output=false each frame ends a
+(docs/python.md, "Outputs inside a step"); with dense_output=false each frame ends a
 step. When the stepper cannot keep up, the frame is shown late and the clock
 is re-anchored (no catch-up burst).
 

@@ -26,7 +26,7 @@ rotations in rad; and the same at the last sample (end error).
 Sampling never caps mjcenic's step: with error control the stepper runs with
 dense_output=True and advance_to(sample time), so a call with held inputs may
 end inside an accepted step and the state there is the step's continuous
-extension (docs/cenic-math.md, "Dense output"); a changed ctrl restarts from
+extension (docs/python.md, "Outputs inside a step"); a changed ctrl restarts from
 the data and lands on its target, as in any mjcenic loop. mj_step's qpos at a
 sample time that is not a multiple of dt is interpolated on the configuration
 manifold between the two bracketing steps.

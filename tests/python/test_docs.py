@@ -404,3 +404,62 @@ def test_label_pattern():
         assert LABEL.search(bad), bad
     for good in ("h = 0.1", "the h^1.5 rule", "MuJoCo issue #3328", "around 3", "h24"):
         assert not LABEL.search(good), good
+
+
+# ----------------------------------------------------------------------------- named sections
+
+# A citation of a page's section by name: `docs/how-it-works.md, "Errors and progress"`,
+# `docs/python.md "Outputs inside a step"`, `README, "Options"` (further names may follow:
+# `, "A", "B"`). A quoted name that wraps onto the next comment line is joined with it.
+NAMED = re.compile(r"(?:(?:\.\./)?docs/(?P<page>[\w-]+)\.md|(?P<readme>README)(?:\.md)?)"
+                   r",?\s+\"(?P<names>[^\"]+\"(?:,\s*\"[^\"]+\")*)")
+
+
+def named_citations(text):
+    """(page, name) of every named-section citation in text (page None: the README)."""
+    out = []
+    lines = text.splitlines() + [""]
+    for i, line in enumerate(lines[:-1]):
+        joined = line
+        if line.count('"') % 2:  # a quoted name wrapped onto the next comment line
+            joined += re.sub(r"^\s*(?://+|#+|\*)?\s*", " ", lines[i + 1])
+        for m in NAMED.finditer(joined):
+            if m.start() >= len(line):
+                continue
+            for name in re.findall(r"([^\"]+)\"(?:,\s*\"|$)", m.group("names")):
+                out.append((i + 1, m.group("page"), name.strip()))
+    return out
+
+
+def section_names(path):
+    """A page's headings (without their numbers) and bold paragraph labels, lower-case."""
+    text = path.read_text(encoding="utf-8")
+    names = {re.sub(r"^[0-9.]+\s+", "", re.sub(r"^#+\s*", "", line)).strip().lower()
+             for line in text.splitlines() if re.match(r"^#{1,6}\s", line)}
+    names |= {b.strip().lower() for b in re.findall(r"\*\*([^*]+)\*\*", text)}
+    return {n.replace("`", "") for n in names}
+
+
+def test_named_section_citations_resolve():
+    """Every citation of a docs page's (or the README's) section by name names a heading or a
+    bold paragraph label of that page."""
+    bad, seen = [], 0
+    for path in source_files():
+        for line, page, name in named_citations(path.read_text(encoding="utf-8")):
+            seen += 1
+            target = ROOT / "README.md" if page is None else DOCS / f"{page}.md"
+            if not target.is_file():
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {target.name} does not exist")
+            elif re.sub(r"\s+", " ", name).replace("`", "").lower() not in section_names(target):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {target.name} has no section "
+                           f"\"{name}\"")
+    assert seen >= 10, seen
+    assert not bad, "named citations that do not resolve:\n" + "\n".join(bad)
+
+
+def test_named_citation_parser():
+    text = ('// (docs/how-it-works.md, "Errors and\n// progress"), docs/python.md "A", "B";\n'
+            '# README, "Options"\n')
+    assert named_citations(text) == [(1, "how-it-works", "Errors and progress"),
+                                     (2, "python", "A"), (2, "python", "B"),
+                                     (3, None, "Options")]

@@ -367,8 +367,7 @@ def class_integers(r, out):
                 v = -v  # a huge positive count is legitimately long work (as in mj_step)
             mjcenic.Stepper(m).step(d, nstep=v)
         elif which == "option":
-            key = r.choice(["max_iterations", "max_steps_per_call", "guess_sweeps",
-                            "impact_sweeps", "articulated_sweeps"])
+            key = r.choice(["max_iterations", "max_steps_per_call"])
             mjcenic.Stepper(m, **{key: v}).advance_to(0.01, d)
         else:
             nstate = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)

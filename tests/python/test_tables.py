@@ -189,3 +189,13 @@ def test_error_norm_equals_a_hand_computation():
     with pytest.raises(ValueError, match="kind must be weighted, drake, full_state, propagated "
                                          "or propagated_modes"):
         mjcenic.error_norm(m, q_ref, q, kind="l2")
+
+
+def test_public_options_fit_the_readme():
+    """The README's options table (the public level) stays a user's table: at most 24 rows, each
+    description at most 30 words; the rest are expert options (docs/options.md)."""
+    rows = mjcenic.option_table()
+    public = [r for r in rows if not r["expert"]]
+    assert 0 < len(public) <= 24, [r["key"] for r in public]
+    wordy = [(r["key"], len(r["doc"].split())) for r in public if len(r["doc"].split()) > 30]
+    assert not wordy, wordy

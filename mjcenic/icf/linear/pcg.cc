@@ -30,7 +30,7 @@ namespace {
 // coupling blocks"). CG runs in split form on
 // the block-scaled system (one backward and one forward sweep per iteration,
 // cenic-math §8.4). A Solve bound to a newer iterate than the
-// assembly (Hessian reuse) multiplies matrix-free by the current H instead.
+// assembly multiplies matrix-free by the current H instead.
 // Each iterate of CG started at 0 is a descent direction for the Newton step
 // (the preconditioner is SPD), so an early stop is safe.
 class PcgSolver final : public LinearSolver {
@@ -71,8 +71,8 @@ class PcgSolver final : public LinearSolver {
     if (pairs_.capacity() < last_pairs_.capacity()) pairs_.reserve(last_pairs_.capacity());
     BuildCoupling(model);
     // Other coupled pairs of the same cliques: the last assembly's coupling
-    // blocks and their states are indexed by the old pairs, so a factor kept
-    // for Hessian reuse (cenic-math §8.5) must be assembled again.
+    // blocks and their states are indexed by the old pairs, so they count as
+    // a new pattern (assembled again).
     const bool coupling_changed = !changed && pairs_ != last_pairs_;
     if (coupling_changed) ++pattern_id_;
     assembled_ = false;
@@ -399,7 +399,7 @@ class PcgSolver final : public LinearSolver {
     model_ = &model;
     data_ = &data;
     // The first Bind after an assembly is the assembled iterate's own
-    // direction; a later one (Hessian reuse) has a newer H.
+    // direction; a later one has a newer H.
     if (++binds_ > 1) assembled_ = false;
   }
 

@@ -1,5 +1,5 @@
-// Joint friction loss as regularized convex dry friction (README: frictionloss
-// row potential ℓ = h F (sqrt(v² + v_s²) − v_s)).
+// Joint friction loss as regularized convex dry friction (docs/how-it-works.md,
+// "Supported MJCF features": row potential ℓ = h F (sqrt(v² + v_s²) − v_s)).
 #include <cmath>
 #include <cstdio>
 #include <string>

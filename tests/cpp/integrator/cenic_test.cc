@@ -1,5 +1,5 @@
 // Tests of the error-controlled integrator: CENIC step doubling around ICF
-// convex steps (cenic-math.md §8.5, §11, §13 items 15–19, §14.2, §14.5).
+// convex steps (cenic-math.md §8, §11, §13 items 15–19, §14.2, §14.5).
 //
 // Every test prints the numbers it measures (std::printf and RecordProperty)
 // so that a run of `mjcenic_tests --gtest_filter='Cenic*'` doubles as a
@@ -125,7 +125,7 @@ double LogLogSlope(const std::vector<double>& x, const std::vector<double>& y) {
   return sxy / sxx;
 }
 
-// The configuration whose *global* error tracks the accuracy (README,
+// The configuration whose *global* error tracks the accuracy (docs/how-it-works.md,
 // "Accuracy: local and global error"), option global_accuracy: full-state
 // norm (velocity errors bounded too, so impacts are resolved), local
 // extrapolation (second-order propagated solution, no √ε drift in smooth
@@ -348,7 +348,7 @@ TEST(CenicExtrapolation, SphereDropWithinTheAccuracyAndHardClutterStable) {
   // moves by tens of percent between equivalent runs. Counted at the
   // trajectory's states only (not at rejected attempts), extrapolation does
   // sink deeper here (measured 14 mm vs plain 5.2 mm: its velocity
-  // correction is not meant for steps through contact, README
+  // correction is not meant for steps through contact, docs/benchmarks.md,
   // "Work-precision against mj_step"); it must not blow up.
   EXPECT_LT(r.stats.max_penetration, 4.0 * plain.stats.max_penetration);
   for (double x : r.qvel) EXPECT_TRUE(std::isfinite(x));
@@ -804,7 +804,7 @@ std::vector<Variant> RunAblations(const mjModel* m, const StepperOptions& config
                 s.ls_iterations);
     EXPECT_LE(x.error, bound) << x.name;
   }
-  // Every Newton iteration factorizes (cenic-math §8.1).
+  // Every Newton iteration factorizes (cenic-math §8.5).
   const StepperStats& base = v[0].r.stats;
   EXPECT_EQ(base.factorizations, base.newton_iterations);
   return v;

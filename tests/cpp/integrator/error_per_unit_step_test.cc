@@ -1,4 +1,4 @@
-// error_per_unit_step = T (README, "What each ingredient buys"): a step of h
+// error_per_unit_step = T (docs/benchmarks.md, "What each ingredient buys"): a step of h
 // may make accuracy·h/T of error, so the steps over T add up to the accuracy.
 // Free fall, where step doubling's error estimate is known exactly
 // (g h²/4 / L, tests/cpp/integrator/error_estimate_test.cc): the accepted

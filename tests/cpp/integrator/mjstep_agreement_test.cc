@@ -1,5 +1,5 @@
-// Features mjcenic takes from MuJoCo's own computation (README, "Supported
-// MJCF features"), checked on small scenes where mjcenic and mj_step must
+// Features mjcenic takes from MuJoCo's own computation (docs/how-it-works.md,
+// "Supported MJCF features"), checked on small scenes where mjcenic and mj_step must
 // agree: both integrate the same ODE with a first-order method, so after T
 // each differs from the exact solution by C·h + o(h). The tolerance is derived
 // from the methods, not from the results:

@@ -1,4 +1,4 @@
-// README promises that no other test pins down, each against an independent
+// Documented promises (README, docs/) that no other test pins down, each against an independent
 // truth: a closed form, the exact recursion of the method on a
 // linear system, a conservation law, mj_step where both must agree, or a
 // quantity recomputed by MuJoCo (mj_forward / mj_collision) at the stepped
@@ -192,7 +192,7 @@ TEST(Promises, PassiveCallbackForceActs) {
 }
 
 // A slide joint driven by an integrator actuator (na = 1) and a mocap body:
-// every input array the README lists is present.
+// every input array docs/how-it-works.md, "Errors", checks is present.
 ModelPtr AllInputs() {
   return Xml(R"(
 <mujoco>
@@ -1002,7 +1002,7 @@ TEST(Promises, ActuationRunsOncePerStepAndSeesCtrlChangedBetweenCalls) {
 }
 
 
-// README: time_total is the wall time in the stepper, always measured (by
+// docs/statistics.md: time_total is the wall time in the stepper, always measured (by
 // the time-stamp counter without phase timers, cenic-math §8.9, "The wall
 // clock of time_total"; by the steady clock with them). The truth: a steady
 // clock read around the calls, which contain it (the loop between calls is a

@@ -1,6 +1,6 @@
 // The step-size controller (integrator/step_size_controller.h): every rule
 // that sizes an internal step, asserted numerically (cenic-math.md §11.4,
-// §11.10, §11.12; README, "Errors and progress").
+// §11.10, §11.12; docs/how-it-works.md, "Errors and progress").
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -105,7 +105,7 @@ TEST(CApi, RegistryIsBounded) {
     ASSERT_LE(mjcenic_registry_size(), 64);
   }
   // At most 64, and as many as that: every live data up to the bound keeps
-  // its stepper (README, C API).
+  // its stepper (docs/c-api.md).
   EXPECT_EQ(mjcenic_registry_size(), 64);
   // Evicted datas get a fresh stepper and still step.
   for (mjData* d : datas) ASSERT_TRUE(SteppedCleanly(m.get(), d));

@@ -404,7 +404,7 @@ TEST(Islands, IslandCountsOnlyIslandsThatIterate) {
               st1.islands_iterated);
 }
 
-// cenic-math §8.1: the primal-dual friction blocks change the Newton path, not
+// cenic-math §8.1.7: the primal-dual friction blocks change the Newton path, not
 // the minimizer. On the mesh pile after 0.5 s of fixed steps, exact Newton and
 // primal-dual Newton (duals started at 0 and at t̂) reach the same v to the
 // tolerance and the same cost.
@@ -473,7 +473,7 @@ TEST(PrimalDualFriction, LooseToleranceSameMinimizer) {
 
 // The iteration bound under error control (accuracy 1e-3, the `step()` loop at
 // opt.timestep from the drop): the mesh pile and the clutter scene need at
-// most 6 Newton iterations per solve, and with primal-dual friction (§8.1)
+// most 6 Newton iterations per solve, and with primal-dual friction (§8.1.7)
 // clearly fewer than plain Newton's 5.16 and 4.82 (measured 4.30 and 3.74).
 TEST(PrimalDualFriction, ErrorControlledDropsNeedFewNewtonIterations) {
   for (const auto& [scene, bound] : {std::pair{"mesh_pile.xml", 4.7}, {"clutter.xml", 4.3}}) {
@@ -496,9 +496,9 @@ TEST(PrimalDualFriction, ErrorControlledDropsNeedFewNewtonIterations) {
 
 // The iteration bound: fixed mode on the mesh pile (≈ 170 multi-point mesh
 // contacts in one or two islands) needs at most 6 Newton iterations per solve
-// once it is piled (0.5–0.7 s after the drop). Primal-dual friction (§8.1)
-// brought it there (measured 5.27); the majorized iterations it replaced
-// needed 6.30 in the same window.
+// once it is piled (0.5–0.7 s after the drop). Primal-dual friction (§8.1.7)
+// brings it there (measured 5.27; the majorized curvature, z = 0, at every
+// iteration needed 6.30 in the same window).
 TEST(PrimalDualFriction, FixedModeMeshPileNeedsAtMostSixNewtonIterations) {
   std::string err;
   test_util::Scene s = test_util::LoadSceneAtKey("mesh_pile.xml", "drop", &err);
@@ -520,7 +520,7 @@ TEST(PrimalDualFriction, FixedModeMeshPileNeedsAtMostSixNewtonIterations) {
 // stopping test are unchanged, ℓ still falls at every iteration, and where
 // the Newton step undershoots by far it saves iterations. Problems: a 1 kg
 // sphere on the floor (0.5 mm deep) sliding at 5 cm/s = 500 ε, whose
-// friction stops it within a few steps: from z = 0 the friction dual (§8.1)
+// friction stops it within a few steps: from z = 0 the friction dual (§8.1.7)
 // lags behind the saturated slip direction, so the step falls short of the
 // line minimum (measured 6 Newton iterations plain, 4 extended); the mesh
 // pile after 0.5 s of fixed steps and the clutter scene 0.25 s into its
@@ -642,9 +642,9 @@ TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
 }
 
 // Pile impacts (cenic-math §8.1.5): an island of more than
-// impact_max_dofs dofs is swept for impacts only when many of its bodies land
-// at once (at least pile_impact_share of its contacts and pile_impact_count
-// contacts are impacts), with pile_impact_sweeps sweeps. Six boxes in a row,
+// kImpactMaxDofs dofs is swept for impacts only when many of its bodies land
+// at once (at least kPileImpactShare of its contacts and kPileImpactCount
+// contacts are impacts), with kPileImpactSweeps sweeps. Six boxes in a row,
 // each pressed 1 mm into the next and into the floor (one island of 36
 // dofs): all six landing at 5 m/s, or only the first.
 IcfModel RowLandingProblem(int landing) {
@@ -772,7 +772,7 @@ TEST(Islands, OnlyTheExtrapolatedIslandIsNotAcceptedAtTheGuess) {
 
 // A fixed-step run of a shared model from its first keyframe (or qpos0), with
 // or without the option period2_guess (the period-2 and lag-2 guesses of
-// cenic-math §8.1): Newton iterations per solve, the most islands of a step,
+// cenic-math §8.1.2): Newton iterations per solve, the most islands of a step,
 // and qpos, qvel after `record` steps.
 struct GuessRun {
   double per_solve = 0;
@@ -831,7 +831,7 @@ GuessComparison CompareGuesses(const char* path, int steps, int record) {
   return c;
 }
 
-// Period-2 guess (cenic-math §8.1): the Unitree G1 on the height field starts
+// Period-2 guess (cenic-math §8.1.2): the Unitree G1 on the height field starts
 // with its feet inside the terrain; a foot wedges between two prisms and its
 // wall contacts alternate from step to step (§4.11), so the accelerations
 // alternate and the constant-acceleration guess is rejected. Starting from
