@@ -17,10 +17,11 @@ _mujoco_check.check(mujoco, BUILT_FOR_MUJOCO, _version.BUILD_KIND, _version.SOUR
 
 from . import _mjcenic  # noqa: E402
 
-from ._rollout import RolloutResult, rollout  # noqa: E402
+from ._rollout import Rollout, RolloutResult, rollout  # noqa: E402
 
-__all__ = ["Stepper", "rollout", "RolloutResult", "load_model", "make_data", "option_keys",
-           "option_table", "stat_table", "error_norm", "BUILT_FOR_MUJOCO", "__version__"]
+__all__ = ["Stepper", "rollout", "Rollout", "RolloutResult", "load_model", "make_data",
+           "option_keys", "option_table", "stat_table", "error_norm", "BUILT_FOR_MUJOCO",
+           "__version__"]
 
 
 def option_keys():
