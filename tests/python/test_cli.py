@@ -169,3 +169,55 @@ def test_python_run_names_csv_and_npz_columns_after_joints(tmp_path):
         names = [h.split(":", 1)[1] for h in header if h.startswith(key + ":")]
         assert list(z[f"{key}_names"]) == names and z[key].shape[1] == len(names)
     np.testing.assert_array_equal(table[:, header.index("qpos:puck.z")], z["qpos"][:, 4])
+
+
+def _deps_sandbox(tmp_path):
+    """PATH stubs for scripts/install_deps.sh: every Debian package missing, running as
+    root, apt-get recording its calls instead of installing."""
+    import os
+    import stat
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "apt.log"
+    for name, body in (("dpkg-query", "exit 1"), ("id", "echo 0"),
+                       ("apt-get", f'echo "$*" >> "{log}"')):
+        f = bin_ / name
+        f.write_text(f"#!/bin/sh\n{body}\n")
+        f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "MJCENIC_INSTALL_DEPS")}
+    env["PATH"] = f"{bin_}{os.pathsep}{env['PATH']}"
+    env["PYTHON"] = __import__("sys").executable
+    return env, log
+
+
+def test_install_deps_asks_or_stops_outside_ci(tmp_path):
+    """make deps (make demo) says what it installs and asks at a terminal; without one
+    it stops unless MJCENIC_INSTALL_DEPS=1; under CI=true it installs as before."""
+    import os
+    import pty
+    import subprocess
+    script = [str(ROOT / "scripts/install_deps.sh")]
+    env, log = _deps_sandbox(tmp_path)
+    proc = subprocess.run(script, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and not log.exists()
+    assert "Debian packages: libeigen3-dev libsuitesparse-dev" in proc.stdout
+    assert "apt-get install -y libeigen3-dev" in proc.stdout
+    assert "MJCENIC_INSTALL_DEPS=1" in proc.stderr
+    # at a terminal: asks; "n" installs nothing, "y" installs
+    for answer, installed in (("n", False), ("y", True)):
+        master, slave = pty.openpty()
+        os.write(master, (answer + "\n").encode())
+        proc = subprocess.run(script, env=env, stdin=slave, capture_output=True, text=True,
+                              timeout=120)
+        os.close(slave)
+        os.close(master)
+        assert "Install them now? [y/N]" in proc.stdout or "[y/N]" in proc.stderr
+        assert (proc.returncode == 0) == installed and log.exists() == installed, proc
+    log.unlink()
+    for extra in ({"MJCENIC_INSTALL_DEPS": "1"}, {"CI": "true"}):
+        proc = subprocess.run(script, env={**env, **extra}, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "install -y -qq libeigen3-dev" in log.read_text()
+        log.unlink()
