@@ -173,20 +173,23 @@ def test_python_run_names_csv_and_npz_columns_after_joints(tmp_path):
 
 def _deps_sandbox(tmp_path):
     """PATH stubs for scripts/install_deps.sh: every Debian package missing, running as
-    root, apt-get recording its calls instead of installing."""
+    root, apt-get and pip recording their calls instead of installing."""
     import os
     import stat
+    import sys
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     log = tmp_path / "apt.log"
     for name, body in (("dpkg-query", "exit 1"), ("id", "echo 0"),
-                       ("apt-get", f'echo "$*" >> "{log}"')):
+                       ("apt-get", f'echo "$*" >> "{log}"'),
+                       ("python", f'if [ "$1 $2" = "-m pip" ]; then echo "pip $*" >> "{log}"; '
+                                  f'else exec "{sys.executable}" "$@"; fi')):
         f = bin_ / name
         f.write_text(f"#!/bin/sh\n{body}\n")
         f.chmod(f.stat().st_mode | stat.S_IEXEC)
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "MJCENIC_INSTALL_DEPS")}
     env["PATH"] = f"{bin_}{os.pathsep}{env['PATH']}"
-    env["PYTHON"] = __import__("sys").executable
+    env["PYTHON"] = str(bin_ / "python")
     return env, log
 
 
