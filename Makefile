@@ -14,8 +14,10 @@ JOBS ?= $(shell nproc)
 
 all: build
 
+# Asks before installing (at a terminal); without one it stops unless
+# MJCENIC_INSTALL_DEPS=1; under CI=true it installs (docs/install.md).
 deps:
-	@PYTHON=$(PYTHON) scripts/install_deps.sh
+	@PYTHON=$(PYTHON) MJCENIC_INSTALL_DEPS=$(MJCENIC_INSTALL_DEPS) scripts/install_deps.sh
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')

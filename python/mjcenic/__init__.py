@@ -17,10 +17,11 @@ _mujoco_check.check(mujoco, BUILT_FOR_MUJOCO, _version.BUILD_KIND, _version.SOUR
 
 from . import _mjcenic  # noqa: E402
 
-from ._rollout import RolloutResult, rollout  # noqa: E402
+from ._rollout import Rollout, RolloutResult, rollout  # noqa: E402
 
-__all__ = ["Stepper", "rollout", "RolloutResult", "load_model", "make_data", "option_keys",
-           "option_table", "stat_table", "error_norm", "BUILT_FOR_MUJOCO", "__version__"]
+__all__ = ["Stepper", "rollout", "Rollout", "RolloutResult", "load_model", "make_data",
+           "option_keys", "option_table", "stat_table", "error_norm", "BUILT_FOR_MUJOCO",
+           "__version__"]
 
 
 def option_keys():
@@ -215,6 +216,19 @@ class Stepper:
                 k += 1
         return out
 
+    def __repr__(self):
+        o = self.options
+        return (f"<mjcenic.Stepper mode={o['mode']!r} accuracy={o['accuracy']:g} "
+                f"nq={self.model.nq} nv={self.model.nv} "
+                f"non_default_options={len(self.non_default_options())}>")
+
+    def non_default_options(self):
+        """{key: value} of the effective options that differ from their defaults
+        (whether given here or in the model's mjcenic plugin <config>)."""
+        o = self.options
+        return {row["key"]: o[row["key"]] for row in _mjcenic.option_table()
+                if row["key"] in o and not _is_default(o[row["key"]], row["default"])}
+
     @property
     def stats(self):
         """Statistics: steps, rejected_steps, h_min/h_median/h_max, solves, ..."""
@@ -238,6 +252,18 @@ class Stepper:
     def length_scale(self):
         """Length scale L [m] of the weighted error norm."""
         return self._impl.length_scale
+
+
+def _is_default(value, default_text):
+    """Whether an effective option value equals its default, given as MJCF text."""
+    if isinstance(value, bool):
+        return value == (default_text.strip().lower() == "true")
+    if isinstance(value, (int, float)):
+        try:
+            return float(value) == float(default_text)
+        except ValueError:
+            return False
+    return str(value) == default_text
 
 
 def _int_arg(method, name, value):

@@ -203,3 +203,68 @@ def rollout(model, data, initial_state, control=None, *, control_spec=_CTRL, ski
                              min(int(chunk_size or 1), nbatch))
     stats["accepted_steps"] = stats["steps"]  # as Stepper.stats
     return RolloutResult(state, sensordata, stats)
+
+
+class Rollout:
+    """``mujoco.rollout.Rollout`` for mjcenic: the same constructor, ``rollout()``,
+    context manager and ``close()``, with stepper options as keyword arguments of
+    ``rollout()``; results are those of ``mjcenic.rollout`` with the same arguments.
+
+        with mjcenic.Rollout(nthread=4) as r:
+            state, sensordata = r.rollout(m, None, x0, ctrl)
+
+    nthread: threads per call (None or 0: the calling thread, as mujoco's). The object
+    keeps one MjData per thread for the last model it ran (when ``data`` is None), so
+    successive calls on the same model allocate none; each call's threads and
+    steppers are fresh, which keeps every rollout's result a function of its own inputs
+    (docs/architecture.md, "Batch rollouts")."""
+
+    def __init__(self, *, nthread=None):
+        if nthread is not None and (not isinstance(nthread, (int, np.integer))
+                                    or isinstance(nthread, bool) or nthread < 0):
+            raise ValueError(f"mjcenic.Rollout: nthread must be an integer >= 0, got "
+                             f"{nthread!r}")
+        self.nthread = 0 if nthread is None else int(nthread)
+        self._model = None   # the model the pooled MjData were made for
+        self._datas = []
+        self._open = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.close()
+
+    def __repr__(self):
+        return f"<mjcenic.Rollout nthread={self.nthread}{'' if self._open else ' closed'}>"
+
+    def close(self):
+        """Frees the pooled MjData; rollout() afterwards raises RuntimeError."""
+        self._open = False
+        self._model = None
+        self._datas = []
+
+    def _pool(self, model):
+        m0 = model if isinstance(model, mujoco.MjModel) else next(iter(model), None)
+        if not isinstance(m0, mujoco.MjModel):
+            return None  # mjcenic.rollout names the error
+        if self._model is not m0:
+            self._model = m0
+            self._datas = [mujoco.MjData(m0) for _ in range(max(1, self.nthread))]
+        return self._datas
+
+    def rollout(self, model, data, initial_state, control=None, *, control_spec=_CTRL,
+                skip_checks=False, nstep=None, initial_warmstart=None, state=None,
+                sensordata=None, chunk_size=None, **options):
+        """mjcenic.rollout on this object's threads (see there for the arguments); `data`,
+        if given, is one MjData per thread, else the pooled ones are used. Returns a
+        RolloutResult, the tuple (state, sensordata) with .stats."""
+        if not self._open:
+            raise RuntimeError("rollout requested after thread pool shutdown")
+        if data is None:
+            data = self._pool(model)
+        return rollout(model, data, initial_state, control, control_spec=control_spec,
+                       skip_checks=skip_checks, nstep=nstep,
+                       initial_warmstart=initial_warmstart, state=state,
+                       sensordata=sensordata, chunk_size=chunk_size,
+                       nthread=max(1, self.nthread), **options)

@@ -61,7 +61,9 @@ def _add_run(sub):
                    help="output interval [s] (0.01)")
     p.add_argument("--out", default=None,
                    help="trajectory file, .npz (arrays time, qpos, qvel, act, ctrl, "
-                        "step_size, state) or .csv (one column per scalar)")
+                        "step_size, state, and qpos_names ... ctrl_names) or .csv (one "
+                        "column per scalar, named after the joints and actuators: "
+                        "qpos:hinge, qpos:box.qw, qvel:box.vx, ctrl:motor)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT",
                    help="write the statistics and the effective options as JSON")
     _cliutil.add_stepper_args(p)
@@ -98,6 +100,35 @@ def _full_physics_states(m, d, traj):
         scratch.act[:] = traj["act"][i]
         mujoco.mj_getState(m, scratch, out[i], spec)
     return out
+
+
+_QPOS_PARTS = {0: (".x", ".y", ".z", ".qw", ".qx", ".qy", ".qz"),  # mjJNT_FREE
+               1: (".qw", ".qx", ".qy", ".qz")}                       # mjJNT_BALL
+_QVEL_PARTS = {0: (".vx", ".vy", ".vz", ".wx", ".wy", ".wz"), 1: (".wx", ".wy", ".wz")}
+
+
+def column_names(m):
+    """{"qpos", "qvel", "act", "ctrl"}: one name per entry, after MuJoCo's joint and
+    actuator names (unnamed ones: joint<i>, actuator<i>). A hinge or slide joint's
+    entry is its name; free and ball joints add .x .y .z (position), .qw .qx .qy .qz
+    (quaternion), .vx .vy .vz (linear) and .wx .wy .wz (angular velocity)."""
+    import mujoco
+
+    def name(obj, i, kind):
+        return mujoco.mj_id2name(m, obj, i) or f"{kind}{i}"
+    qpos, qvel = [], []
+    for j in range(m.njnt):
+        n = name(mujoco.mjtObj.mjOBJ_JOINT, j, "joint")
+        t = int(m.jnt_type[j])
+        qpos += [n + s for s in _QPOS_PARTS.get(t, ("",))]
+        qvel += [n + s for s in _QVEL_PARTS.get(t, ("",))]
+    act = [""] * m.na
+    for a in range(m.nu):
+        for k in range(m.actuator_actnum[a]):
+            n = name(mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
+            act[m.actuator_actadr[a] + k] = n if m.actuator_actnum[a] == 1 else f"{n}.{k}"
+    ctrl = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator") for a in range(m.nu)]
+    return {"qpos": qpos, "qvel": qvel, "act": act, "ctrl": ctrl}
 
 
 def run(a, prog="mjcenic run"):
@@ -161,8 +192,11 @@ def run(a, prog="mjcenic run"):
     if a.out:
         traj = {key: np.concatenate(v) for key, v in rows.items()}
         traj["ctrl"] = np.repeat(d.ctrl[None], len(traj["time"]), axis=0)  # held (zero-order)
+        labels = column_names(m)
         if a.out.endswith(".npz"):
             traj["state"] = _full_physics_states(m, d, traj)
+            for key, names in labels.items():  # e.g. qpos_names[i] names qpos[:, i]
+                traj[f"{key}_names"] = np.array(names, dtype=str)
             np.savez(a.out, **traj)
         else:
             cols, names = [], []
@@ -170,7 +204,7 @@ def run(a, prog="mjcenic run"):
                 x = traj[key].reshape(len(traj["time"]), -1)
                 cols.append(x)
                 names += [key] if key in ("time", "step_size") else \
-                    [f"{key}{i}" for i in range(x.shape[1])]
+                    [f"{key}:{n}" for n in labels[key]]
             np.savetxt(a.out, np.column_stack(cols), delimiter=",", header=",".join(names),
                        comments="")
     return 0

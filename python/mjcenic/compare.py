@@ -378,6 +378,12 @@ def markdown(report):
         out += ["Each simulator against its own reference (mj_step at dt/2^k, mjcenic in fixed "
                 "mode at dt/2^k; check = trajectory error of the next coarser level against "
                 "it, order = observed convergence order):", ""] + refs + [""]
+    # A model's warnings repeat on every mjcenic row: each text once, under the table.
+    warn_ids = {}
+    for r in report["rows"]:
+        for w in r.get("warnings") or []:
+            warn_ids.setdefault(w, len(warn_ids) + 1)
+    unconverged = any(r.get("reference_converged") is False for r in report["rows"])
     out += ["| Model | Method | Wall time [s] | Real-time rate [×] | Steps | Rejected | "
             "Max penetration [mm] | Energy drift [J] | Trajectory error [m, rad] | Finite | Notes |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|---|"]
@@ -389,13 +395,15 @@ def markdown(report):
         notes = []
         if r["is_reference"]:
             notes.append("reference" + ("" if r["reference_converged"] else " (not converged)"))
-        elif r["error_resolved"] is False:
-            notes.append("below 2× the reference check: not resolved")
+        else:
+            if r["reference_converged"] is False:
+                notes.append("reference not converged")
+            if r["error_resolved"] is False:
+                notes.append("below 2× the reference check: not resolved")
         if r["error"]:
             notes.append(r["error"])
         if r["warnings"]:
-            notes.append(f"{len(r['warnings'])} warning(s): " + "; ".join(r["warnings"][:3])
-                         + (" …" if len(r["warnings"]) > 3 else ""))
+            notes.append("warnings " + ", ".join(f"[W{warn_ids[w]}]" for w in r["warnings"]))
         out.append("| " + " | ".join(_md_cell(c) for c in [
             r["model"], r["method"], _fmt(r["wall_time"], ".3g"),
             _fmt(r["real_time_rate"], ".3g"), r["steps"] if r["steps"] is not None else "—",
@@ -403,6 +411,15 @@ def markdown(report):
             _fmt(r["max_penetration"], ".3f", 1000.0), _fmt(r["energy_drift"], ".3g"),
             _fmt(r["trajectory_error"], ".2e"), "yes" if r["finite"] else "**no**",
             "; ".join(notes)]) + " |")
+    if warn_ids:
+        out += ["", "Warnings of mjcenic on the models (unsupported or approximated features; "
+                "[Wn] in the Notes column):", ""]
+        out += [f"- [W{k}] {_md_cell(w)}" for w, k in warn_ids.items()]
+    if unconverged:
+        out += ["", "A reference that did not converge (**NOT CONVERGED** above, \"reference "
+                "not converged\" in the Notes) leaves its simulator's trajectory errors uncertain "
+                "by about its check; the plots mark those points, and the reference itself, "
+                "with a black ×."]
     out += ["",
             f"Wall time: time inside mj_step / advance_to only, min of {meta.get('reps', 1)} "
             "interleaved repetitions (runs over 5 s once; references once). Real-time rate: "
@@ -528,6 +545,15 @@ def text_overlaps(fig):
     return out
 
 
+# A black × over a point whose reference did not converge (and over that reference).
+_UNCONVERGED = dict(ls="none", marker="x", ms=5, mew=1.2, color="k", zorder=3)
+
+
+def _unconverged_handle(label="error against a reference that did not converge"):
+    from matplotlib.lines import Line2D
+    return Line2D([], [], label=label, **_UNCONVERGED)
+
+
 def plots(report, directory, overlaps=None):
     """Writes the plots; returns their paths.
 
@@ -582,6 +608,7 @@ def plots(report, directory, overlaps=None):
     plot_roles = [rl for rl in roles if not rl.endswith(" reference")]
     checks = {mi["model"]: mi.get("references") or {} for mi in report["metadata"]["models"]}
     check_ls = {"mj_step": ":", "mjcenic": "--"}
+    unconverged = [False]
     for k, ax in enumerate(axes.flat):
         if k >= len(models):
             ax.set_visible(False)
@@ -610,6 +637,9 @@ def plots(report, directory, overlaps=None):
                 ax.plot(r["trajectory_error"], r["wall_time"], ls="none", marker=marker[rl],
                         ms=6, color=color[rl], mfc="none" if fam == "mj_step" else color[rl],
                         zorder=2)
+                if r["reference_converged"] is False:
+                    ax.plot(r["trajectory_error"], r["wall_time"], **_UNCONVERGED)
+                    unconverged[0] = True
                 drawn += 1
         for fam, ls in check_ls.items():  # below a reference's check: not resolved
             c = (checks.get(mo, {}).get(fam) or {}).get("check")
@@ -643,6 +673,7 @@ def plots(report, directory, overlaps=None):
     title = (f"Wall time vs trajectory error, each simulator against its own reference, "
              f"{T:g} s simulated, one panel per model (own axes; lower left is better)")
     sub = ("hollow squares: mj_step, dots: mjcenic; vertical lines: reference checks"
+           + ("; ×: reference not converged" if unconverged[0] else "")
            + (f"; models under {common}/" if common else ""))
     chars = max(30, int(width_in * 12))  # ~12 characters per inch at 10 pt
     fig.suptitle("\n".join(textwrap.wrap(title, chars) + textwrap.wrap(sub, chars)),
@@ -650,7 +681,8 @@ def plots(report, directory, overlaps=None):
     check_handles = [Line2D([], [], color="0.45", ls=ls, lw=0.9,
                             label=f"{fam} reference check")
                      for fam, ls in check_ls.items()]
-    handles = legend_handles(plot_roles) + check_handles
+    handles = legend_handles(plot_roles) + check_handles + (
+        [_unconverged_handle()] if unconverged[0] else [])
     fig.legend(handles=handles, loc="outside lower center",
                ncols=max(1, min(len(handles), 6, int(width_in / 2.3))), fontsize=8,
                frameon=False)
@@ -665,6 +697,7 @@ def plots(report, directory, overlaps=None):
         lo, hi = (min(vals), max(vals)) if vals else (1e-3, 1.0)
         floor = 10 ** (math.floor(math.log10(lo)) - 1) if zeros else None
         k = len(roles)
+        unconverged_refs = [False]
         for i, mo in enumerate(models):
             for j, rl in enumerate(roles):
                 r = next((r for r in rows if r["model"] == mo
@@ -677,6 +710,9 @@ def plots(report, directory, overlaps=None):
                         ms=5, color=color[rl],
                         mfc="none" if (v <= resolution or rl.startswith("mj_step"))
                         else color[rl])
+                if r["is_reference"] and r["reference_converged"] is False:
+                    ax.plot(v if v > resolution else floor, y, **_UNCONVERGED)
+                    unconverged_refs[0] = True
         ax.set_xscale("log")
         x0 = floor / 2 if zeros else lo / 2
         x1 = 10 ** (math.log10(hi) + 0.15)
@@ -704,8 +740,10 @@ def plots(report, directory, overlaps=None):
         ax.grid(True, axis="x", which="major", alpha=0.4)
         ax.set_xlabel(xlabel)
         ax.set_title(title, fontsize=10)
-        fig.legend(handles=legend_handles(roles), loc="outside lower center",
-                   ncols=min(len(roles), 6), fontsize=8, frameon=False)
+        handles = legend_handles(roles) + (
+            [_unconverged_handle("reference did not converge")] if unconverged_refs[0] else [])
+        fig.legend(handles=handles, loc="outside lower center",
+                   ncols=min(len(handles), 6), fontsize=8, frameon=False)
         save(fig, name)
 
     under = f"; models under {common}/" if common else ""

@@ -107,3 +107,120 @@ def test_ccd_flags_set_the_collider_budget_for_both_runs(cli):
                       ("--ccd-tolerance", "-1"), ("--ccd-tolerance", "nan")):
         code, _, _, err = cli(ROOT / "models/sphere_plane.xml", flag, bad, check=False)
         assert code != 0 and flag in err, (flag, bad, err)
+
+
+NAMED_JOINTS = """<mujoco>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body pos="0.3 0 0">
+        <joint type="slide" axis="1 0 0"/>
+        <geom type="sphere" size="0.05"/>
+      </body>
+    </body>
+    <body name="puck" pos="1 0 1">
+      <freejoint name="puck"/>
+      <geom type="box" size="0.05 0.05 0.05"/>
+    </body>
+    <body pos="-1 0 1">
+      <joint name="knob" type="ball"/>
+      <geom type="sphere" size="0.05" pos="0 0 -0.1"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="drive" joint="shoulder"/>
+    <general joint="knob" gear="1 0 0" dyntype="filter" dynprm="0.1"/>
+  </actuator>
+</mujoco>"""
+
+
+def test_python_run_names_csv_and_npz_columns_after_joints(tmp_path):
+    """`mjcenic run --out` columns: MuJoCo's joint and actuator names, free and ball
+    joints per component, unnamed ones joint<i> / actuator<i>."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    from conftest import python_env
+    xml = tmp_path / "m.xml"
+    xml.write_text(NAMED_JOINTS)
+    run = lambda out: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "mjcenic", "run", str(xml), "--duration", "0.02",
+         "--out", str(out)], capture_output=True, text=True, env=python_env(), timeout=120)
+    proc = run(tmp_path / "t.csv")
+    assert proc.returncode == 0, proc.stderr
+    header = (tmp_path / "t.csv").read_text().splitlines()[0].split(",")
+    assert header == [
+        "time", "step_size", "qpos:shoulder", "qpos:joint1",
+        "qpos:puck.x", "qpos:puck.y", "qpos:puck.z",
+        "qpos:puck.qw", "qpos:puck.qx", "qpos:puck.qy", "qpos:puck.qz",
+        "qpos:knob.qw", "qpos:knob.qx", "qpos:knob.qy", "qpos:knob.qz",
+        "qvel:shoulder", "qvel:joint1",
+        "qvel:puck.vx", "qvel:puck.vy", "qvel:puck.vz", "qvel:puck.wx", "qvel:puck.wy",
+        "qvel:puck.wz", "qvel:knob.wx", "qvel:knob.wy", "qvel:knob.wz",
+        "act:actuator1", "ctrl:drive", "ctrl:actuator1"]
+    table = np.loadtxt(tmp_path / "t.csv", delimiter=",", skiprows=1)
+    assert table.shape[1] == len(header)
+    proc = run(tmp_path / "t.npz")
+    assert proc.returncode == 0, proc.stderr
+    z = np.load(tmp_path / "t.npz")  # no pickle needed for the names
+    for key in ("qpos", "qvel", "act", "ctrl"):
+        names = [h.split(":", 1)[1] for h in header if h.startswith(key + ":")]
+        assert list(z[f"{key}_names"]) == names and z[key].shape[1] == len(names)
+    np.testing.assert_array_equal(table[:, header.index("qpos:puck.z")], z["qpos"][:, 4])
+
+
+def _deps_sandbox(tmp_path):
+    """PATH stubs for scripts/install_deps.sh: every Debian package missing, running as
+    root, apt-get and pip recording their calls instead of installing."""
+    import os
+    import stat
+    import sys
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "apt.log"
+    for name, body in (("dpkg-query", "exit 1"), ("id", "echo 0"),
+                       ("apt-get", f'echo "$*" >> "{log}"'),
+                       ("python", f'if [ "$1 $2" = "-m pip" ]; then echo "pip $*" >> "{log}"; '
+                                  f'else exec "{sys.executable}" "$@"; fi')):
+        f = bin_ / name
+        f.write_text(f"#!/bin/sh\n{body}\n")
+        f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "MJCENIC_INSTALL_DEPS")}
+    env["PATH"] = f"{bin_}{os.pathsep}{env['PATH']}"
+    env["PYTHON"] = str(bin_ / "python")
+    return env, log
+
+
+def test_install_deps_asks_or_stops_outside_ci(tmp_path):
+    """make deps (make demo) says what it installs and asks at a terminal; without one
+    it stops unless MJCENIC_INSTALL_DEPS=1; under CI=true it installs as before."""
+    import os
+    import pty
+    import subprocess
+    script = [str(ROOT / "scripts/install_deps.sh")]
+    env, log = _deps_sandbox(tmp_path)
+    proc = subprocess.run(script, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and not log.exists()
+    assert "Debian packages: libeigen3-dev libsuitesparse-dev" in proc.stdout
+    assert "apt-get install -y libeigen3-dev" in proc.stdout
+    assert "MJCENIC_INSTALL_DEPS=1" in proc.stderr
+    # at a terminal: asks; "n" installs nothing, "y" installs
+    for answer, installed in (("n", False), ("y", True)):
+        master, slave = pty.openpty()
+        os.write(master, (answer + "\n").encode())
+        proc = subprocess.run(script, env=env, stdin=slave, capture_output=True, text=True,
+                              timeout=120)
+        os.close(slave)
+        os.close(master)
+        assert "Install them now? [y/N]" in proc.stdout or "[y/N]" in proc.stderr
+        assert (proc.returncode == 0) == installed and log.exists() == installed, proc
+    log.unlink()
+    for extra in ({"MJCENIC_INSTALL_DEPS": "1"}, {"CI": "true"}):
+        proc = subprocess.run(script, env={**env, **extra}, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "install -y -qq libeigen3-dev" in log.read_text()
+        log.unlink()

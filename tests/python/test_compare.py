@@ -174,6 +174,70 @@ def test_directory_with_broken_file(tmp_path):
     assert "load failed" in md and "models/bad/broken.xml" in md
 
 
+IMPLICITFAST_BOX = """<mujoco>
+  <option integrator="implicitfast"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="1 1 0.1"/>
+    <body name="box" pos="0 0 0.1">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_warnings_stated_once_and_unconverged_references_marked(tmp_path, monkeypatch):
+    """The Markdown states each mjcenic warning once, under the table, and the rows refer
+    to it; references that did not converge are said to be so in the Markdown and marked
+    (a legend entry) in the plots."""
+    (tmp_path / "box.xml").write_text(IMPLICITFAST_BOX)
+    # a tolerance no reference meets: every reference is reported as not converged
+    proc, report, out, _ = run_compare(tmp_path, tmp_path / "box.xml", "--duration", "0.05",
+                                       "--accuracies", "1e-2", "--reps", "1",
+                                       "--reference-levels", "0,3",
+                                       "--reference-accuracy", "1e-12")
+    assert proc.returncode == 0, proc.stderr
+    md = check_outputs(out)
+    warned = [r for r in report["rows"] if r["warnings"]]
+    assert len(warned) >= 2 and all(r["family"] == "mjcenic" for r in warned)
+    (warning,) = {w for r in warned for w in r["warnings"]}
+    assert 'integrator="implicitfast"' in warning and len(warning) > 100
+    assert md.count(warning) == 1 and f"- [W1] {warning}" in md
+    row_start = f"| {report['rows'][0]['model']} |"
+    table = [line for line in md.splitlines() if line.startswith(row_start)]
+    assert len(table) == len(report["rows"])
+    assert sum("warnings [W1]" in line for line in table) == len(warned)
+    assert md.index(row_start) < md.index("- [W1]")  # under the table
+    assert all(r["reference_converged"] is False for r in report["rows"])
+    assert sum("reference not converged" in line for line in table) == \
+        sum(not r["is_reference"] for r in report["rows"])
+    assert "the plots mark those points" in md and "black ×" in md
+    # plots: the marker's legend entry in each figure
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from mjcenic import compare
+    legends = {}
+    close = plt.close
+
+    def keep_legend(fig=None):
+        legends[len(legends)] = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+        close(fig)
+    monkeypatch.setattr(plt, "close", keep_legend)
+    compare.plots(report, tmp_path / "plots")
+    assert len(legends) == 3
+    assert "error against a reference that did not converge" in legends[0]
+    assert all("reference did not converge" in legends[k] for k in (1, 2))
+    # converged references: no such entry, no sentence
+    for r in report["rows"]:
+        r["reference_converged"] = True
+    legends.clear()
+    compare.plots(report, tmp_path / "plots")
+    assert not any("converge" in t for texts in legends.values() for t in texts)
+    assert "black ×" not in compare.markdown(report)
+
+
 def test_nothing_loads_exits_1(tmp_path):
     bad = tmp_path / "broken.xml"
     bad.write_text(BROKEN)

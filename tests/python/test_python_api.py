@@ -39,6 +39,22 @@ def test_python_and_cpp_trajectories_are_bit_identical(cli):
     assert list(d.qpos) == r["final_qpos"]  # bitwise (17 significant digits round-trip)
 
 
+def test_stepper_repr_names_mode_accuracy_sizes_and_changed_options(tmp_path):
+    m = mujoco.MjModel.from_xml_path(str(ROOT / "models/tumbling_box.xml"))
+    assert repr(mjcenic.Stepper(m)) == ("<mjcenic.Stepper mode='cenic' accuracy=0.001 nq=7 "
+                                        "nv=6 non_default_options=0>")
+    s = mjcenic.Stepper(m, mode="fixed", accuracy=1e-4, dense_output=False)
+    assert repr(s) == ("<mjcenic.Stepper mode='fixed' accuracy=0.0001 nq=7 nv=6 "
+                       "non_default_options=3>")
+    assert s.non_default_options() == {"mode": "fixed", "accuracy": 1e-4,
+                                       "dense_output": False}
+    # the model's plugin <config> counts too: it is what the stepper runs with
+    cfg = mjcenic.Stepper(mujoco.MjModel.from_xml_path(
+        str(write(tmp_path, plugin_xml(accuracy="1e-2")))))
+    assert "accuracy=0.01" in repr(cfg) and "nq=7 nv=6 non_default_options=1>" in repr(cfg)
+    assert mjcenic.Stepper(m, accuracy="0.001").non_default_options() == {}
+
+
 def test_plugin_config_changes_behaviour(tmp_path):
     steps = {}
     for acc in ("1e-1", "1e-4"):
@@ -165,9 +181,11 @@ def test_run_command_writes_trajectory(tmp_path):
                           capture_output=True, text=True, env=python_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
     header = csv.read_text().splitlines()[0].split(",")
-    assert header[:3] == ["time", "step_size", "qpos0"] and "qvel5" in header
+    assert header[:3] == ["time", "step_size", "qpos:ball.x"] and "qvel:ball.wz" in header
+    assert list(z["qpos_names"])[2] == "ball.z"
     table = np.loadtxt(csv, delimiter=",", skiprows=1)
-    np.testing.assert_allclose(table[:, header.index("qpos2")], z["qpos"][:, 2], atol=1e-12)
+    np.testing.assert_allclose(table[:, header.index("qpos:ball.z")], z["qpos"][:, 2],
+                               atol=1e-12)
     # a bad --out is refused before any work
     proc = subprocess.run([sys.executable, "-m", "mjcenic", "run", str(ROOT / "models/sphere_plane.xml"),
                            "--out", str(tmp_path / "traj.txt")],

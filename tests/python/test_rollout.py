@@ -167,6 +167,40 @@ def test_rollout_options_and_singleton_expansion(model, inputs, reference):
     np.testing.assert_array_equal(state[3], reference[3][0])
 
 
+@pytest.mark.parametrize("nthread", [None, 2])
+def test_rollout_object_equals_rollout_over_successive_calls(model, inputs, nthread):
+    """mjcenic.Rollout, shaped as mujoco.rollout.Rollout: two calls on the same object
+    (its pooled MjData reused) give mjcenic.rollout's arrays and statistics bit for bit."""
+    x, u = inputs
+    base = mjcenic.rollout(model, None, x, u, nthread=nthread or 1)
+    small = mjcenic.rollout(model, None, x[:2], u[:2, :7], accuracy=1e-4)
+    with mjcenic.Rollout(nthread=nthread) as r:
+        for _ in range(2):
+            res = r.rollout(model, None, x, u)
+            state, sens = res
+            np.testing.assert_array_equal(state, base.state)
+            np.testing.assert_array_equal(sens, base.sensordata)
+            for key in ("steps", "rejected_steps", "newton_iterations", "nstep_done"):
+                np.testing.assert_array_equal(res.stats[key], base.stats[key])
+            # a different call in between (other shapes, options) changes nothing after it
+            other = r.rollout(model, None, x[:2], u[:2, :7], accuracy=1e-4)
+            np.testing.assert_array_equal(other.state, small.state)
+        datas = r._datas
+        assert len(datas) == max(1, nthread or 0)
+        r.rollout(model, None, x[:1], u[:1])
+        assert r._datas is datas  # same model: no new MjData
+    with pytest.raises(RuntimeError, match="after thread pool shutdown"):
+        r.rollout(model, None, x, u)
+    # mujoco's class has the same constructor and rollout() signature (ours adds **options)
+    import inspect
+    import mujoco.rollout
+    ours = inspect.signature(mjcenic.Rollout.rollout).parameters
+    theirs = inspect.signature(mujoco.rollout.Rollout.rollout).parameters
+    assert list(ours)[:len(theirs)] == list(theirs)
+    assert list(inspect.signature(mjcenic.Rollout).parameters) == \
+        list(inspect.signature(mujoco.rollout.Rollout).parameters)
+
+
 def test_rollout_same_arguments_and_shapes_as_mujoco(model, inputs):
     x, u = inputs
     from mujoco import rollout as mj_rollout
