@@ -82,6 +82,8 @@ void LoadState(const mjModel* m, mjData* d, const double* q, const double* v, co
   CopyShort(act, m->na, d->act);
 }
 
+double Extent(const mjModel* m) { return m->stat.extent; }
+
 void SaveState(const mjModel* m, const mjData* d, double* q, double* v, double* act) {
   CopyShort(d->qpos, m->nq, q);
   CopyShort(d->qvel, m->nv, v);

@@ -17,6 +17,7 @@ struct Sizes {
 };
 Sizes ModelSizes(const mjModel* m);
 double Timestep(const mjModel* m);  // m->opt.timestep
+double Extent(const mjModel* m);    // m->stat.extent [m]: the model's size
 bool HasPlugins(const mjModel* m);  // a plugin may change act after actuation
 bool HasHistoryBuffers(const mjModel* m);  // actuator/sensor delay buffers
 

@@ -208,10 +208,10 @@ absl::StatusOr<StepperOptions> ResolveOptions(const mjModel* m, const StepperOpt
   // extent/L in the weighted norm, with that much more round-off; the
   // accuracy must stay above it.
   if (o.length_scale > 0 && o.error_norm != ErrorNormKind::kDrake) {
-    const double floor = kMinAccuracy * std::max(1.0, m->stat.extent / o.length_scale);
+    const double floor = kMinAccuracy * std::max(1.0, adapter::Extent(m) / o.length_scale);
     if (o.accuracy < floor)
       return bad(absl::StrCat("accuracy ", o.accuracy, " with length_scale ", o.length_scale,
-                              " m: translations of the model's size (", m->stat.extent,
+                              " m: translations of the model's size (", adapter::Extent(m),
                               " m) would have to be exact to ", o.accuracy * o.length_scale,
                               " m, below double round-off; needs accuracy >= ", floor)
                      .c_str());
