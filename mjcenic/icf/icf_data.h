@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
+#include <type_traits>
 #include <vector>
 
 #include "mjcenic/icf/icf_model.h"
@@ -81,19 +83,11 @@ struct IcfData {
   std::array<int, 8> shape_ = {-1, -1, -1, -1, -1, -1, -1, -1};  // of the last Resize
 };
 
-// Calls f(pool, pool_data) for every constraint pool of the model.
-template <class F>
-void ForEachPool(const IcfModel& m, IcfData& d, F&& f) {
-  f(m.contacts, d.contacts);
-  f(m.limits, d.limits);
-  f(m.couplings, d.couplings);
-  f(m.gains, d.gains);
-  f(m.dry_friction, d.dry_friction);
-  f(m.contact_torques, d.contact_torques);
-}
-
-template <class F>
-void ForEachPool(const IcfModel& m, const IcfData& d, F&& f) {
+// Calls f(pool, pool_data) for every constraint pool of the model (d: the
+// data, const or not).
+template <class Data, class F>
+  requires std::same_as<std::remove_const_t<Data>, IcfData>
+void ForEachPool(const IcfModel& m, Data& d, F&& f) {
   f(m.contacts, d.contacts);
   f(m.limits, d.limits);
   f(m.couplings, d.couplings);
