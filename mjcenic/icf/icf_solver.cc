@@ -13,6 +13,10 @@ namespace mjcenic::icf {
 
 namespace {
 constexpr double kEpsMachine = std::numeric_limits<double>::epsilon();
+// §8.2, "The guess": at k = 0 the residual at v0 is at most this fraction of
+// the step's smooth momentum change ‖D (A v0 − r)‖ (squared: per island).
+constexpr double kGuessBalance = 0.5;
+constexpr double kGuessBalance2 = kGuessBalance * kGuessBalance;
 // PCG forcing floor: a direction's relative residual need not be below this
 // fraction of tolerance / |D∇ℓ| (cenic-math §8.4, "No oversolving").
 constexpr double kOversolve = 0.1;
@@ -417,23 +421,57 @@ bool IcfSolver::FiniteGradient(const IcfModel& m, double* Dg, SolveStats* st) {
   return std::isfinite(*Dg) && std::isfinite(data_.cost);
 }
 
-bool IcfSolver::Converged(int k, double Dg, double tol, NewtonState* s, int* nfrozen,
-                          SolveStats* st) {
+double IcfSolver::GuessMomentumChange(const IcfModel& m) {
+  // ‖D (A v − r)‖ at the evaluated iterate (data_.Av) if it is the start
+  // velocity v0, per island squared into isl_.step2 (scratch until TakeStep
+  // fills it); +∞ for a guess (an island) that is not v0: the test of §8.2,
+  // "The guess", is for the untouched start only.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const int ni = NumIslands();
+  if (ni > 1) std::fill(isl_.step2.begin(), isl_.step2.begin() + ni, 0.0);
+  const int* isl = data_.dof_island.data();
+  const bool have_v0 = static_cast<int>(m.v0.size()) == m.nv;
+  double s2 = 0;
+  bool moved = !have_v0;
+  for (int i = 0; i < m.nv; ++i) {
+    const double x = scale_[i] * (data_.Av[i] - m.r[i]);
+    const bool at_v0 = have_v0 && vtmp_[i] == m.v0[i];
+    s2 += x * x;
+    moved |= !at_v0;
+    if (ni > 1) isl_.step2[isl[i]] += at_v0 ? x * x : kInf;
+  }
+  return moved ? kInf : std::sqrt(s2);
+}
+
+bool IcfSolver::Converged(const IcfModel& m, int k, double Dg, double tol, NewtonState* s,
+                          int* nfrozen, SolveStats* st) {
   // Criterion 1 (optimality, from k = 0 but not for an extrapolated guess)
   // and criterion 2 (Hairer–Wanner), §8.2: for the whole system, or island
-  // by island.
+  // by island. At k = 0 a guess that is the start velocity v0 also needs
+  // ‖D g₀‖ ≤ ½ ‖D (A v0 − r)‖ (§8.2, "The guess"): the tolerance's floor and
+  // its relative part do not shrink with h, so without it v0, which leaves
+  // out a small step's whole momentum change (‖D g₀‖ = ‖D (A v0 − r)‖ where
+  // no constraint acts), would pass.
   const int ni = NumIslands();
   if (ni > 1) {
     if (k == 0) {
       s->optimal_at_guess = true;
-      for (int i = 0; i < ni; ++i) s->optimal_at_guess &= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+      bool any = false;
+      for (int i = 0; i < ni; ++i) any |= std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+      if (any) GuessMomentumChange(m);
+      for (int i = 0; i < ni; ++i) {
+        const bool met = std::sqrt(isl_.Dg2[i]) < isl_.tol[i];
+        const bool optimal = met && isl_.Dg2[i] <= kGuessBalance2 * isl_.step2[i];
+        if (met && !optimal) isl_.iterate[i] = 1;  // ≥ 1 iteration (IslandsConverged)
+        s->optimal_at_guess &= optimal;
+      }
     }
     const bool converged = IslandsConverged(k, nfrozen, &st->island_updates);
     if (k == 0) st->islands_iterated = st->island_updates;  // not converged at the guess
     return converged;
   }
   if (k == 0) {
-    s->optimal_at_guess = Dg < tol;
+    s->optimal_at_guess = Dg < tol && Dg <= kGuessBalance * GuessMomentumChange(m);
     return s->optimal_at_guess && !s->iterate_all;
   }
   return Dg < tol || s->eta * s->step_prev < tol;
@@ -586,7 +624,7 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
     if (history) history->push_back(data_.cost);
     double Dg;
     if (!FiniteGradient(m, &Dg, st)) return SolveStatus::kNonFinite;
-    if (Converged(k, Dg, tol, &ns, &nfrozen, st)) {
+    if (Converged(m, k, Dg, tol, &ns, &nfrozen, st)) {
       std::copy(vtmp_.begin(), vtmp_.end(), v);
       return SolveStatus::kConverged;
     }

@@ -201,7 +201,12 @@ class IcfSolver {
   // Criteria 1 and 2 of §8.2 after the evaluation of iteration k, for the
   // whole system or island by island (IslandsConverged, freezing converged
   // islands); at k = 0 also s->optimal_at_guess and st->islands_iterated.
-  bool Converged(int k, double Dg, double tol, NewtonState* s, int* nfrozen, SolveStats* st);
+  // (m: the guess's test at k = 0, GuessMomentumChange.)
+  bool Converged(const IcfModel& m, int k, double Dg, double tol, NewtonState* s, int* nfrozen,
+                 SolveStats* st);
+  // ‖D (A v − r)‖ at the evaluated iterate if it is m.v0, per island squared
+  // into isl_.step2; +∞ where it is not v0.
+  double GuessMomentumChange(const IcfModel& m);
   // At k = 0, with the direction's ℓ'(0) = d0: a guess that met criterion 1
   // and admits no descent (round-off) is the solution, no island iterated
   // (§8.1.1). True if so (the caller returns vtmp_).

@@ -103,8 +103,10 @@ TEST(Reliability, MaxStepsPerCallEndsALongCall) {
   EXPECT_TRUE(std::isfinite(scene.data->qpos[2]));
 }
 
-// max_iterations = 1 converges only at tiny steps (contact makes the
-// problem non-quadratic): a bounded number of solver-sized steps, then an error.
+// max_iterations = 1 never passes the stopping test (the guess is tested,
+// then the loop ends after the step; the start velocity passes only where its
+// constraints balance the step's forces, cenic-math §8.2 "The guess"): no
+// solver-sized crawl, an error naming the failed solve.
 TEST(Reliability, OneNewtonIterationEndsInErrorNotACrawl) {
   auto scene = Resting();
   scene.data->qvel[0] = 1.0;  // sliding: friction keeps Newton busy
@@ -115,7 +117,8 @@ TEST(Reliability, OneNewtonIterationEndsInErrorNotACrawl) {
   for (int i = 0; i < 1000 && st.ok(); ++i) st = s->Step(scene.data.get());
   ASSERT_FALSE(st.ok()) << "time " << scene.data->time << ", steps " << s->stats().steps;
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(Contains(st, "max_iterations 1")) << st.message();
+  EXPECT_TRUE(Contains(st, "max_iterations 1") || Contains(st, "maximum Newton iterations"))
+      << st.message();
   EXPECT_LE(s->stats().steps, 200 * 1000);
 }
 
