@@ -1,10 +1,11 @@
-// A cheap fingerprint of mjModel arrays, so that a stepper can tell whether
-// the user edited the model between two calls (m->opt is compared by
-// StateSnapshot). Meshes, height fields, textures and the like are not covered.
+// The mjModel arrays a stepper's problem reads, watched for edits between two
+// calls (m->opt is compared by StateSnapshot): a copy of their bytes, compared
+// with memcmp at every call (docs/limitations.md). Which arrays:
+// model_fingerprint.cc, Watched (not meshes, flexes, textures, colours,
+// names or user data).
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <vector>
 
 #include <mujoco/mujoco.h>
@@ -13,27 +14,22 @@ namespace mjcenic::adapter {
 
 class ModelFingerprint {
  public:
-  enum class Coverage {
-    // The arrays MujocoAdapter reads once when it is made (implicit damping
-    // and stiffness, body masses, actuator structure and limits): small,
-    // checked at every call.
-    kAdapterScan,
-    // The arrays of inertias, joint and dof dynamics, contact parameters and
-    // geometry, actuators, tendons, equalities and pairs that MuJoCo's stages
-    // read: checked before a call continues a dense-output step.
-    kPhysics,
-  };
-  // Lists m's arrays once; Compute reads them (m must outlive this).
-  ModelFingerprint(const mjModel* m, Coverage coverage);
-  // A 64-bit hash of the arrays' current bytes (no allocation).
-  std::uint64_t Compute() const;
+  // Lists m's watched arrays and copies them (m must outlive this).
+  explicit ModelFingerprint(const mjModel* m);
+  // Whether a watched array differs from the copy; if so the copy is taken
+  // again (the edit is reported once). No allocation.
+  bool Changed();
+  // The bytes watched (tests, docs).
+  std::size_t bytes() const { return copy_.size(); }
 
  private:
   struct Span {
     const unsigned char* data;
     std::size_t bytes;
+    std::size_t offset;  // into copy_
   };
   std::vector<Span> spans_;
+  std::vector<unsigned char> copy_;
 };
 
 }  // namespace mjcenic::adapter

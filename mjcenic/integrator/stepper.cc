@@ -94,8 +94,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       solver_(solver_state_->solver),
       solve_options_(solver_state_->solve),
       last_status_(icf::SolveStatus::kConverged),
-      scan_fingerprint_(m, adapter::ModelFingerprint::Coverage::kAdapterScan),
-      physics_fingerprint_(m, adapter::ModelFingerprint::Coverage::kPhysics),
+      model_arrays_(m),
       failed_status_(icf::SolveStatus::kConverged),
       h_hist_(kBins, 0) {
   solver_state_->user = ToSolverOptions(o.solver);
@@ -477,12 +476,7 @@ void Stepper::ModelEdited() {
 absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
   // One outer call: checks, control inputs once (zero-order hold), internal
   // steps until t (or one step), then the post-step contract.
-  if (const std::uint64_t seen = scan_fingerprint_.Compute(); seen != scan_seen_) {
-    scan_seen_ = seen;
-    ModelEdited();
-  } else if (dense_pending_ && physics_fingerprint_.Compute() != dense_model_) {
-    ModelEdited();
-  }
+  if (model_arrays_.Changed()) ModelEdited();
   const bool by_ticks = kHaveTicks && !options_.phase_timers;
   const std::uint64_t start_ticks = by_ticks ? StartTicks() : 0;
   const auto start = by_ticks ? Clock::time_point{} : Clock::now();

@@ -155,8 +155,8 @@ class Stepper {
   void KeepDenseStep(const mjData* d);
   void WriteInterpolated(mjData* d, double t);
   void LoadDenseEnd(mjData* d);
-  // The model's arrays changed since the last call (scan_fingerprint_,
-  // physics_fingerprint_): the model-derived state is rebuilt.
+  // The model's arrays changed since the last call (model_arrays_): the
+  // model-derived state is rebuilt.
   void ModelEdited();
   // After a solve failed on a non-finite value: an error naming the dof if
   // the problem itself overflows (no step size can repair it), else OK.
@@ -264,16 +264,11 @@ class Stepper {
   // an accepted step [t_a, t_b] (scratch q_a.., q_b..) extends past d's time.
   StateSnapshot dense_written_{true};
   double dense_written_time_ = 0;
-  // The arrays the adapter read when it was made, as the last call saw them:
-  // a call after the user edited them (dof_damping, body_mass, actuator
-  // limits, ...) rescans the model (ModelEdited). Checked at every call.
-  adapter::ModelFingerprint scan_fingerprint_;
-  std::uint64_t scan_seen_ = scan_fingerprint_.Compute();
-  // The physics arrays when the pending dense-output step was taken: a call
-  // that finds them edited (body_mass, actuator_gainprm, geom_friction, ...)
-  // restarts from d instead of finishing that step with the old values.
-  adapter::ModelFingerprint physics_fingerprint_;
-  std::uint64_t dense_model_ = 0;
+  // The model arrays the problem reads, as the last call saw them: a call
+  // that finds one edited (dof_damping, body_mass, geom_friction,
+  // actuator_gainprm, ...) rebuilds what was derived from them
+  // (ModelEdited), in every mode. Checked at every call.
+  adapter::ModelFingerprint model_arrays_;
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build

@@ -94,7 +94,6 @@ void Stepper::KeepDenseStep(const mjData* d) {
   dense_t_b_ = adapter::Time(d);
   dense_t_a_ = dense_t_b_ - stats_.last_h;
   dense_pending_ = true;
-  dense_model_ = physics_fingerprint_.Compute();
 }
 
 void Stepper::WriteInterpolated(mjData* d, double t) {

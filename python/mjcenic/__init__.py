@@ -114,6 +114,11 @@ class Stepper:
     the step (e.g. an arena too small for the contacts), leaving the data as it
     was before the call.
 
+    The model may be edited between calls: an edit of an array the problem
+    reads (geom_friction, body_mass, dof_damping, actuator_gainprm, ...; not
+    meshes, textures, colours, names or user data) takes effect at the very
+    next call in every mode, with or without dense output.
+
     A Stepper pickles (pickle, multiprocessing, Ray) by what built it: the
     model (an MjModel pickles as MuJoCo's binary model, MJB, which keeps the
     mjcenic plugin <config>; same MuJoCo version on both sides), the options

@@ -353,6 +353,59 @@ def test_model_edits_between_calls_take_effect_with_dense_output(field, value):
         assert abs(d.qvel[0] - v) > 1.0, (d.qvel[0], v)
 
 
+EDIT_MODES = [{"mode": "fixed"}, {"accuracy": 1e-2}, {"accuracy": 1e-2, "dense_output": False},
+              {"mode": "trapezoid", "accuracy": 1e-2},
+              {"mode": "trapezoid", "accuracy": 1e-2, "dense_output": False}]
+
+
+@pytest.mark.parametrize("options", EDIT_MODES, ids=lambda o: "-".join(f"{v}" for v in o.values()))
+def test_friction_edit_takes_effect_at_the_next_call_in_every_mode(options):
+    # A box sliding on the floor, friction set to 0 between two calls: the
+    # very next call keeps its speed (one step with the old friction would
+    # take μ g dt = 0.02 m/s off it).
+    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody>
+      <geom type="plane" size="5 5 .1" friction="1"/>
+      <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" friction="1"/></body>
+      </worldbody></mujoco>""")
+    d = mujoco.MjData(m)
+    d.qvel[0] = 5.0
+    s = mjcenic.Stepper(m, **options)
+    s.step(d, 20)
+    v = d.qvel[0]
+    assert v < 5.0 - 0.1  # friction acted so far
+    m.geom_friction[:, 0] = 0.0
+    s.step(d)
+    assert d.qvel[0] == pytest.approx(v, abs=1e-4), (d.qvel[0], v)
+
+
+@pytest.mark.parametrize("field", ["actuator_gainprm", "body_mass", "dof_damping"])
+@pytest.mark.parametrize("options", EDIT_MODES, ids=lambda o: "-".join(f"{v}" for v in o.values()))
+def test_physics_edit_takes_effect_at_the_next_call_in_every_mode(options, field):
+    # The call after the edit agrees with a new stepper's first call on the
+    # edited model from the same state (the edit is not one step late).
+    m = mujoco.MjModel.from_xml_string(PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[0] = 1.0
+    d.ctrl[0] = 1.0
+    s = mjcenic.Stepper(m, **options)
+    s.step(d, 100)
+    v = d.qvel[0]
+    if field == "actuator_gainprm":
+        m.actuator_gainprm[0, 0] = 30.0
+    elif field == "body_mass":
+        m.body_mass[1] = 0.1
+        m.body_inertia[1] *= 0.1
+    else:
+        m.dof_damping[0] = 5.0
+    ref = mujoco.MjData(m)
+    mujoco.mj_copyData(ref, m, d)
+    s.step(d)
+    mjcenic.Stepper(m, **options).step(ref)
+    change = ref.qvel[0] - v
+    assert abs(change) > 0.01
+    assert d.qvel[0] == pytest.approx(ref.qvel[0], abs=0.02 * abs(change)), (v, d.qvel[0], ref.qvel[0])
+
+
 def test_guess_is_not_accepted_while_it_leaves_out_the_step_momentum_change():
     # A pendulum released at 1 rad with ε = 1e-3 and small steps: at the
     # warm start v_t the residual is the whole h·f of the step, below the
