@@ -1,31 +1,43 @@
-"""Seeded randomized robustness suite through Python.
+"""Seeded randomized robustness suite through Python, case by case in a
+supervised subprocess: every case ends in one of five outcomes, tallied by
+class (scripts/fuzz_report.py prints the table):
 
-Random MJCF from a small grammar (free/ball/hinge/slide joints; sphere, box,
-capsule, cylinder geoms over a plane; limits, equalities, actuators, a fixed
-tendon; and settings mjcenic warns about or refuses: RK4/implicit
-integrators, CG/PGS, noslip, actuator delay, gravcomp), random keyword
-options (valid and invalid), random hostile states (NaN, Inf, 1e300, huge
-times) and random call sequences (create, step(nstep), advance_to,
-step_once, reset, copy, delete, two steppers in threads, and the MJCF plugin
-driven by mujoco.mj_step). Invariant for every call: success with a finite
-state at the target time, or an exception whose message starts with
-"mjcenic" (ValueError for a refused state, with the state unchanged); never a
-crash or a hang. The cases run in a subprocess (a crash fails the test
-instead of ending pytest) with a hang guard; each case is bounded by
-max_steps_per_call and a few calls.
+  clear error    an exception whose message names the problem ("mjcenic...",
+                 the callback's own exception, the argument's name), the
+                 state kept where the contract says so;
+  ran correctly  success, and the physics or numbers the case checks hold;
+  silent wrong   success with a wrong result, or an unclear error;
+  crash          the worker process died in the case (it is restarted at
+                 the next case);
+  hang           the case gave no result within HANG_GUARD seconds (the
+                 worker is killed and restarted).
 
-Besides, test_fuzz_hostile_classes generates each class of hostile input on
-its own and sorts every case into clear error / ran correctly / silent wrong
-(a crash or a hang fails the test): Python callbacks that raise (mjcb_control,
-mjcb_passive, a user controller) in Stepper calls and rollouts, one stepper
-used from several threads, extreme sizes and counts for every integer
-argument, tolerances at both ends and in combination, model edits between
-calls in every mode, and install-plugin paths (same file, empty, non-library,
-read-only, missing).
+Classes (each generated, not listed: the random choices below draw each case):
+  random_api     random MJCF from a small grammar (free/ball/hinge/slide
+                 joints; sphere, box, capsule, cylinder geoms over a plane;
+                 limits, equalities, actuators, a fixed tendon; settings mjcenic
+                 warns about or refuses: RK4/implicit integrators, CG/PGS,
+                 noslip, actuator delay, gravcomp), random options (valid and
+                 invalid), hostile states (NaN, Inf, 1e300, huge times) and
+                 call sequences (create, step(nstep), advance_to, step_once,
+                 reset, copy, delete, two steppers in threads, the MJCF plugin
+                 driven by mujoco.mj_step): success with a finite state at the
+                 target time, or an exception starting with "mjcenic"
+                 (ValueError for a refused state, the state unchanged);
+  callbacks      Python mjcb_control, mjcb_passive and user controllers that
+                 raise, in Stepper calls and rollouts;
+  concurrency    one stepper used from several threads;
+  integers       extreme sizes and counts for every integer argument;
+  tolerances     tolerances at both ends of their range and in combination;
+  model_edits    model arrays edited between calls, in every mode, dense
+                 output on and off;
+  install_plugin install-plugin paths (same file, empty, non-library,
+                 read-only, missing, a directory).
 
-MJCENIC_FUZZ_ITERATIONS (default 60) and MJCENIC_FUZZ_SEED (default 1)
-select the cases; MJCENIC_FUZZ_CLASS_ITERATIONS (default 6) the cases per
-class (`make fuzz` runs a long sweep)."""
+CI runs MJCENIC_FUZZ_ITERATIONS (default 40) random_api cases and
+MJCENIC_FUZZ_CLASS_ITERATIONS (default 8) cases of every other class from
+MJCENIC_FUZZ_SEED (default 1); the tests pass with no crash, hang or silent
+wrong result. `make fuzz` and scripts/fuzz_report.py run longer sweeps."""
 import copy
 import json
 import math
@@ -125,8 +137,9 @@ def finite(d):
             and np.all(np.isfinite(d.act)) and math.isfinite(d.time))
 
 
-def run_case(seed):
-    """One case; returns a list of invariant violations (empty: fine)."""
+def run_case(seed, errors=None):
+    """One case; returns a list of invariant violations (empty: fine); the
+    clear errors it met are appended to `errors`."""
     import mujoco
     import numpy as np
     import mjcenic
@@ -158,6 +171,8 @@ def run_case(seed):
     except Exception as e:
         if not str(e).startswith("mjcenic"):
             bad.append(f"unclear create error {type(e).__name__}: {e}")
+        elif errors is not None:
+            errors.append(str(e))
         return bad
 
     def check(call, target, data, *args):
@@ -166,6 +181,8 @@ def run_case(seed):
             call(*args)
         except Exception as e:
             msg = str(e)
+            if errors is not None:
+                errors.append(msg)
             if not msg.startswith("mjcenic"):
                 bad.append(f"unclear error {type(e).__name__}: {msg}")
             if isinstance(e, ValueError) and "was not advanced" in msg:
@@ -218,28 +235,15 @@ def run_case(seed):
     return bad
 
 
-def worker(seed, n):
-    report = []
-    for i in range(n):
-        case = seed * 1000003 + i
-        print(f"case {case}", file=sys.stderr, flush=True)  # names the case of a crash
-        bad = run_case(case)
-        if bad:
-            report.append({"case": case, "problems": bad[:3]})
-    print(json.dumps(report))
-
-
-def test_fuzz_python_api_and_plugin():
-    n = int(os.environ.get("MJCENIC_FUZZ_ITERATIONS", "60"))
-    seed = int(os.environ.get("MJCENIC_FUZZ_SEED", "1"))
-    from conftest import python_env
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = f"import sys; sys.path.insert(0, {here!r}); import test_fuzz; test_fuzz.worker({seed}, {n})"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=python_env(), timeout=max(600, 2 * n))
-    assert proc.returncode == 0, f"fuzz worker crashed ({proc.returncode}):\n{proc.stderr[-3000:]}"
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report == [], json.dumps(report, indent=1)
+def class_random_api(r, out):
+    """A case of the random grammar above (run_case draws from its own seed)."""
+    errors = []
+    bad = run_case(r.randrange(2**62), errors)
+    if bad:
+        out["silent wrong"] += 1
+        out["problems"].append("; ".join(bad[:3]))
+    else:
+        out["clear error" if errors else "ran correctly"] += 1
 
 
 # ----------------------------------------------------------------------------- classes
@@ -408,7 +412,7 @@ def class_tolerances(r, out):
             "max_steps_per_call": 20000}
     for key, values in (("kappa", [1e-12, 1e-3, 1, 100]), ("solver_tolerance", [1e-300, 1e-3, 1]),
                         ("length_scale", [0, 1e-6, 1e3]), ("error_per_unit_step", [0, 1e-9, 0.1]),
-                        ("dense_output", [True, False])):
+                        ("adaptive_tolerance", [True, False]), ("dense_output", [True, False])):
         if r.random() < 0.4:
             opts[key] = r.choice(values)
     try:
@@ -426,30 +430,41 @@ def class_tolerances(r, out):
 
 def class_model_edits(r, out):
     """A model array edited between calls, in every mode, dense output on or off:
-    the next call follows it."""
+    the very next call follows it."""
     import mujoco
     import mjcenic
-    m = mujoco.MjModel.from_xml_string(PENDULUM)
-    d = mujoco.MjData(m)
-    d.qpos[0] = 1.0
-    d.ctrl[0] = 1.0
     opts = {"mode": r.choice(["fixed", "cenic", "trapezoid"]),
             "dense_output": r.random() < 0.5, "accuracy": r.choice([1e-2, 1e-3])}
+    field = r.choice(["dof_damping", "actuator_gainprm", "body_mass", "geom_friction"])
+    if field == "geom_friction":  # a box sliding at 5 m/s: friction 0 keeps its speed
+        m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody>
+          <geom type="plane" size="5 5 .1" friction="1"/>
+          <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" friction="1"/></body>
+          </worldbody></mujoco>""")
+        d = mujoco.MjData(m)
+        d.qvel[0] = 5.0
+    else:
+        m = mujoco.MjModel.from_xml_string(PENDULUM)
+        d = mujoco.MjData(m)
+        d.qpos[0] = 1.0
+        d.ctrl[0] = 1.0
     s = mjcenic.Stepper(m, **opts)
-    s.step(d, r.randint(50, 150))
+    s.step(d, r.randint(10, 150))
     v = d.qvel[0]
-    field = r.choice(["dof_damping", "actuator_gainprm", "body_mass"])
     if field == "dof_damping":
         m.dof_damping[0] = r.choice([1e5, 1e6])
     elif field == "actuator_gainprm":
         m.actuator_gainprm[0, 0] = -1e5 if v > 0 else 1e5
-    else:
+    elif field == "body_mass":
         m.body_mass[1] = 1e-4
         m.body_inertia[1] = 1e-6
+    else:
+        m.geom_friction[:, 0] = 0.0
     s.step(d)
     w = d.qvel[0]
     ok = (abs(w) < 1e-2 * abs(v) if field == "dof_damping" else
-          w * v < 0 if field == "actuator_gainprm" else abs(w - v) > 1.0)
+          w * v < 0 if field == "actuator_gainprm" else
+          abs(w - v) > 1.0 if field == "body_mass" else abs(w - v) < 1e-4)
     out["ran correctly" if ok else "silent wrong"] += 1
     if not ok:
         out["problems"].append(f"{field} edit ignored with {opts}: qvel {v} -> {w}")
@@ -505,46 +520,179 @@ def class_install_plugin(r, out, tmp):
         out["clear error" if rc else "ran correctly"] += 1
 
 
-CLASSES = {"callbacks": class_callbacks, "concurrency": class_concurrency,
-           "integers": class_integers, "tolerances": class_tolerances,
-           "model_edits": class_model_edits, "install_plugin": class_install_plugin}
+CLASSES = {"random_api": class_random_api, "callbacks": class_callbacks,
+           "concurrency": class_concurrency, "integers": class_integers,
+           "tolerances": class_tolerances, "model_edits": class_model_edits,
+           "install_plugin": class_install_plugin}
+OUTCOMES = ("clear error", "ran correctly", "silent wrong", "crash", "hang")
+HANG_GUARD = 60.0  # s per case; the slowest cases take a few seconds
+STARTUP_GUARD = 120.0  # s for a worker to import mujoco and mjcenic
 
 
-def classes_worker(seed, n, tmp):
+def case_list(classes, seed, n):
+    """The (class, case number) pairs a run covers, in order."""
+    return [(name, seed * 1000003 + i) for name in classes for i in range(n)]
+
+
+def worker(cases, tmp):
+    """Runs the cases in order; one JSON line per case on stdout, announced on
+    stderr first (the supervisor reads the announcement of a case that
+    crashes or hangs)."""
     import tempfile
-    summary = {}
-    for name, fn in CLASSES.items():
-        out = {"clear error": 0, "ran correctly": 0, "silent wrong": 0, "problems": []}
-        for i in range(n):
-            case = seed * 1000003 + i
-            print(f"class {name} case {case}", file=sys.stderr, flush=True)
-            r = random.Random(f"{name}-{case}")
+    for name, case in cases:
+        print(json.dumps({"start": [name, case]}), flush=True)
+        out = {k: 0 for k in OUTCOMES}
+        out["problems"] = []
+        r = random.Random(f"{name}-{case}")
+        try:
             if name == "install_plugin":
                 with tempfile.TemporaryDirectory(dir=tmp) as t:
-                    fn(r, out, t)
+                    CLASSES[name](r, out, t)
             else:
-                fn(r, out)
-        summary[name] = out
-    print(json.dumps(summary))
+                CLASSES[name](r, out)
+        except Exception as e:  # noqa: BLE001 - an escaped exception is an unclear error
+            out["silent wrong"] += 1
+            out["problems"].append(f"escaped {type(e).__name__}: {e}")
+        outcome = next((k for k in ("silent wrong", "clear error", "ran correctly") if out[k]),
+                       "ran correctly")
+        print(json.dumps({"done": [name, case], "outcome": outcome,
+                          "problems": out["problems"][:3]}), flush=True)
+
+
+def supervise(cases, tmp, hang_guard=HANG_GUARD, log=None):
+    """Runs `cases` in worker subprocesses: a case whose worker dies is a
+    crash, one without a result within hang_guard seconds a hang (the worker
+    is killed); the worker restarts at the next case. Returns
+    {class: {outcome: count, "problems": [...]}}."""
+    import queue
+    from conftest import python_env
+    here = os.path.dirname(os.path.abspath(__file__))
+    summary = {name: dict({k: 0 for k in OUTCOMES}, problems=[]) for name, _ in cases}
+    todo = list(cases)
+    while todo:
+        code = (f"import sys, json; sys.path.insert(0, {here!r}); import test_fuzz; "
+                f"test_fuzz.worker([tuple(c) for c in json.loads(sys.argv[1])], {str(tmp)!r})")
+        proc = subprocess.Popen([sys.executable, "-c", code, json.dumps(todo)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=python_env())
+        lines = queue.Queue()
+
+        def read(stream=proc.stdout):
+            for line in stream:
+                lines.put(line)
+            lines.put(None)
+        threading.Thread(target=read, daemon=True).start()
+        err_tail = []
+        threading.Thread(target=lambda: err_tail.extend(proc.stderr), daemon=True).start()
+        current, progress = None, False
+        while True:
+            try:  # (a worker's start-up, importing mujoco, is not a case's time)
+                line = lines.get(timeout=hang_guard if current else max(hang_guard, STARTUP_GUARD))
+            except queue.Empty:
+                proc.kill()
+                proc.wait()
+                outcome, detail = "hang", f"no result in {hang_guard:g} s"
+                current = current or todo[0]
+                break
+            if line is None:
+                proc.wait()
+                outcome = "crash" if current else None
+                detail = f"worker exit {proc.returncode}: {''.join(err_tail)[-500:]}"
+                break
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue  # a case's own output
+            if not isinstance(msg, dict):
+                continue
+            if "start" in msg:
+                current = tuple(msg["start"])
+            elif "done" in msg:
+                name = msg["done"][0]
+                summary[name][msg["outcome"]] += 1
+                summary[name]["problems"] += [f"case {msg['done'][1]}: {p}" for p in msg["problems"]]
+                todo.remove(tuple(msg["done"]))
+                current, progress = None, True
+                if log:
+                    log(name, msg["outcome"])
+        if current is None:
+            if todo and not progress:  # ended between cases twice: nothing to blame
+                raise RuntimeError(f"fuzz worker ended without running a case: {detail}")
+            if todo:
+                continue
+            break
+        summary[current[0]][outcome] += 1
+        summary[current[0]]["problems"].append(f"case {current[1]}: {outcome}: {detail}")
+        todo.remove(current)
+        if log:
+            log(current[0], outcome)
+    return summary
+
+
+def table(summary):
+    """The tally as text: one row per class, one column per outcome."""
+    rows = [f"{'class':15s}" + "".join(f"{k:>15s}" for k in OUTCOMES) + f"{'cases':>8s}"]
+    total = {k: 0 for k in OUTCOMES}
+    for name, out in summary.items():
+        rows.append(f"{name:15s}" + "".join(f"{out[k]:15d}" for k in OUTCOMES)
+                    + f"{sum(out[k] for k in OUTCOMES):8d}")
+        for k in OUTCOMES:
+            total[k] += out[k]
+    rows.append(f"{'total':15s}" + "".join(f"{total[k]:15d}" for k in OUTCOMES)
+                + f"{sum(total.values()):8d}")
+    return "\n".join(rows)
+
+
+def check(summary):
+    failures = {name: out["problems"][:5] for name, out in summary.items()
+                if out["silent wrong"] or out["crash"] or out["hang"]}
+    assert not failures, table(summary) + "\n" + json.dumps(failures, indent=1)
+
+
+def test_supervisor_counts_crashes_and_hangs(tmp_path):
+    # Cases that abort the worker or sleep past the guard are tallied as
+    # crash and hang, and the cases after them still run (the worker defines
+    # the two classes under MJCENIC_FUZZ_SELFTEST).
+    os.environ["MJCENIC_FUZZ_SELFTEST"] = "1"
+    try:
+        summary = supervise([("_crash", 1), ("install_plugin", 1), ("_hang", 1),
+                             ("install_plugin", 2)], tmp_path, hang_guard=3)
+    finally:
+        del os.environ["MJCENIC_FUZZ_SELFTEST"]
+    assert summary["_crash"]["crash"] == 1 and summary["_hang"]["hang"] == 1, summary
+    assert sum(summary["install_plugin"][k] for k in ("clear error", "ran correctly")) == 2, summary
+
+
+def _selftest_classes():
+    # The worker process's CLASSES for test_supervisor_counts_crashes_and_hangs.
+    def crash(r, out):
+        os.abort()
+
+    def hang(r, out):
+        import time
+        time.sleep(60)
+    CLASSES["_crash"], CLASSES["_hang"] = crash, hang
+
+
+if os.environ.get("MJCENIC_FUZZ_SELFTEST"):
+    _selftest_classes()
+
+
+def test_fuzz_python_api_and_plugin(tmp_path):
+    n = int(os.environ.get("MJCENIC_FUZZ_ITERATIONS", "40"))
+    seed = int(os.environ.get("MJCENIC_FUZZ_SEED", "1"))
+    summary = supervise(case_list(["random_api"], seed, n), tmp_path)
+    print("\n" + table(summary))
+    check(summary)
 
 
 def test_fuzz_hostile_classes(tmp_path):
-    n = int(os.environ.get("MJCENIC_FUZZ_CLASS_ITERATIONS", "6"))
+    n = int(os.environ.get("MJCENIC_FUZZ_CLASS_ITERATIONS", "8"))
     seed = int(os.environ.get("MJCENIC_FUZZ_SEED", "1"))
-    from conftest import python_env
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import sys; sys.path.insert(0, {here!r}); import test_fuzz; "
-            f"test_fuzz.classes_worker({seed}, {n}, {str(tmp_path)!r})")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=python_env(), timeout=max(600, 20 * n))
-    assert proc.returncode == 0, f"class worker crashed ({proc.returncode}):\n{proc.stderr[-3000:]}"
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    for name, out in summary.items():
-        print(f"[ fuzz class ] {name:15s} clear error {out['clear error']:3d}, ran correctly "
-              f"{out['ran correctly']:3d}, silent wrong {out['silent wrong']}")
-    problems = {k: v["problems"][:3] for k, v in summary.items() if v["silent wrong"]}
-    assert not problems, json.dumps(problems, indent=1)
+    summary = supervise(case_list([c for c in CLASSES if c != "random_api"], seed, n), tmp_path)
+    print("\n" + table(summary))
+    check(summary)
 
 
 if __name__ == "__main__":
-    worker(int(sys.argv[1]), int(sys.argv[2]))
+    print(table(supervise(case_list(CLASSES, int(sys.argv[1]), int(sys.argv[2])), "/tmp")))
