@@ -385,7 +385,8 @@ def class_integers(r, out):
             elif which == "nthread":
                 kw["nthread"] = v
             else:
-                nbatch = v if isinstance(v, int) and 0 <= v <= 64 else 0
+                # (the batch is the rows of initial_state: a count, not a bool)
+                nbatch = v if type(v) is int and 0 <= v <= 64 else 0
             res = mjcenic.rollout(m, None, np.zeros((max(nbatch, 1), nstate))[:nbatch], **kw)
             assert np.all(np.isfinite(res.state)), "non-finite rollout state"
         out["ran correctly"] += 1
