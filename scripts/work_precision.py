@@ -95,6 +95,9 @@ SCENES = {
     "barkour": (SHARED / "mujoco/barkour_v0/assets/barkour_v0_mjx.xml", None, 1.0, "hold"),
     "car": (SHARED / "mujoco/car/car.xml", None, 1.0, "sine"),
     "pinch_grasp": (ROOT / "models/pinch_grasp.xml", "grip", 1.0, "hold"),
+    # robotiq_2f85: a box hanging from a spatial tendon limit that starts violated by 2.09 cm
+    # (cenic-math §5) below a gripper closed by a four-bar (two connects).
+    "robotiq_2f85": (SHARED / "menagerie/robotiq_2f85/scene.xml", None, 0.3, "hold"),
     # clutter: both references converge at first order, mjcenic's with ~4x mj_step's constant
     # after the first impacts (docs/benchmarks.md "Work-precision against mj_step"); its check
     # falls below 1e-3 only at dt/1024.

@@ -10,10 +10,11 @@ struct IcfParameters {
   double sigma_R = 1e-3;             // friction regularization factor σ_R, §4.6
   double beta = 0.1;                 // near-rigid factor β, §3.5
   double h_min_near_rigid = 1e-4;    // h^nr_min [s], §3.5
-  // Near-rigid rows violated by much more than this (rad or m; e.g. a model
-  // whose initial pose lies outside a joint range) recover over the row's own
-  // time scale τ_r (MuJoCo's solref) instead of within ~βh̄: a rigid
-  // correction of a large violation would inject enormous velocities.
+  // Near-rigid rows violated by more than this (rad or m; e.g. a model whose
+  // initial pose lies outside a joint range) recover over the row's own time
+  // scale τ_r (MuJoCo's solref) instead of within ~βh̄: a rigid correction of
+  // a large violation would inject enormous velocities. Limits: a spring of
+  // time constant τ_r beyond it (§5.2); equalities: the blend of §3.5.
   double violation_tolerance = 1e-3;
   // Stiction anchors (adapter/stiction_anchors.h): an elastic-slip bias per
   // sticking contact that removes the creep ε ρ/sqrt(1 − ρ²) of the

@@ -147,9 +147,23 @@ void NearRigidPool<kUnilateral>::SetTimeStep(double h, const IcfParameters& p) {
   const double den = 4 * pi * pi * h * (h + tau_d);
   for (int c = 0; c < size(); ++c) {
     R[c] = num * w[c] / den;
-    // §5 / §7.1: v̂ = −g0/(h + τ_d); a limit recovers slowly only when violated.
-    vhat[c] = (kUnilateral && g0[c] >= 0) ? -g0[c] / (h + tau_d)
-                                          : NearRigidBias(g0[c], h, tau_d, tau_r[c], p);
+    if constexpr (kUnilateral) {
+      if (g0[c] >= 0 || tau_r[c] <= 0) {
+        vhat[c] = -g0[c] / (h + tau_d);  // §5 (a row without a time scale: always, §5.2)
+      } else if (-g0[c] <= p.violation_tolerance) {
+        // §5.2: a small violation is pulled back near-rigidly at no more than
+        // the speed the spring below has at the tolerance.
+        vhat[c] = std::min(-g0[c] / (h + tau_d),
+                           p.violation_tolerance / (h + 2 * tau_r[c]));
+      } else {
+        // §5.2: a large violation is a critically damped spring of time
+        // constant τ_r (solref): K = 1/(w τ_r²), D = 2/(w τ_r).
+        R[c] = w[c] * tau_r[c] * tau_r[c] / (h * (h + 2 * tau_r[c]));
+        vhat[c] = -g0[c] / (h + 2 * tau_r[c]);
+      }
+    } else {
+      vhat[c] = NearRigidBias(g0[c], h, tau_d, tau_r[c], p);  // §7.1
+    }
   }
 }
 

@@ -83,7 +83,7 @@ inline void GrowOrResize(std::vector<double>* x, int n) {
     x->resize(n);
 }
 
-// Near-rigid compliance shared by limits and couplings (§3.5): returns R and
+// Near-rigid compliance shared by limits and couplings (§3.5; violated limits: §5.2): returns R and
 // the damping time scale τ_d for Delassus estimate w.
 void NearRigid(double h, double w, const IcfParameters& p, double* R, double* tau_d);
 
