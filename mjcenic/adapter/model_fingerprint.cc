@@ -10,7 +10,7 @@ namespace mjcenic::adapter {
 
 namespace {
 
-bool Covered(std::string_view name, ModelFingerprint::Coverage coverage) {
+constexpr bool Covered(std::string_view name, ModelFingerprint::Coverage coverage) {
   if (coverage == ModelFingerprint::Coverage::kAdapterScan) {
     for (std::string_view read :
          {"dof_damping", "jnt_stiffness", "jnt_limited", "jnt_actfrclimited", "jnt_actfrcrange",
@@ -49,8 +49,11 @@ ModelFingerprint::ModelFingerprint(const mjModel* m, Coverage coverage) {
 #define X(size) [[maybe_unused]] const long long size = m->size;
   MJMODEL_SIZES
 #undef X
-#define MJCENIC_FINGERPRINT_ARRAY(type, name, nr, nc)                                 \
-  if (Covered(#name, coverage) && static_cast<long long>(nr) * (nc) > 0)                        \
+  // Which arrays are covered is decided at compile time (a stepper is made per rollout).
+  using enum Coverage;
+#define MJCENIC_FINGERPRINT_ARRAY(type, name, nr, nc)                                          \
+  if (constexpr bool covered[2] = {Covered(#name, kAdapterScan), Covered(#name, kPhysics)};   \
+      covered[coverage == kPhysics] && static_cast<long long>(nr) * (nc) > 0)                  \
     spans_.push_back({reinterpret_cast<const unsigned char*>(m->name),                \
                       sizeof(type) * static_cast<std::size_t>(nr) * static_cast<std::size_t>(nc)});
 #define XMJV MJCENIC_FINGERPRINT_ARRAY
