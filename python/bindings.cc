@@ -430,12 +430,13 @@ class RolloutPool {
     } catch (const std::system_error&) {
       // No more threads (a resource limit): the ones started and the caller do the work.
     }
+    nthread_ = static_cast<int>(threads_.size()) + 1;
   }
   ~RolloutPool() { Stop(); }
   RolloutPool(const RolloutPool&) = delete;
   RolloutPool& operator=(const RolloutPool&) = delete;
 
-  int nthread() const { return static_cast<int>(threads_.size()) + 1; }
+  int nthread() const { return nthread_; }
   bool closed() const { return closed_; }
 
   // Waits for a running call, then ends the threads. Called without the GIL.
@@ -466,13 +467,14 @@ class RolloutPool {
         seen = generation_;
         work = work_;
       }
-      (*work)(k);
+      (*work)(k);  // does not throw
       std::lock_guard<std::mutex> lock(mu_);
       if (--pending_ == 0) done_.notify_all();
     }
   }
 
-  // work(k) on every thread k (0: the caller's), returning when all are done.
+  // work(k) on every thread k (0: the caller's), returning when all are done
+  // (also when the caller's part throws: the others still use what work refers to).
   void RunOnAll(const std::function<void(int)>& work) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -481,10 +483,16 @@ class RolloutPool {
       ++generation_;
     }
     wake_.notify_all();
-    work(0);
+    std::exception_ptr error;
+    try {
+      work(0);
+    } catch (...) {
+      error = std::current_exception();
+    }
     std::unique_lock<std::mutex> lock(mu_);
     done_.wait(lock, [&] { return pending_ == 0; });
     work_ = nullptr;
+    if (error) std::rethrow_exception(error);
   }
 
   void Stop() {
@@ -510,6 +518,7 @@ class RolloutPool {
   int pending_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;
+  int nthread_ = 1;  // threads_ as started, plus the caller
 };
 
 py::dict RolloutPool::Rollout(const py::list& models, const py::list& datas, int nstep,
@@ -610,7 +619,11 @@ py::dict RolloutPool::Rollout(const py::list& models, const py::list& datas, int
       // it), where a temporary one would drop it.
       const PyGILState_STATE gil = PyGILState_Ensure();
       PyThreadState* thread_state = PyEval_SaveThread();
-      worker(data_ptrs[k]);
+      try {
+        worker(data_ptrs[k]);
+      } catch (...) {
+        // (std::bad_alloc before this thread took a rollout: the other threads take them all)
+      }
       PyEval_RestoreThread(thread_state);
       PyGILState_Release(gil);
     };
