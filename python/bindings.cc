@@ -3,9 +3,12 @@
 // Python references to them for as long as it holds the pointers.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -298,7 +301,8 @@ class PyStepper {
 // never on which thread ran it or what that thread ran before: results are
 // bit-identical to a sequential loop of Stepper(model, **options).step(d) and
 // independent of the thread count. Threads take rollouts from a shared
-// counter (chunk_size at a time); the GIL is released throughout.
+// counter (chunk_size at a time); the GIL is released throughout. The threads
+// belong to a RolloutPool and live from its construction to Close().
 
 // What one rollout reports besides its arrays.
 struct RolloutOutcome {
@@ -403,45 +407,6 @@ void RunRollout(const RolloutJob& job, int r, mjData* d, mjcenic::plugin::FatalE
   for (int k = t; k < job.nstep; ++k) write_row(k);
 }
 
-// Runs every rollout of job on datas.size() threads (the calling thread when
-// one). No Python object is touched: the caller holds the references.
-// The caller has released the GIL.
-void RunRollouts(const RolloutJob& job, const std::vector<mjData*>& datas, long long chunk) {
-  // 64-bit counter and a chunk of at most the batch: begin + chunk cannot
-  // overflow however many times the threads add to it.
-  chunk = std::clamp<long long>(chunk, 1, job.nbatch);
-  std::atomic<long long> next{0};
-  auto worker = [&](mjData* d) {
-    mjcenic::plugin::FatalErrorGuard guard(job.models[0]);  // sized for m; the models share sizes
-    for (;;) {
-      const long long begin = next.fetch_add(chunk);
-      if (begin >= job.nbatch) break;
-      const long long end = std::min<long long>(job.nbatch, begin + chunk);
-      for (long long r = begin; r < end; ++r) RunRollout(job, static_cast<int>(r), d, &guard);
-    }
-  };
-  // A thread of our own gets a Python thread state for its whole life: a
-  // Python MuJoCo callback that raises leaves its error there (RunRollout
-  // reads it), where a temporary one would drop it.
-  auto thread_main = [&](mjData* d) {
-    const PyGILState_STATE gil = PyGILState_Ensure();
-    PyThreadState* state = PyEval_SaveThread();
-    worker(d);
-    PyEval_RestoreThread(state);
-    PyGILState_Release(gil);
-  };
-  const int nthread = static_cast<int>(std::min<size_t>(datas.size(), job.nbatch));
-  std::vector<std::thread> threads;
-  threads.reserve(nthread > 1 ? nthread - 1 : 0);
-  try {
-    for (int k = 1; k < nthread; ++k) threads.emplace_back(thread_main, datas[k]);
-  } catch (const std::system_error&) {
-    // No more threads (a resource limit): the ones started and this one do the work.
-  }
-  worker(datas[0]);
-  for (auto& th : threads) th.join();
-}
-
 using OutArray = py::array_t<double, py::array::c_style>;
 
 // A C-contiguous float64 array of exactly `size` entries (named in the error).
@@ -453,14 +418,115 @@ const double* Sized(const Array& a, size_t size, const char* name) {
   return a.data();
 }
 
-// The Python entry point behind mjcenic.rollout (shapes already normalized by
-// the package): fills state and sensordata and returns the per-rollout
-// statistics {name: list}, "nstep_done" and "error" (None where it completed).
-py::dict RolloutBatch(const py::list& models, const py::list& datas, int nstep,
-                      unsigned control_spec, const Vector& state0,
-                      const std::optional<Vector>& warmstart0, const std::optional<Vector>& control,
-                      OutArray state, OutArray sensordata, const py::dict& options,
-                      long long chunk) {
+// Worker threads kept from construction to Close() (mjcenic.Rollout, and
+// mjcenic.rollout for one call): nthread - 1 threads of its own plus the
+// calling thread. One call runs at a time; a second caller waits.
+class RolloutPool {
+ public:
+  explicit RolloutPool(int nthread) {
+    if (nthread < 1) throw py::value_error("mjcenic.Rollout: nthread must be >= 1");
+    try {
+      for (int k = 1; k < nthread; ++k) threads_.emplace_back([this, k] { ThreadMain(k); });
+    } catch (const std::system_error&) {
+      // No more threads (a resource limit): the ones started and the caller do the work.
+    }
+    nthread_ = static_cast<int>(threads_.size()) + 1;
+  }
+  ~RolloutPool() { Stop(); }
+  RolloutPool(const RolloutPool&) = delete;
+  RolloutPool& operator=(const RolloutPool&) = delete;
+
+  int nthread() const { return nthread_; }
+  bool closed() const { return closed_; }
+
+  // Waits for a running call, then ends the threads. Called without the GIL.
+  void Close() {
+    std::lock_guard<std::mutex> call(call_mu_);
+    closed_ = true;
+    Stop();
+  }
+
+  // The entry point behind mjcenic.Rollout.rollout (shapes already
+  // normalized by the package): fills state and sensordata and returns the
+  // per-rollout statistics {name: array}, "nstep_done" and "error" (None
+  // where it completed).
+  py::dict Rollout(const py::list& models, const py::list& datas, int nstep,
+                   unsigned control_spec, const Vector& state0,
+                   const std::optional<Vector>& warmstart0, const std::optional<Vector>& control,
+                   OutArray state, OutArray sensordata, const py::dict& options, long long chunk);
+
+ private:
+  void ThreadMain(int k) {
+    long long seen = 0;
+    for (;;) {
+      const std::function<void(int)>* work;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        work = work_;
+      }
+      (*work)(k);  // does not throw
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+
+  // work(k) on every thread k (0: the caller's), returning when all are done
+  // (also when the caller's part throws: the others still use what work refers to).
+  void RunOnAll(const std::function<void(int)>& work) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      work_ = &work;
+      pending_ = static_cast<int>(threads_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    std::exception_ptr error;
+    try {
+      work(0);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    work_ = nullptr;
+    if (error) std::rethrow_exception(error);
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& th : threads_)
+      if (th.joinable()) th.join();
+    threads_.clear();
+  }
+
+  static constexpr const char* kClosedError =
+      "mjcenic.Rollout: rollout requested after thread pool shutdown (close() was called; "
+      "make a new mjcenic.Rollout)";
+  std::mutex call_mu_;  // one call at a time (and Close waits for it)
+  std::atomic<bool> closed_{false};
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* work_ = nullptr;
+  long long generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+  int nthread_ = 1;  // threads_ as started, plus the caller
+};
+
+py::dict RolloutPool::Rollout(const py::list& models, const py::list& datas, int nstep,
+                              unsigned control_spec, const Vector& state0,
+                              const std::optional<Vector>& warmstart0,
+                              const std::optional<Vector>& control, OutArray state,
+                              OutArray sensordata, const py::dict& options, long long chunk) {
+  if (closed_) throw std::runtime_error(kClosedError);
   RolloutJob job;
   job.nbatch = static_cast<int>(py::len(models));
   job.nstep = nstep;
@@ -472,7 +538,9 @@ py::dict RolloutBatch(const py::list& models, const py::list& datas, int nstep,
     throw py::value_error("mjcenic.rollout: control_spec can only contain bits of mjSTATE_USER");
   if (chunk < 1) throw py::value_error("mjcenic.rollout: chunk_size must be >= 1");
 
-  // Options per distinct model: its plugin <config>, then the keyword options.
+  // Options per distinct model: its plugin <config>, then the keyword options,
+  // checked as Stepper::Create checks them, so that bad options fail before any work.
+  Check(mjcenic::CheckMujocoVersion(mj_version(), mj_versionString()));
   std::vector<std::pair<std::string, std::string>> given;
   for (auto item : options) given.emplace_back(ToText(item.first), ToText(item.second));
   std::vector<std::pair<const mjModel*, std::unique_ptr<mjcenic::StepperOptions>>> resolved;
@@ -492,7 +560,7 @@ py::dict RolloutBatch(const py::list& models, const py::list& datas, int nstep,
       auto o = std::make_unique<mjcenic::StepperOptions>();
       Check(mjcenic::plugin::OptionsFromModel(m, o.get()));
       for (const auto& [k, v] : given) Check(mjcenic::SetOption(o.get(), k, v));
-      Check(mjcenic::Stepper::Create(m, *o).status());  // bad options fail before any work
+      Check(mjcenic::ResolveOptions(m, *o).status());
       resolved.emplace_back(m, std::move(o));
       it = std::prev(resolved.end());
     }
@@ -526,7 +594,40 @@ py::dict RolloutBatch(const py::list& models, const py::list& datas, int nstep,
   job.outcomes = &outcomes;
   if (nstep > 0) {
     py::gil_scoped_release nogil;
-    RunRollouts(job, data_ptrs, chunk);
+    std::lock_guard<std::mutex> call(call_mu_);
+    if (closed_) throw std::runtime_error(kClosedError);
+    // 64-bit counter and a chunk of at most the batch: begin + chunk cannot
+    // overflow however many times the threads add to it.
+    chunk = std::clamp<long long>(chunk, 1, job.nbatch);
+    const int nwork = static_cast<int>(std::min<size_t>(
+        {data_ptrs.size(), static_cast<size_t>(nthread()), static_cast<size_t>(job.nbatch)}));
+    std::atomic<long long> next{0};
+    auto worker = [&](mjData* d) {
+      mjcenic::plugin::FatalErrorGuard guard(m0);  // sized for m0; the models share sizes
+      for (;;) {
+        const long long begin = next.fetch_add(chunk);
+        if (begin >= job.nbatch) break;
+        const long long end = std::min<long long>(job.nbatch, begin + chunk);
+        for (long long r = begin; r < end; ++r) RunRollout(job, static_cast<int>(r), d, &guard);
+      }
+    };
+    const std::function<void(int)> work = [&](int k) {
+      if (k >= nwork) return;
+      if (k == 0) return worker(data_ptrs[0]);  // the caller, its thread state kept
+      // A pool thread gets a Python thread state for the whole call: a Python
+      // MuJoCo callback that raises leaves its error there (RunRollout reads
+      // it), where a temporary one would drop it.
+      const PyGILState_STATE gil = PyGILState_Ensure();
+      PyThreadState* thread_state = PyEval_SaveThread();
+      try {
+        worker(data_ptrs[k]);
+      } catch (...) {
+        // (std::bad_alloc before this thread took a rollout: the other threads take them all)
+      }
+      PyEval_RestoreThread(thread_state);
+      PyGILState_Release(gil);
+    };
+    RunOnAll(work);
   }
 
   py::dict stats;
@@ -577,11 +678,17 @@ PYBIND11_MODULE(_mjcenic, mod) {
         Check(mjcenic::plugin::OptionsFromModel(AsModel(model), &o));
       },
       "Raises ValueError naming the key if the model's mjcenic plugin config is invalid.");
-  mod.def("rollout", &RolloutBatch, py::arg("models"), py::arg("datas"), py::arg("nstep"),
-          py::arg("control_spec"), py::arg("state0"), py::arg("warmstart0"), py::arg("control"),
-          py::arg("state").noconvert(), py::arg("sensordata").noconvert(), py::arg("options"),
-          py::arg("chunk_size"),
-          "Batch rollouts on threads (use mjcenic.rollout).");
+  py::class_<RolloutPool>(mod, "_RolloutPool")
+      .def(py::init<int>(), py::arg("nthread"))
+      .def("rollout", &RolloutPool::Rollout, py::arg("models"), py::arg("datas"),
+           py::arg("nstep"), py::arg("control_spec"), py::arg("state0"), py::arg("warmstart0"),
+           py::arg("control"), py::arg("state").noconvert(), py::arg("sensordata").noconvert(),
+           py::arg("options"), py::arg("chunk_size"),
+           "Batch rollouts on the pool's threads (use mjcenic.Rollout or mjcenic.rollout).")
+      .def("close", &RolloutPool::Close, py::call_guard<py::gil_scoped_release>(),
+           "Waits for a running call, then ends the threads.")
+      .def_property_readonly("nthread", &RolloutPool::nthread)
+      .def_property_readonly("closed", &RolloutPool::closed);
   py::class_<PyStepper>(mod, "_Stepper")
       .def(py::init<py::object, py::dict, py::object>(), py::arg("model"), py::arg("options"),
            py::arg("controller") = py::none())

@@ -20,7 +20,7 @@ namespace {
 // flexes, meshes, skins, height fields, textures, sensors (computed after the
 // step at every call anyway), keyframes and names. Structural arrays (ids,
 // addresses) are watched with their neighbours: fewer, longer spans.
-bool Watched(std::string_view name) {
+constexpr bool Watched(std::string_view name) {
   for (std::string_view part : {"_user", "_rgba", "_matid"})
     if (name.size() >= part.size() && name.substr(name.size() - part.size()) == part)
       return false;
@@ -44,11 +44,12 @@ ModelFingerprint::ModelFingerprint(const mjModel* m) {
 #define X(size) [[maybe_unused]] const long long size = m->size;
   MJMODEL_SIZES
 #undef X
+  // Watched is decided at compile time (a stepper is made per rollout).
 #define MJCENIC_MODEL_ARRAY(type, name, nr, nc)                                              \
-  if (static_cast<long long>(nr) * (nc) > 0)                                                \
+  if (constexpr bool watched = Watched(#name); static_cast<long long>(nr) * (nc) > 0)        \
     arrays.push_back({reinterpret_cast<const unsigned char*>(m->name),                       \
                       sizeof(type) * static_cast<std::size_t>(nr) * static_cast<std::size_t>(nc), \
-                      Watched(#name)});
+                      watched});
 #define XMJV MJCENIC_MODEL_ARRAY
 #define X MJCENIC_MODEL_ARRAY
   MJMODEL_POINTERS

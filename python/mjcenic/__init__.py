@@ -17,9 +17,10 @@ _mujoco_check.check(mujoco, BUILT_FOR_MUJOCO, _version.BUILD_KIND, _version.SOUR
 
 from . import _mjcenic  # noqa: E402
 
-from ._rollout import Rollout, RolloutResult, rollout  # noqa: E402
+from ._rollout import Rollout, RolloutResult, rollout, shutdown_persistent_pool  # noqa: E402
 
-__all__ = ["Stepper", "rollout", "Rollout", "RolloutResult", "load_model", "make_data",
+__all__ = ["Stepper", "rollout", "Rollout", "RolloutResult", "shutdown_persistent_pool",
+           "load_model", "make_data",
            "option_keys", "option_table", "stat_table", "error_norm", "BUILT_FOR_MUJOCO",
            "__version__"]
 

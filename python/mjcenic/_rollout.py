@@ -1,12 +1,15 @@
 """mjcenic.rollout: many open-loop simulations at once, as mujoco.rollout.rollout runs them.
 
-The loop itself is C++ (python/bindings.cc, RolloutBatch; docs/architecture.md, "Batch
+The loop itself is C++ (python/bindings.cc, RolloutPool; docs/architecture.md, "Batch
 rollouts"): one thread per MjData, the GIL released, a fresh stepper per rollout, so every
 rollout's result depends only on its own inputs and is bit-identical to a sequential loop of
 ``Stepper(model, **options).step(data)`` whatever the thread count. This module only normalizes
 the arguments the way mujoco.rollout does (singleton expansion, inferred nbatch and nstep) and
-dispatches to the threads or to Ray (mjcenic.distributed).
+dispatches to the threads (kept by a Rollout until close()) or to Ray (mjcenic.distributed).
 """
+import atexit
+import threading
+
 import mujoco
 import numpy as np
 
@@ -88,53 +91,26 @@ def _output(name, a, shape):
     return a
 
 
-def rollout(model, data, initial_state, control=None, *, control_spec=_CTRL, skip_checks=False,
-            nstep=None, initial_warmstart=None, state=None, sensordata=None, chunk_size=None,
-            persistent_pool=False, nthread=None, backend="threads", address=None, **options):
-    """Rolls out open-loop trajectories from initial states with mjcenic; the arguments and
-    outputs of ``mujoco.rollout.rollout``.
-
-    model: an MjModel, or a sequence of nbatch MjModels of the same sizes.
-    data: an MjData, or a sequence of them (one per thread); None makes them.
-    initial_state: ([nbatch or 1] x nstate), nstate = mj_stateSize(m, mjSTATE_FULLPHYSICS).
-    control: ([nbatch or 1] x [nstep or 1] x ncontrol), ncontrol = mj_stateSize(m,
-        control_spec); set with mj_setState before each step.
-    nstep: steps per rollout (else inferred from control/state/sensordata). Each step advances
-        by model.opt.timestep (Stepper.step, the mj_step contract) with as many internal
-        steps as the accuracy needs, so controls mean what they mean for mujoco.rollout.
-    initial_warmstart: ([nbatch or 1] x nv) qacc_warmstart (kept for compatibility; mjcenic's
-        solver warm-starts itself).
-    state, sensordata: optional output arrays, (nbatch x nstep x nstate / nsensordata).
-    nthread: threads (default: len(data); MjData are made for missing ones).
-    chunk_size: rollouts a thread takes at a time (default 1; assignment never changes results).
-    backend: "threads" (default) or "ray" (tasks on a Ray cluster at `address`, or a local Ray
-        started with mjcenic.distributed.init; needs ``pip install mjcenic[ray]``).
-    options: stepper options (option_keys()), over the model's mjcenic plugin <config>.
-    skip_checks, persistent_pool: accepted for compatibility; checks always run and the
-        threads live for one call.
-
-    As mujoco.rollout: inputs not in control_spec are reset before every rollout (ctrl and
-    applied forces to zero, mocap poses and eq_active to the model's), and a rollout that
-    raises a MuJoCo warning stops there. A rollout whose step fails (bad state, solver failure,
-    MuJoCo fatal error) stops too, without stopping the others; its remaining rows repeat its
-    last state and result.stats["error"] says why.
-
-    Returns a RolloutResult: the tuple (state, sensordata) with .stats (per rollout)."""
-    del skip_checks, persistent_pool
-    if backend not in BACKENDS:
-        raise ValueError(f"mjcenic.rollout: backend must be one of {', '.join(BACKENDS)}, "
-                         f"got {backend!r}")
+def _models(model):
     models = [model] if isinstance(model, mujoco.MjModel) else list(model)
     if not models or not all(isinstance(m, mujoco.MjModel) for m in models):
         raise TypeError("mjcenic.rollout: model must be an MjModel or a sequence of them")
+    return models
+
+
+def _datas(data):
     if data is None:
-        datas = []
-    elif isinstance(data, mujoco.MjData):
-        datas = [data]
-    else:
-        datas = list(data)
+        return []
+    datas = [data] if isinstance(data, mujoco.MjData) else list(data)
     if not all(isinstance(d, mujoco.MjData) for d in datas):
         raise TypeError("mjcenic.rollout: data must be an MjData or a sequence of them")
+    return datas
+
+
+def _prepare(models, initial_state, control, control_spec, nstep, initial_warmstart, state,
+             sensordata, chunk_size):
+    """The arguments as the C++ loop takes them: shapes checked, singletons expanded, nbatch
+    and nstep inferred, outputs allocated (or checked when given)."""
     control_spec = int(control_spec)
     if control_spec & ~_USER:
         raise ValueError("mjcenic.rollout: control_spec can only contain bits of mjSTATE_USER")
@@ -179,30 +155,102 @@ def rollout(model, data, initial_state, control=None, *, control_spec=_CTRL, ski
         control = np.ascontiguousarray(np.broadcast_to(control, (nbatch, nstep, ncontrol)))
     state = _output("state", state, (nbatch, nstep, nstate))
     sensordata = _output("sensordata", sensordata, (nbatch, nstep, m0.nsensordata))
+    return dict(models=models, nstep=nstep, control_spec=control_spec,
+                initial_state=initial_state, initial_warmstart=initial_warmstart,
+                control=control, state=state, sensordata=sensordata,
+                chunk_size=min(int(chunk_size or 1), nbatch))
 
+
+def _nthread(owner, nthread, minimum):
+    if (not isinstance(nthread, (int, np.integer)) or isinstance(nthread, bool)
+            or nthread < minimum):
+        raise ValueError(f"{owner}: nthread must be an integer >= {minimum}, got {nthread!r}")
+    return int(nthread)
+
+
+_persistent = None  # the pool mjcenic.rollout(..., persistent_pool=True) keeps
+
+
+def shutdown_persistent_pool():
+    """Ends the threads that ``mjcenic.rollout(..., persistent_pool=True)`` keeps (also
+    called at interpreter exit), as ``mujoco.rollout.shutdown_persistent_pool``."""
+    global _persistent
+    if _persistent is not None:
+        _persistent.close()
+    _persistent = None
+
+
+atexit.register(shutdown_persistent_pool)
+
+
+def rollout(model, data, initial_state, control=None, *, control_spec=_CTRL, skip_checks=False,
+            nstep=None, initial_warmstart=None, state=None, sensordata=None, chunk_size=None,
+            persistent_pool=False, nthread=None, backend="threads", address=None, **options):
+    """Rolls out open-loop trajectories from initial states with mjcenic; the arguments and
+    outputs of ``mujoco.rollout.rollout``.
+
+    model: an MjModel, or a sequence of nbatch MjModels of the same sizes.
+    data: an MjData, or a sequence of them (one per thread); None makes them.
+    initial_state: ([nbatch or 1] x nstate), nstate = mj_stateSize(m, mjSTATE_FULLPHYSICS).
+    control: ([nbatch or 1] x [nstep or 1] x ncontrol), ncontrol = mj_stateSize(m,
+        control_spec); set with mj_setState before each step.
+    nstep: steps per rollout (else inferred from control/state/sensordata). Each step advances
+        by model.opt.timestep (Stepper.step, the mj_step contract) with as many internal
+        steps as the accuracy needs, so controls mean what they mean for mujoco.rollout.
+    initial_warmstart: ([nbatch or 1] x nv) qacc_warmstart (kept for compatibility; mjcenic's
+        solver warm-starts itself).
+    state, sensordata: optional output arrays, (nbatch x nstep x nstate / nsensordata).
+    nthread: threads (default: len(data); MjData are made for missing ones).
+    chunk_size: rollouts a thread takes at a time (default 1; assignment never changes results).
+    persistent_pool: keep the threads (and, with data None, the MjData) for the next call
+        with the same nthread, as mujoco's; shutdown_persistent_pool() ends them.
+    backend: "threads" (default) or "ray" (tasks on a Ray cluster at `address`, or a local Ray
+        started with mjcenic.distributed.init; needs ``pip install mjcenic[ray]``).
+    options: stepper options (option_keys()), over the model's mjcenic plugin <config>.
+    skip_checks: accepted for compatibility; the checks always run.
+
+    As mujoco.rollout: inputs not in control_spec are reset before every rollout (ctrl and
+    applied forces to zero, mocap poses and eq_active to the model's), and a rollout that
+    raises a MuJoCo warning stops there. A rollout whose step fails (bad state, solver failure,
+    MuJoCo fatal error) stops too, without stopping the others; its remaining rows repeat its
+    last state and result.stats["error"] says why.
+
+    Returns a RolloutResult: the tuple (state, sensordata) with .stats (per rollout)."""
+    del skip_checks
+    if backend not in BACKENDS:
+        raise ValueError(f"mjcenic.rollout: backend must be one of {', '.join(BACKENDS)}, "
+                         f"got {backend!r}")
+    models, datas = _models(model), _datas(data)
     if backend == "ray":
         from . import distributed
-        st, sd, stats = distributed.rollout_ray(models, initial_state, control,
-                                                initial_warmstart, nstep, control_spec,
-                                                options, address=address,
+        a = _prepare(models, initial_state, control, control_spec, nstep, initial_warmstart,
+                     state, sensordata, chunk_size)
+        st, sd, stats = distributed.rollout_ray(a["models"], a["initial_state"], a["control"],
+                                                a["initial_warmstart"], a["nstep"],
+                                                a["control_spec"], options, address=address,
                                                 chunk_size=chunk_size)
-        state[...] = st
-        sensordata[...] = sd
-        return RolloutResult(state, sensordata, stats)
+        a["state"][...] = st
+        a["sensordata"][...] = sd
+        return RolloutResult(a["state"], a["sensordata"], stats)
     if address is not None:
         raise ValueError("mjcenic.rollout: address is for backend='ray'")
-
-    if nthread is None:
-        nthread = max(1, len(datas))
-    if not isinstance(nthread, (int, np.integer)) or nthread < 1:
-        raise ValueError(f"mjcenic.rollout: nthread must be an integer >= 1, got {nthread!r}")
-    nthread = min(int(nthread), nbatch)
-    datas = datas[:nthread] + [mujoco.MjData(m0) for _ in range(nthread - len(datas))]
-    stats = _mjcenic.rollout(models, datas, nstep, control_spec, initial_state,
-                             initial_warmstart, control, state, sensordata, options,
-                             min(int(chunk_size or 1), nbatch))
-    stats["accepted_steps"] = stats["steps"]  # as Stepper.stats
-    return RolloutResult(state, sensordata, stats)
+    nthread = _nthread("mjcenic.rollout", max(1, len(datas)) if nthread is None else nthread, 1)
+    global _persistent
+    if persistent_pool:
+        if _persistent is not None and _persistent.nthread != nthread:
+            shutdown_persistent_pool()
+        if _persistent is None:
+            _persistent = Rollout(nthread=nthread)
+        pool = _persistent
+    else:
+        pool = Rollout(nthread=nthread)
+    try:
+        return pool.rollout(model, data, initial_state, control, control_spec=control_spec,
+                            nstep=nstep, initial_warmstart=initial_warmstart, state=state,
+                            sensordata=sensordata, chunk_size=chunk_size, **options)
+    finally:
+        if not persistent_pool:
+            pool.close()
 
 
 class Rollout:
@@ -213,21 +261,19 @@ class Rollout:
         with mjcenic.Rollout(nthread=4) as r:
             state, sensordata = r.rollout(m, None, x0, ctrl)
 
-    nthread: threads per call (None or 0: the calling thread, as mujoco's). The object
-    keeps one MjData per thread for the last model it ran (when ``data`` is None), so
-    successive calls on the same model allocate none; each call's threads and
-    steppers are fresh, which keeps every rollout's result a function of its own inputs
-    (docs/architecture.md, "Batch rollouts")."""
+    nthread: threads (None or 0: the calling thread, as mujoco's). The threads live
+    until close() (or the end of the ``with`` block); with ``data`` None the object
+    also keeps one MjData per thread for the last model it ran. Every rollout gets a
+    fresh stepper, which keeps its result a function of its own inputs
+    (docs/architecture.md, "Batch rollouts"). One call runs at a time: a call from
+    a second Python thread waits for the first."""
 
     def __init__(self, *, nthread=None):
-        if nthread is not None and (not isinstance(nthread, (int, np.integer))
-                                    or isinstance(nthread, bool) or nthread < 0):
-            raise ValueError(f"mjcenic.Rollout: nthread must be an integer >= 0, got "
-                             f"{nthread!r}")
-        self.nthread = 0 if nthread is None else int(nthread)
+        self.nthread = 0 if nthread is None else _nthread("mjcenic.Rollout", nthread, 0)
+        self._impl = _mjcenic._RolloutPool(max(1, self.nthread))
         self._model = None   # the model the pooled MjData were made for
         self._datas = []
-        self._open = True
+        self._lock = threading.Lock()  # guards _model and _datas
 
     def __enter__(self):
         return self
@@ -236,22 +282,28 @@ class Rollout:
         self.close()
 
     def __repr__(self):
-        return f"<mjcenic.Rollout nthread={self.nthread}{'' if self._open else ' closed'}>"
+        closed = self._impl is None
+        return f"<mjcenic.Rollout nthread={self.nthread}{' closed' if closed else ''}>"
 
     def close(self):
-        """Frees the pooled MjData; rollout() afterwards raises RuntimeError."""
-        self._open = False
-        self._model = None
-        self._datas = []
+        """Waits for a running rollout(), ends the threads and frees the pooled MjData;
+        rollout() afterwards raises RuntimeError."""
+        impl, self._impl = self._impl, None
+        if impl is not None:
+            impl.close()
+        with self._lock:
+            self._model = None
+            self._datas = []
 
     def _pool(self, model):
         m0 = model if isinstance(model, mujoco.MjModel) else next(iter(model), None)
         if not isinstance(m0, mujoco.MjModel):
-            return None  # mjcenic.rollout names the error
-        if self._model is not m0:
-            self._model = m0
-            self._datas = [mujoco.MjData(m0) for _ in range(max(1, self.nthread))]
-        return self._datas
+            return None  # _models names the error
+        with self._lock:
+            if self._model is not m0:
+                self._model = m0
+                self._datas = [mujoco.MjData(m0) for _ in range(max(1, self.nthread))]
+            return self._datas
 
     def rollout(self, model, data, initial_state, control=None, *, control_spec=_CTRL,
                 skip_checks=False, nstep=None, initial_warmstart=None, state=None,
@@ -259,12 +311,19 @@ class Rollout:
         """mjcenic.rollout on this object's threads (see there for the arguments); `data`,
         if given, is one MjData per thread, else the pooled ones are used. Returns a
         RolloutResult, the tuple (state, sensordata) with .stats."""
-        if not self._open:
-            raise RuntimeError("rollout requested after thread pool shutdown")
-        if data is None:
-            data = self._pool(model)
-        return rollout(model, data, initial_state, control, control_spec=control_spec,
-                       skip_checks=skip_checks, nstep=nstep,
-                       initial_warmstart=initial_warmstart, state=state,
-                       sensordata=sensordata, chunk_size=chunk_size,
-                       nthread=max(1, self.nthread), **options)
+        del skip_checks
+        impl = self._impl
+        if impl is None:
+            raise RuntimeError("mjcenic.Rollout: rollout requested after thread pool shutdown "
+                               "(close() was called; make a new mjcenic.Rollout)")
+        models = _models(model)
+        datas = _datas(self._pool(model) if data is None else data)
+        a = _prepare(models, initial_state, control, control_spec, nstep, initial_warmstart,
+                     state, sensordata, chunk_size)
+        nthread = min(impl.nthread, len(a["models"]))
+        datas = datas[:nthread] + [mujoco.MjData(models[0]) for _ in range(nthread - len(datas))]
+        stats = impl.rollout(a["models"], datas, a["nstep"], a["control_spec"],
+                             a["initial_state"], a["initial_warmstart"], a["control"],
+                             a["state"], a["sensordata"], options, a["chunk_size"])
+        stats["accepted_steps"] = stats["steps"]  # as Stepper.stats
+        return RolloutResult(a["state"], a["sensordata"], stats)

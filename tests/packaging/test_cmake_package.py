@@ -1,5 +1,6 @@
-"""`cmake --install` output used as docs/c-api.md says: a downstream CMake project (C and C++)
-written from the docs' CMake snippet, and the installed `mjcenic-run`."""
+"""`cmake --install` output used as the README and docs/c-api.md say: the README's program and
+CMake project, copied verbatim, and docs/c-api.md's CMake project (C and C++), each built with
+nothing set by the consumer but the prefix, and the installed `mjcenic-run`."""
 import re
 import shutil
 import subprocess
@@ -19,6 +20,23 @@ def docs_cmake_snippet():
     section = text.split("## Building and linking", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```cmake\n(.*?)```", section, re.S)
     return block
+
+
+def readme_consumer():
+    """The ```cpp and ```cmake blocks of the README's "C and C++" section: the program and its
+    CMakeLists.txt."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## C and C++", 1)[1].split("\n## ", 1)[0]
+    (program,) = re.findall(r"```cpp\n(.*?)```", section, re.S)
+    (cmake,) = re.findall(r"```cmake\n(.*?)```", section, re.S)
+    return program, cmake
+
+
+def _no_build_tree(binary):
+    """The file names neither the build tree nor a Python environment's MuJoCo."""
+    data = binary.read_bytes()
+    assert str(BUILD).encode() not in data, binary
+    assert b"site-packages" not in data, binary
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +125,43 @@ def test_docs_consumer_project_c_and_cxx_and_installed_runner(prefix, tmp_path):
     out = run([runner, model, "--duration", "0.2", "--json", tmp_path / "r.json"], env=env,
               cwd=tmp_path)
     assert "finite" in (tmp_path / "r.json").read_text(), out.stdout
+
+
+def test_readme_consumer_builds_verbatim_and_outlives_its_build_tree(prefix, tmp_path):
+    """The README's my_app (CMakeLists.txt and my_app.cc exactly as printed, no C++ standard set
+    by the consumer) configures, compiles, links and steps a model; the executable and the
+    installed mjcenic-run run with their build trees deleted, loading only from the prefix."""
+    program, cmake_lists = readme_consumer()
+    assert "CMAKE_CXX_STANDARD" not in cmake_lists and "cxx_std" not in cmake_lists
+    src = tmp_path / "my_app"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(cmake_lists)
+    (src / "my_app.cc").write_text(program)
+    build = src / "build"
+    cmake, env = shutil.which("cmake"), {"PATH": "/usr/bin:/bin"}
+    run([cmake, "-S", src, "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}"], env=env)
+    run([cmake, "--build", build], env=env)
+    exe = tmp_path / "my_app_bin"
+    shutil.copy2(build / "my_app", exe)
+    shutil.rmtree(build)
+    model = tmp_path / "sphere.xml"
+    model.write_text(FALLING_SPHERE_XML)
+    out = run([exe, model], env=env).stdout
+    m = re.fullmatch(r"t = ([0-9.]+) s, qpos\[2\] = ([0-9.-]+), ([0-9]+) steps\n", out)
+    assert m, out
+    # One second: the sphere (radius 0.1) fell 1 m - 0.1 m in 0.43 s and rests on the plane.
+    assert 1.0 <= float(m.group(1)) <= 1.0021  # the loop ends on the first step past 1 s
+    assert float(m.group(2)) == pytest.approx(0.1, abs=5e-3)
+    assert int(m.group(3)) > 0
+    usage = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 1 and "usage: my_app MODEL.xml" in usage.stderr
+    runner = prefix / "bin" / "mjcenic-run"
+    for binary in (exe, runner, prefix / "lib" / "libmjcenic.so"):
+        _loaded_from(binary, prefix)
+        _no_build_tree(binary)
+    run([runner, model, "--duration", "0.5", "--json", tmp_path / "r.json"], env=env,
+        cwd=tmp_path)
+    assert "finite" in (tmp_path / "r.json").read_text()
 
 
 def test_config_refuses_another_mujoco_naming_both_versions(prefix, tmp_path):

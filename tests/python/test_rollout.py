@@ -201,6 +201,142 @@ def test_rollout_object_equals_rollout_over_successive_calls(model, inputs, nthr
         list(inspect.signature(mujoco.rollout.Rollout).parameters)
 
 
+def _threads():
+    """This process's threads (native ones included)."""
+    return len(list(pathlib.Path("/proc/self/task").iterdir()))
+
+
+def _assert_reference(res, reference, rows=None):
+    for r in range(len(reference)) if rows is None else rows:
+        st, se, _, stats, _ = reference[r]
+        np.testing.assert_array_equal(res.state[r], st)
+        np.testing.assert_array_equal(res.sensordata[r], se)
+        assert res.stats["steps"][r] == stats["steps"]
+        assert res.stats["rejected_steps"][r] == stats["rejected_steps"]
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/task").is_dir(), reason="needs /proc")
+def test_rollout_object_keeps_its_threads_and_equals_the_stepper_loop(model, inputs, reference):
+    """The threads start with the object and end with close(); no call starts one. Every call,
+    including after a call on another model (other sizes, its own pooled MjData), equals the
+    sequential Stepper loop bit for bit."""
+    x, u = inputs
+    other = mujoco.MjModel.from_xml_string(
+        "<mujoco><option timestep='0.005'/><worldbody><geom type='plane' size='1 1 .1'/>"
+        "<body pos='0 0 .2'><freejoint/><geom type='sphere' size='.05'/></body></worldbody>"
+        "</mujoco>")
+    d = mujoco.MjData(other)
+    mujoco.mj_forward(other, d)
+    x_other = np.tile(_state(other, d), (3, 1))
+    x_other[:, 1 + 2] = [0.1, 0.2, 0.3]
+    ref_other = [sequential(other, x_other[r], np.zeros((25, 0))) for r in range(3)]
+    before = _threads()
+    r = mjcenic.Rollout(nthread=3)
+    assert _threads() == before + 2  # two of its own; the caller is the third
+    for _ in range(2):
+        _assert_reference(r.rollout(model, None, x, u), reference)
+        assert _threads() == before + 2
+        res = r.rollout(other, None, x_other, nstep=25)
+        _assert_reference(res, ref_other)
+    assert len(r._datas) == 3 and r._model is other
+    r.close()
+    assert _threads() == before
+    r.close()  # idempotent
+    assert "closed" in repr(r)
+
+
+def test_rollout_object_close_and_context_manager(model, inputs, reference):
+    x, u = inputs
+    with mjcenic.Rollout(nthread=2) as r:
+        _assert_reference(r.rollout(model, None, x, u), reference)
+    for call in (lambda: r.rollout(model, None, x, u), lambda: r.rollout(model, None, x, u, nstep=0)):
+        with pytest.raises(RuntimeError, match=r"mjcenic.Rollout: rollout requested after thread "
+                                               r"pool shutdown \(close\(\) was called; make a new"):
+            call()
+    with pytest.raises(ValueError, match="nthread must be an integer >= 0"):
+        mjcenic.Rollout(nthread=-1)
+    with pytest.raises(ValueError, match="nthread must be an integer >= 0"):
+        mjcenic.Rollout(nthread=1.5)
+    # the pool refuses too when called directly after close()
+    pool = mjcenic._mjcenic._RolloutPool(1)
+    pool.close()
+    assert pool.closed
+    with pytest.raises(RuntimeError, match="after thread pool shutdown"):
+        pool.rollout([model], [mujoco.MjData(model)], 1, 1, x[0], None, None,
+                     np.empty((1, 1, x.shape[1])), np.empty((1, 1, model.nsensordata)), {}, 1)
+
+
+def test_rollout_object_is_thread_safe(model, inputs, reference):
+    """Python threads calling one Rollout(nthread=2) at once (with pooled and with their own
+    MjData), and close() from another thread while a call runs: every result is the
+    sequential loop's, bit for bit (calls wait for each other; close waits for the call)."""
+    import threading
+    x, u = inputs
+    r = mjcenic.Rollout(nthread=2)
+    results, errors = [], []
+
+    def work(own_data):
+        try:
+            for _ in range(3):
+                data = [mujoco.MjData(model) for _ in range(2)] if own_data else None
+                results.append(r.rollout(model, data, x, u))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k % 2 == 1,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(results) == 12
+    for res in results:
+        _assert_reference(res, reference)
+    # close() from another thread while a call runs: the call completes, later calls fail.
+    started = threading.Event()
+    out = []
+
+    def late_call():
+        started.set()
+        try:
+            out.append(r.rollout(model, None, x, u))
+        except RuntimeError as e:  # close() came first
+            out.append(e)
+
+    t = threading.Thread(target=late_call)
+    t.start()
+    started.wait()
+    r.close()
+    t.join()
+    if isinstance(out[0], RuntimeError):
+        assert "after thread pool shutdown" in str(out[0])
+    else:  # the call got the pool before close()
+        _assert_reference(out[0], reference)
+    with pytest.raises(RuntimeError, match="after thread pool shutdown"):
+        r.rollout(model, None, x, u)
+
+
+def test_rollout_persistent_pool(model, inputs, reference):
+    """persistent_pool=True keeps one pool for calls with the same nthread (as mujoco's), a
+    different nthread replaces it, shutdown_persistent_pool ends it; results are the loop's."""
+    from mjcenic import _rollout
+    x, u = inputs
+    _assert_reference(mjcenic.rollout(model, None, x, u, nthread=2, persistent_pool=True),
+                      reference)
+    pool = _rollout._persistent
+    assert pool.nthread == 2
+    _assert_reference(mjcenic.rollout(model, None, x, u, nthread=2, persistent_pool=True),
+                      reference)
+    assert _rollout._persistent is pool
+    _assert_reference(mjcenic.rollout(model, None, x, u, nthread=3, persistent_pool=True),
+                      reference)
+    assert _rollout._persistent is not pool and _rollout._persistent.nthread == 3
+    with pytest.raises(RuntimeError, match="after thread pool shutdown"):
+        pool.rollout(model, None, x, u)
+    mjcenic.shutdown_persistent_pool()
+    assert _rollout._persistent is None
+
+
 def test_rollout_same_arguments_and_shapes_as_mujoco(model, inputs):
     x, u = inputs
     from mujoco import rollout as mj_rollout
