@@ -454,7 +454,7 @@ def main() -> int:
         print(f"{len(mutants)} mutations apply")
         return 0
 
-    scratch = Path(args.scratch)
+    scratch = Path(args.scratch).resolve()  # absolute: CCACHE_BASEDIR must be
     src, build = scratch / "src", scratch / "build"
     src.mkdir(parents=True, exist_ok=True)
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
