@@ -40,7 +40,7 @@ class Mutant:
     new: str
     what: str
     focus: str = ""  # gtest filter run first (the tests aimed at it)
-    python: list[str] = field(default_factory=list)  # pytest files run if C++ survives
+    python: list[str] = field(default_factory=list)  # pytest files aimed at it (run after focus)
     equivalent: str = ""  # reason it cannot change behaviour
 
 
@@ -431,7 +431,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scratch", default=str(ROOT / "build-mutants"))
     ap.add_argument("--json", default=str(ROOT / "build-mutants" / "mutants.json"))
-    ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--only", default="", help="comma-separated mutant ids (run in that order)")
     ap.add_argument("--check", action="store_true", help="only check that every mutation applies")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--test-timeout", type=float, default=120,
@@ -444,8 +444,12 @@ def main() -> int:
 
     mutants = MUTANTS
     if args.only:
-        want = set(args.only.split(","))
-        mutants = [m for m in MUTANTS if m.id in want]
+        by_id = {m.id: m for m in MUTANTS}
+        unknown = [i for i in args.only.split(",") if i not in by_id]
+        if unknown:
+            print(f"unknown mutant ids: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        mutants = [by_id[i] for i in dict.fromkeys(args.only.split(","))]  # in the order given
     problems = check(mutants, ROOT)
     if problems:
         print("\n".join(problems), file=sys.stderr)
@@ -531,6 +535,15 @@ def main() -> int:
                         [("focus", run_cpp(mu.focus))] if mu.focus else []):
                     if rc:
                         killed_by = label
+                ran_python = False
+                if killed_by is None and mu.python and args.python:
+                    # The Python tests aimed at it, before the whole C++ subset.
+                    rc, out, _ = build_tests(PYTHON_TARGETS)
+                    if rc == 0:
+                        rc, out, _ = run_python(mu.python)
+                    ran_python = True
+                    if rc:
+                        killed_by = "python"
                 if killed_by is None:
                     rc, out, _ = run_cpp(fast)
                     if rc:
@@ -539,7 +552,7 @@ def main() -> int:
                     rc, out, _ = run_cpp("*", "mjcenic_icf_tests")
                     if rc:
                         killed_by = "icf"
-                if killed_by is None and args.python:
+                if killed_by is None and args.python and not ran_python:
                     # The Python extension (and the CLI the Python tests run) is built
                     # only for a mutant C++ let through.
                     rc, out, _ = build_tests(PYTHON_TARGETS)
