@@ -469,6 +469,8 @@ def main() -> int:
         if not b.exists() or b.read_bytes() != a.read_bytes():
             b.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(a, b)  # a fresh mtime: make must see the change
+        if b.stat().st_mode != a.stat().st_mode:
+            shutil.copymode(a, b)  # scripts the tests run stay executable
     # The tests find third-party models at <source>/../shared/models: link them.
     shared = (ROOT.parent / "shared").resolve()
     if shared.is_dir() and not (scratch / "shared").exists():
