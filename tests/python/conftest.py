@@ -59,8 +59,9 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     if rep.skipped and os.environ.get("CI") == "true" and "could not import" in str(rep.longrepr):
+        why = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else rep.longrepr
         rep.outcome = "failed"
-        rep.longrepr = f"CI=true: a test extra is not installed: {rep.longrepr}"
+        rep.longrepr = f"CI=true: a test extra is not installed ({why}; make ray-deps)"
 
 
 def pytest_terminal_summary(terminalreporter):
