@@ -40,7 +40,7 @@ class Mutant:
     new: str
     what: str
     focus: str = ""  # gtest filter run first (the tests aimed at it)
-    python: list[str] = field(default_factory=list)  # pytest files run if C++ survives
+    python: list[str] = field(default_factory=list)  # pytest files aimed at it (run after focus)
     equivalent: str = ""  # reason it cannot change behaviour
 
 
@@ -58,6 +58,15 @@ MST = "mjcenic/adapter/mujoco_state.cc"
 SS = "mjcenic/integrator/stepper_schemes.cc"
 WS = "mjcenic/integrator/warm_start.cc"
 CA = "plugin/c_api.cc"
+SO = "mjcenic/icf/icf_solver.cc"
+OP = "mjcenic/integrator/options.cc"
+SOUT = "mjcenic/integrator/stepper_outputs.cc"
+CF = "mjcenic/adapter/constraint_forces.cc"
+LIN = "mjcenic/icf/linear/"
+PY = "python/mjcenic/"
+# Python test files aimed at mutations below.
+T_STIFF = "tests/python/test_joint_stiffness_solvers.py"
+T_DENSE = "tests/python/test_dense_output.py"
 
 MUTANTS = [
     # --- the survivors and single catches of the issue ---
@@ -241,6 +250,136 @@ MUTANTS = [
     Mutant("mjcb-control-skipped", MS, "if (mjcb_control && !(m_->opt.disableflags & mjDSBL_ACTUATION)) "
            "RunEscapable(mjcb_control, m_, d);",
            "", "mjcb_control never called"),
+    # --- the second independent list's survivors and single-indirect kills ---
+    Mutant("island-newton-eta", SO, "      isl_.eta[i] = theta / (1 - theta);",
+           "      isl_.eta[i] = theta / (1 + theta);",
+           "per-island Newton stopping test with η = θ/(1+θ): stops early", "Islands*:IcfSolver*"),
+    Mutant("options-mu-static-ratio", OP, "if (!(o.contact.mu_static_ratio >= 1))",
+           "if (!(o.contact.mu_static_ratio >= 0))", "mu_static_ratio < 1 accepted",
+           "OptionsValidation.*"),
+    Mutant("options-kappa-upper", OP, "if (!(o.kappa <= 1)) return bad(",
+           "if (!(o.kappa <= 2)) return bad(", "kappa up to 2 accepted", "OptionsValidation.*"),
+    Mutant("options-control-order", OP, "o.control.min_shrink > 0 && o.control.min_shrink < 1 && o.control.order > 0))",
+           "o.control.min_shrink > 0 && o.control.min_shrink < 1))",
+           "step-size control order <= 0 accepted", "OptionsValidation.*"),
+    Mutant("rollout-config-ignored", "python/bindings.cc",
+           "      Check(mjcenic::plugin::OptionsFromModel(m, o.get()));\n", "",
+           "mjcenic.rollout ignores the model's plugin <config>",
+           python=["tests/python/test_rollout_config.py"]),
+    Mutant("abi-major-only", PY + "_mujoco_check.py",
+           "    if mujoco_module.__version__ == built_for:",
+           "    if mujoco_module.__version__.split(\".\")[0] == built_for.split(\".\")[0]:",
+           "MuJoCo ABI check compares the major version only",
+           python=["tests/python/test_mujoco_abi_check.py"]),
+    Mutant("islands-no-stiffness", LIN + "islands.cc",
+           "add(i, i, model.h * model.D[i] + model.h * model.h * model.K[i]);",
+           "add(i, i, model.h * model.D[i]);", "joint stiffness missing from the islands solver's Hessian",
+           python=[T_STIFF]),
+    Mutant("anchor-retry-advances", "mjcenic/adapter/stiction_anchors.cc",
+           "advance = advance && d->time > last_time_;", "advance = advance && d->time >= last_time_;",
+           "a retried step's rebuild advances the anchors again (bias doubles)",
+           "StictionAnchorRetry.*"),
+    Mutant("friction-reg-one-body", A, "(inv_mass_[b1] + inv_mass_[b2]);", "(inv_mass_[b2]);",
+           "friction regularization R_t from one body's mass", "FrictionRegularization.*"),
+    Mutant("pyramidal-share-condim3", CF,
+           "const double share = dim == 3 ? slack * 0.5 : slack / (dim - 1);",
+           "const double share = slack * 0.5;",
+           "condim 4/6 pyramidal write-back shares the slack as for condim 3",
+           python=["tests/python/test_contact_writeback.py"]),
+    Mutant("dense-qvel-end", SOUT, "s.v_mid[i] = s.v_a[i] + sigma * (s.v_b[i] - s.v_a[i]);",
+           "s.v_mid[i] = s.v_b[i];", "dense output writes the step's end velocity", "DenseOutput.*",
+           python=[T_DENSE]),
+    Mutant("dense-act-sigma", SOUT, "s.act_mid[i] = -sigma * s.act_euler[i];",
+           "s.act_mid[i] = -s.act_euler[i];", "dense output activations without the σ weight",
+           "DenseOutput.*", python=[T_DENSE]),
+    # --- one per source file with logic that had none ---
+    Mutant("block-no-stiffness", LIN + "block.cc",
+           "Lc[(i - s0) * w + (i - s0)] += m.h * m.D[i] + m.h * m.h * m.K[i];",
+           "Lc[(i - s0) * w + (i - s0)] += m.h * m.D[i];",
+           "joint stiffness missing from the block solver's Hessian", python=[T_STIFF]),
+    Mutant("lowrank-no-stiffness", LIN + "lowrank.cc",
+           "AddTo(&A_, i, i, m.h * m.D[i] + m.h * m.h * m.K[i]);", "AddTo(&A_, i, i, m.h * m.D[i]);",
+           "joint stiffness missing from the low-rank solver's Hessian", python=[T_STIFF]),
+    Mutant("pcg-no-stiffness", LIN + "pcg.cc",
+           "+= model.h * model.D[i] + model.h * model.h * model.K[i];", "+= model.h * model.D[i];",
+           "joint stiffness missing from PCG's block preconditioner", python=[T_STIFF]),
+    Mutant("tree-no-stiffness", LIN + "tree.cc",
+           "H_[rowadr_[i] + rownnz_[i] - 1] += m.h * m.D[i] + m.h * m.h * m.K[i];",
+           "H_[rowadr_[i] + rownnz_[i] - 1] += m.h * m.D[i];",
+           "joint stiffness missing from the tree solver's Hessian", python=[T_STIFF]),
+    Mutant("dense-solve-unreversed", LIN + "dense.cc",
+           "std::reverse_copy(y_.begin(), y_.end(), x);", "std::copy(y_.begin(), y_.end(), x);",
+           "dense solve returns the reversed-order solution", python=[T_STIFF]),
+    Mutant("requested-solver-ignored", LIN + "linear_solver.cc",
+           "  if (requested != LinearSolverKind::kAuto) return requested;\n", "",
+           "the requested linear solver is ignored", "LinearSolver*:Islands*"),
+    Mutant("evaluator-advance-alpha", "mjcenic/icf/evaluator.cc",
+           "d->Av[i] += alpha[isl[i]] * d->Aw[i];", "d->Av[i] += d->Aw[i];",
+           "A·v advanced by the full step instead of the line search's α"),
+    Mutant("sweep-normal-sign", "mjcenic/icf/contact_sweeps.cc",
+           "const double vf = vc[0] + P.bias[3 * c] - wn * g[0];",
+           "const double vf = vc[0] + P.bias[3 * c] + wn * g[0];",
+           "contact sweep's normal velocity without the contact's own impulse (sign)"),
+    Mutant("warm-start-accel-sign", "mjcenic/integrator/warm_start.cc",
+           "v_guess[i] = v_start[i] + h * accel_old_[i];", "v_guess[i] = v_start[i] - h * accel_old_[i];",
+           "Newton's guess extrapolates the old acceleration backwards"),
+    Mutant("linearizer-kv-dropped", "mjcenic/adapter/controller_linearizer.cc",
+           "feedback_.kv[i] = -(tau_perturbed_[i] - tau_x0_[i]) / dv;", "feedback_.kv[i] = 0;",
+           "implicit controller's velocity gain dropped", "ControllerLinearizer*:Controller*"),
+    Mutant("fingerprint-blocks-ignored", "mjcenic/adapter/model_fingerprint.cc",
+           "        a[k] += w[k];", "        (void)w[k];",
+           "model fingerprint ignores all but each span's last 32 bytes", "DenseOutput.*"),
+    Mutant("penetration-growth-from-zero", "mjcenic/adapter/penetration_check.cc",
+           "const double growth = -c.dist - Lookup(start_depths_, PairKey(c.geom[0], c.geom[1]));",
+           "const double growth = -c.dist;",
+           "penetration growth measured from zero, not from the step's start depth"),
+    Mutant("snapshot-ctrl-ignored", "mjcenic/adapter/state_snapshot.cc",
+           "    fn(d->ctrl, m->nu);\n", "", "a changed ctrl does not restart dense output",
+           "DenseOutput.*"),
+    Mutant("fatal-error-no-restore", "plugin/mujoco_errors.cc",
+           "      if (k > 0) std::memcpy(x, in, sizeof(mjtNum) * k);",
+           "      if (false) std::memcpy(x, in, sizeof(mjtNum) * k);",
+           "a MuJoCo fatal error inside a step leaves the state half-stepped"),
+    Mutant("plugin-empty-config-value", "plugin/plugin.cc", "if (!value || !value[0]) continue;",
+           "if (!value) continue;", "a plugin config key left unset is parsed as an empty value"),
+    Mutant("cli-chunk-default", "mjcenic/cli/mjcenic_run.cc", "double chunk = 0.05;",
+           "double chunk = 0.1;", "mjcenic-run advances in 0.1 s chunks, not 0.05 s"),
+    Mutant("load-model-first-key", PY + "__init__.py", "    elif model.nkey > 0:",
+           "    elif model.nkey > 1:", "load_model ignores a model's only keyframe"),
+    Mutant("cli-positive-zero", PY + "_cliutil.py", "if not (v > 0 and math.isfinite(v)):",
+           "if not (v >= 0 and math.isfinite(v)):", "CLI accepts 0 where a positive number is needed"),
+    Mutant("cli-sample-default", PY + "cli.py",
+           'p.add_argument("--sample", type=_cliutil.positive, default=0.01,',
+           'p.add_argument("--sample", type=_cliutil.positive, default=0.02,',
+           "mjcenic run samples every 20 ms, not 10 ms"),
+    Mutant("rollout-no-broadcast", PY + "_rollout.py",
+           "        if value == 1:\n            value = a.shape[dim]",
+           "        if False:\n            value = a.shape[dim]",
+           "rollout does not broadcast singleton dimensions",
+           python=["tests/python/test_rollout.py"]),
+    Mutant("ray-last-rollout-dropped", PY + "distributed.py",
+           "        end = min(nbatch, begin + chunk_size)",
+           "        end = min(nbatch - 1, begin + chunk_size)",
+           "the Ray backend drops the last rollout (needs Ray installed)",
+           python=["tests/python/test_rollout.py"]),
+    Mutant("install-plugin-any-elf", PY + "install_plugin.py",
+           'if b"mjcenic_create" not in data or b"mjcenic_step" not in data:', "if False:",
+           "install-plugin accepts any ELF file"),
+    Mutant("viewer-accuracy-keys-swapped", PY + "viewer.py",
+           "acc = self.accuracy / 10 if keycode == KEY_TIGHTER else self.accuracy * 10",
+           "acc = self.accuracy * 10 if keycode == KEY_TIGHTER else self.accuracy / 10",
+           "viewer's tighter/looser accuracy keys swapped"),
+    Mutant("compare-energy-no-kinetic", PY + "compare.py",
+           "return float(ed.energy[0] + ed.energy[1])", "return float(ed.energy[0])",
+           "compare's energy drift without the kinetic energy",
+           python=["tests/python/test_compare.py"]),
+    Mutant("work-precision-error-sign", PY + "work_precision.py",
+           "errs[i] = np.max(np.abs(dq))", "errs[i] = np.max(dq)",
+           "trajectory error without |·|: errors in the negative direction missed",
+           python=["tests/python/test_work_precision.py"]),
+    Mutant("backend-range-inclusive", "python/build_backend/mjcenic_backend.py",
+           '            < _version_tuple(rng["below"]))', '            <= _version_tuple(rng["below"]))',
+           "the wheel build accepts the excluded MuJoCo version 'below'"),
     # --- C API ---
     Mutant("capi-foreign-data", CA, "if (d->signature != m->signature || d->narena != m->narena)",
            "if (false)", "mjData of another model accepted"),
@@ -292,7 +431,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scratch", default=str(ROOT / "build-mutants"))
     ap.add_argument("--json", default=str(ROOT / "build-mutants" / "mutants.json"))
-    ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--only", default="", help="comma-separated mutant ids (run in that order)")
     ap.add_argument("--check", action="store_true", help="only check that every mutation applies")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--test-timeout", type=float, default=120,
@@ -305,8 +444,12 @@ def main() -> int:
 
     mutants = MUTANTS
     if args.only:
-        want = set(args.only.split(","))
-        mutants = [m for m in MUTANTS if m.id in want]
+        by_id = {m.id: m for m in MUTANTS}
+        unknown = [i for i in args.only.split(",") if i not in by_id]
+        if unknown:
+            print(f"unknown mutant ids: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        mutants = [by_id[i] for i in dict.fromkeys(args.only.split(","))]  # in the order given
     problems = check(mutants, ROOT)
     if problems:
         print("\n".join(problems), file=sys.stderr)
@@ -315,7 +458,7 @@ def main() -> int:
         print(f"{len(mutants)} mutations apply")
         return 0
 
-    scratch = Path(args.scratch)
+    scratch = Path(args.scratch).resolve()  # absolute: CCACHE_BASEDIR must be
     src, build = scratch / "src", scratch / "build"
     src.mkdir(parents=True, exist_ok=True)
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
@@ -326,6 +469,8 @@ def main() -> int:
         if not b.exists() or b.read_bytes() != a.read_bytes():
             b.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(a, b)  # a fresh mtime: make must see the change
+        if b.stat().st_mode != a.stat().st_mode:
+            shutil.copymode(a, b)  # scripts the tests run stay executable
     # The tests find third-party models at <source>/../shared/models: link them.
     shared = (ROOT.parent / "shared").resolve()
     if shared.is_dir() and not (scratch / "shared").exists():
@@ -392,6 +537,15 @@ def main() -> int:
                         [("focus", run_cpp(mu.focus))] if mu.focus else []):
                     if rc:
                         killed_by = label
+                ran_python = False
+                if killed_by is None and mu.python and args.python:
+                    # The Python tests aimed at it, before the whole C++ subset.
+                    rc, out, _ = build_tests(PYTHON_TARGETS)
+                    if rc == 0:
+                        rc, out, _ = run_python(mu.python)
+                    ran_python = True
+                    if rc:
+                        killed_by = "python"
                 if killed_by is None:
                     rc, out, _ = run_cpp(fast)
                     if rc:
@@ -400,7 +554,7 @@ def main() -> int:
                     rc, out, _ = run_cpp("*", "mjcenic_icf_tests")
                     if rc:
                         killed_by = "icf"
-                if killed_by is None and args.python:
+                if killed_by is None and args.python and not ran_python:
                     # The Python extension (and the CLI the Python tests run) is built
                     # only for a mutant C++ let through.
                     rc, out, _ = build_tests(PYTHON_TARGETS)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import types
 
+import numpy as np
+
 import pytest
 
 from conftest import BUILD, ROOT, SHARED_MODELS, python_env
@@ -122,3 +124,65 @@ def test_sweep_ray_flag_checked_before_work(tmp_path):
         capture_output=True, text=True, timeout=60, env=python_env())
     assert proc.returncode == 2 and "--models" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+# A Ray cluster of at least two nodes at MJCENIC_RAY_ADDRESS (CI starts one on 127.0.0.1:
+# `make test-ray`), its second node offering the custom resource "node2".
+RAY_ADDRESS = os.environ.get("MJCENIC_RAY_ADDRESS")
+cluster = pytest.mark.skipif(not RAY_ADDRESS, reason="no Ray cluster (MJCENIC_RAY_ADDRESS unset; "
+                             "make test-ray starts one)")
+
+
+def _rollout_inputs():
+    import mujoco
+    from test_rollout import SCENE, NSTEP
+    m = mujoco.MjModel.from_xml_string(SCENE)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    x0 = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS))
+    mujoco.mj_getState(m, d, x0, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    x = np.tile(x0, (4, 1))
+    x[:, 1 + 1 + 7 + 2] = np.linspace(0.17, 0.4, 4)  # box2's drop height
+    u = np.random.default_rng(5).uniform(-0.5, 0.5, (4, NSTEP, m.nu))
+    return m, x, u
+
+
+@cluster
+def test_rollout_on_a_two_node_cluster_equals_threads():
+    ray = pytest.importorskip("ray")
+    import mjcenic
+    import mjcenic.distributed as dist
+    m, x, u = _rollout_inputs()
+    threads = mjcenic.rollout(m, None, x, u, nthread=2)
+    dist.init(RAY_ADDRESS)
+    try:
+        nodes = [n for n in ray.nodes() if n["Alive"]]
+        assert len(nodes) >= 2, nodes
+        second = [n["NodeID"] for n in nodes if n["Resources"].get("node2")]
+        assert len(second) == 1, nodes
+        head = ray.get_runtime_context().get_node_id()
+        assert second[0] != head
+        # A task pinned to the second node (by its resource) runs mjcenic there (defined
+        # here: the workers cannot import this test module, a local function travels by value).
+        def on_node(payload):
+            import ray
+            import mjcenic
+            m, x, u = payload
+            res = mjcenic.rollout(m, None, x, u, nthread=1)
+            return ray.get_runtime_context().get_node_id(), res.state, res.stats["steps"]
+
+        task = ray.remote(num_cpus=1, resources={"node2": 1})(on_node)
+        node, state, steps = ray.get(task.remote((m, x, u)))
+        assert node == second[0]
+        np.testing.assert_array_equal(state, threads.state)  # bit for bit across nodes
+        np.testing.assert_array_equal(steps, threads.stats["steps"])
+        # The Ray backend, one rollout per task over both nodes' CPUs.
+        on_ray = mjcenic.rollout(m, None, x, u, backend="ray", chunk_size=1)
+        np.testing.assert_array_equal(on_ray.state, threads.state)
+        np.testing.assert_array_equal(on_ray.sensordata, threads.sensordata)
+        for key in ("steps", "rejected_steps", "newton_iterations"):
+            np.testing.assert_array_equal(on_ray.stats[key], threads.stats[key])
+        # map_tasks (compare/sweep --ray) across the cluster: order and values kept.
+        assert dist.map_tasks(abs, [-3, 2, -1, 0]) == [3, 2, 1, 0]
+    finally:
+        ray.shutdown()
