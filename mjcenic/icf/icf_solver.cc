@@ -81,6 +81,19 @@ LinearSolver* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) {
   return f.get();
 }
 
+LinearSolver* IcfSolver::PrepareFactor(const IcfModel& m, const SolverOptions& o,
+                                       bool* quadratic) {
+  // Chosen and prepared only once a direction is needed: a solve that
+  // converges at its guess (a scene at rest) pays for neither.
+  const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
+  // §8.1.8: piecewise-quadratic rows and an exact direction (not PCG's).
+  *quadratic = !m.HasSmoothRows() && kind != LinearSolverKind::kPcg;
+  LinearSolver* H = Factor(kind, o);
+  H->Prepare(m);
+  H->SetFrozen(nullptr);
+  return H;
+}
+
 IcfSolver::Policy IcfSolver::ChoosePolicy(const SolverOptions& o) const {
   const bool tight = o.tolerance <= kTightTolerance;
   Policy p;
@@ -597,16 +610,14 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
   NewtonState ns;
   const double tol = StartSolve(m, o, v_guess, extrapolated, &ns);
   if (!std::isfinite(tol)) return SolveStatus::kNonFinite;
-  const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
-  // §8.1.8: piecewise-quadratic rows and an exact direction (not PCG's).
-  const bool quadratic = !m.HasSmoothRows() && kind != LinearSolverKind::kPcg;
-  LinearSolver* H = Factor(kind, o);
-  H->Prepare(m);
-  H->SetFrozen(nullptr);
+  LinearSolver* H = nullptr;  // chosen at the first factorization (PrepareFactor)
+  bool quadratic = false;
   struct UnsetFrozen {  // the factor must not keep a pointer into isl_
-    LinearSolver* h;
-    ~UnsetFrozen() { h->SetFrozen(nullptr); }
-  } unset_frozen{H};
+    LinearSolver* h = nullptr;
+    ~UnsetFrozen() {
+      if (h) h->SetFrozen(nullptr);
+    }
+  } unset_frozen;
   const char* frozen = ni > 1 ? isl_.frozen.data() : nullptr;
   int nfrozen = 0;
   bool advanced = false;  // data_ holds A v and v_c(0), u at vtmp_ (AdvanceProducts)
@@ -630,6 +641,7 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
     std::optional<PhaseTimer> factor_timer(std::in_place,
                                            o.phase_timers ? &st->time_factorize : nullptr);
     ++st->factorizations;
+    if (!H) unset_frozen.h = H = PrepareFactor(m, o, &quadratic);
     if (nfrozen > 0) H->SetFrozen(frozen);
     if (!H->AssembleAndFactor(m, data_)) return SolveStatus::kNotPositiveDefinite;
     H->SetIterative(Forcing(k, Dg, Dg_prev, tol, o, p.pcg_forcing_max), o.pcg_max_iterations);

@@ -161,6 +161,10 @@ class IcfSolver {
   };
   Policy ChoosePolicy(const SolverOptions& o) const;
   LinearSolver* Factor(LinearSolverKind kind, const SolverOptions& o);
+  // The solve's linear solver (ChooseLinearSolver), prepared for m, at its
+  // first factorization; *quadratic: the exact unit step's precondition
+  // (§8.1.8: no smooth rows, a direct solver).
+  LinearSolver* PrepareFactor(const IcfModel& m, const SolverOptions& o, bool* quadratic);
   SolveStatus Iterate(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                       double* v, SolveStats* st, std::vector<double>* history,
                       const double* extrapolated);
