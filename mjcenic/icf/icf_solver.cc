@@ -85,6 +85,19 @@ LinearSolver* IcfSolver::Factor(LinearSolverKind kind, const SolverOptions& o) {
   return f.get();
 }
 
+LinearSolver* IcfSolver::PrepareFactor(const IcfModel& m, const SolverOptions& o,
+                                       bool* quadratic) {
+  // Chosen and prepared only once a direction is needed: a solve that
+  // converges at its guess (a scene at rest) pays for neither.
+  const LinearSolverKind kind = ChooseLinearSolver(m, o.linear_solver);
+  // §8.1.8: piecewise-quadratic rows and an exact direction (not PCG's).
+  *quadratic = !m.HasSmoothRows() && kind != LinearSolverKind::kPcg;
+  LinearSolver* H = Factor(kind, o);
+  H->Prepare(m);
+  H->SetFrozen(nullptr);
+  return H;
+}
+
 IcfSolver::Policy IcfSolver::ChoosePolicy(const SolverOptions& o) const {
   const bool tight = o.tolerance <= kTightTolerance;
   Policy p;
@@ -271,6 +284,33 @@ bool IcfSolver::LineSearch(const IcfModel& m, bool extend, int* evals, int* exte
   // past the root); α_max where round-off says otherwise.
   for (int i = 0; i < ni; ++i)
     if (s.extend[i] && !(s.l[i] <= s.l_amax[i])) s.alpha[i] = kAlphaMax;
+  return true;
+}
+
+bool IcfSolver::ExactUnitStep(const IcfModel& m, const char* frozen) {
+  // §8.1.8. A limit or gain row's cost is a function of its v_c, affine in
+  // α, with pieces that are intervals of v_c (LimitPool::Active,
+  // GainPool::Piece, as their Eval): the same piece at α = 0 and α = 1
+  // (v_c formed as the line search and the next evaluation form it) is the
+  // same piece on all of [0, 1]. Couplings and the momentum part are one
+  // quadratic. Then ℓ_i'(1) = ℓ_i'(0) + wᵀ H_i w = 0 for the exact
+  // direction: α = 1 is the line minimizer.
+  const LimitPool& lp = m.limits;
+  const PoolData<1>& ld = data_.limits;
+  for (int c = 0; c < lp.size(); ++c) {
+    if (frozen && frozen[ld.island[c]]) continue;
+    const double b = ld.vc_base[c];
+    if (lp.Active(c, b) != lp.Active(c, b + 1.0 * ld.u[c])) return false;
+  }
+  const GainPool& gp = m.gains;
+  const PoolData<1>& gd = data_.gains;
+  for (int i = 0; i < gp.size(); ++i) {
+    if (!(gp.kappa[i] > 0) || (frozen && frozen[gd.island[i]])) continue;  // κ ≤ 0: linear
+    const double b = gd.vc_base[i];
+    if (gp.Piece(i, b) != gp.Piece(i, b + 1.0 * gd.u[i])) return false;
+  }
+  // As LineSearch leaves α: 0 where ℓ_i'(0) ≥ 0 (w_i = 0 up to round-off).
+  for (int i = 0; i < NumIslands(); ++i) ls_.alpha[i] = data_.ls_d0[i] < 0 ? kAlphaMax : 0.0;
   return true;
 }
 
@@ -494,6 +534,14 @@ void IcfSolver::FinishIteration(const IcfModel& m, const double* w, NewtonState*
   ++st->iterations;
 }
 
+void IcfSolver::SizeSweepWork(const IcfModel& m, int ni) {
+  // Sized whether or not the solve sweeps: no allocation later.
+  sweeps_.Size(m, ni);
+  for (auto* x : {&sweep_took_, &sweep_keep_, &optimal_}) x->resize(ni);
+  guess_l0_.resize(ni);
+  sweep_v_.resize(m.nv);
+}
+
 int IcfSolver::StartFromSweeps(const IcfModel& m, double tol, bool dual) {
   // data_ holds the evaluation at the guess vtmp_ (ls_l0: ℓ_i there). The
   // islands not optimal there that are candidates (ContactSweeps) get the
@@ -596,22 +644,18 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
   TagIslands(m, o.island_line_search, &data_);  // the model is constant during the solve
   const int ni = NumIslands();
   const Policy p = ChoosePolicy(o);
-  if (m.contacts.size() > 0) {  // (sized whether or not it sweeps: no allocation later)
-    sweeps_.Size(m, ni);
-    for (auto* x : {&sweep_took_, &sweep_keep_, &optimal_}) x->resize(ni);
-    guess_l0_.resize(ni);
-    sweep_v_.resize(nv);
-  }
+  if (m.contacts.size() > 0) SizeSweepWork(m, ni);
   NewtonState ns;
   const double tol = StartSolve(m, o, v_guess, extrapolated, &ns);
   if (!std::isfinite(tol)) return SolveStatus::kNonFinite;
-  LinearSolver* H = Factor(ChooseLinearSolver(m, o.linear_solver), o);
-  H->Prepare(m);
-  H->SetFrozen(nullptr);
+  LinearSolver* H = nullptr;  // chosen at the first factorization (PrepareFactor)
+  bool quadratic = false;
   struct UnsetFrozen {  // the factor must not keep a pointer into isl_
-    LinearSolver* h;
-    ~UnsetFrozen() { h->SetFrozen(nullptr); }
-  } unset_frozen{H};
+    LinearSolver* h = nullptr;
+    ~UnsetFrozen() {
+      if (h) h->SetFrozen(nullptr);
+    }
+  } unset_frozen;
   const char* frozen = ni > 1 ? isl_.frozen.data() : nullptr;
   int nfrozen = 0;
   bool advanced = false;  // data_ holds A v and v_c(0), u at vtmp_ (AdvanceProducts)
@@ -635,6 +679,7 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
     std::optional<PhaseTimer> factor_timer(std::in_place,
                                            o.phase_timers ? &st->time_factorize : nullptr);
     ++st->factorizations;
+    if (!H) unset_frozen.h = H = PrepareFactor(m, o, &quadratic);
     if (nfrozen > 0) H->SetFrozen(frozen);
     if (!H->AssembleAndFactor(m, data_)) return SolveStatus::kNotPositiveDefinite;
     H->SetIterative(Forcing(k, Dg, Dg_prev, tol, o, p.pcg_forcing_max), o.pcg_max_iterations);
@@ -650,7 +695,9 @@ SolveStatus IcfSolver::Iterate(const IcfModel& m, const double* v_guess, const S
     {
       PhaseTimer t(o.phase_timers ? &st->time_line_search : nullptr);
       icf::PrepareLineSearch(m, w, &data_, nfrozen > 0 ? frozen : nullptr);
-      if (!LineSearch(m, o.extended_line_search, &st->ls_iterations, &st->extended_searches))
+      if (quadratic && ExactUnitStep(m, nfrozen > 0 ? frozen : nullptr))
+        ++st->exact_steps;
+      else if (!LineSearch(m, o.extended_line_search, &st->ls_iterations, &st->extended_searches))
         return SolveStatus::kLineSearchFailed;
     }
     FinishIteration(m, w, &ns, st);

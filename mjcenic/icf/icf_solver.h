@@ -69,6 +69,9 @@ struct SolveStats {
   int extended_searches = 0;
   // Islands started from the contact sweep guess (contact_sweeps.h).
   int sweep_islands = 0;
+  // Newton iterations that took the exact unit step (cenic-math §8.1.8): no
+  // line search.
+  int exact_steps = 0;
   double cost = 0;         // ℓ at the returned v
   double scaled_gradient = 0;  // |D ∇ℓ| at the returned v
   // Wall time by phase [s]: cost/gradient/Hessian-block evaluation, Hessian
@@ -88,6 +91,10 @@ struct SolveStats {
 //    start at z = t̂ (exact Newton) after a solve of < 3 iterations, else at
 //    z = 0 (a majorized first iteration);
 //  - extended line search (options.extended_line_search): every solve;
+//  - exact unit step (§8.1.8): a direct linear solver's direction on a
+//    problem without contact, contact-torque or dry-friction rows, when no
+//    limit or gain row changes piece along it: ℓ is one quadratic there, so
+//    α = 1 is its line minimizer and the line search is skipped;
 //  - PCG forcing: with a tight tolerance (≤ kTightTolerance) the directions
 //    are solved loosely while the gradient falls slowly (≤ 10⁻²);
 //  - contact sweeps (options.contact_sweeps): a fixed step with a tight
@@ -154,6 +161,10 @@ class IcfSolver {
   };
   Policy ChoosePolicy(const SolverOptions& o) const;
   LinearSolver* Factor(LinearSolverKind kind, const SolverOptions& o);
+  // The solve's linear solver (ChooseLinearSolver), prepared for m, at its
+  // first factorization; *quadratic: the exact unit step's precondition
+  // (§8.1.8: no smooth rows, a direct solver).
+  LinearSolver* PrepareFactor(const IcfModel& m, const SolverOptions& o, bool* quadratic);
   SolveStatus Iterate(const IcfModel& m, const double* v_guess, const SolverOptions& o,
                       double* v, SolveStats* st, std::vector<double>* history,
                       const double* extrapolated);
@@ -165,6 +176,8 @@ class IcfSolver {
   // there whose sweep guess has the lower ℓ_i starts from it. Returns the
   // number of such islands.
   int StartFromSweeps(const IcfModel& m, double tol, bool dual);
+  // The sweeps' work sized for m's ni islands (a solve with contacts).
+  void SizeSweepWork(const IcfModel& m, int ni);
   // Relative residual of this iteration's PCG direction (§8.4).
   double Forcing(int k, double Dg, double Dg_prev, double tol, const SolverOptions& o,
                  double forcing_max) const;
@@ -172,6 +185,12 @@ class IcfSolver {
   // False if some island's search did not converge. *extended counts the
   // islands whose search went past α_max.
   bool LineSearch(const IcfModel& m, bool extend, int* evals, int* extended);
+  // §8.1.8: whether ℓ is one quadratic along the prepared direction on
+  // [0, 1] (no limit or gain row of an island not frozen changes piece
+  // between v_c(0) and v_c(0) + u); the caller has checked that the rows are
+  // piecewise quadratic and the direction exact. If so, ls_.alpha = 1 on
+  // each island that descends (0 elsewhere, as LineSearch leaves it).
+  bool ExactUnitStep(const IcfModel& m, const char* frozen);
   // The first trial of each island (α_max, or past it when extending);
   // returns the islands still searching.
   int StartLineSearch(bool extend, int* extending);

@@ -90,16 +90,49 @@ bool WarmStart::Propose(const icf::IcfModel& mm, const double* v_start, double h
     std::fill(guess_dir, guess_dir + nv_, 0.0);
     return false;
   }
-  IslandFactors(mm, v_start, h, tolerance, v_guess);
+  const bool one = mm.num_islands <= 1;
+  if (one)
+    OneIslandFactor(mm, v_start, h, tolerance, v_guess);
+  else
+    IslandFactors(mm, v_start, h, tolerance, v_guess);
   bool any = false;
   for (int i = 0; i < nv_; ++i) {
-    const int k = IslandOfDof(mm, i);
+    const int k = one ? 0 : IslandOfDof(mm, i);
     const double c = c_[k], q = q_[k];
     any = any || c != 0.0 || q != 0.0;
     guess_dir[i] = q != 0.0 ? q * h * accel_old_[i] : c * h * accel_[i];
     v_guess[i] = v_start[i] + guess_dir[i];
   }
   return any;
+}
+
+void WarmStart::OneIslandFactor(const icf::IcfModel& mm, const double* v_start, double h,
+                                double tolerance, double* v_guess) {
+  // IslandFactors for one island: its sums in registers (the same terms in
+  // the same order), no per-island tables, and the pieces compared only
+  // when a limit or gain row can change c, stopping at the first change.
+  double aa = 0.0, dd = 0.0, ao = 0.0, oo = 0.0, rr = 0.0;
+  const double *Md = mm.M_diag.data(), *r = mm.r.data();
+  for (int i = 0; i < nv_; ++i) {
+    const double a = accel_[i], o = accel_old_[i], Mi = Md[i];
+    aa += Mi * a * a;
+    dd += Mi * (a - o) * (a - o);
+    ao += Mi * a * o;
+    oo += Mi * o * o;
+    rr += r[i] * r[i] / Mi;
+  }
+  double* s = sums_.data();
+  s[0] = aa, s[1] = dd, s[2] = ao, s[3] = oo, s[4] = rr;
+  const bool smooth = mm.HasSmoothRows();
+  smooth_[0] = smooth;
+  double c = GuessFactor(smooth, aa, dd, ao, oo, rr, h, tolerance);
+  if (c != 0.0 && !smooth && (mm.limits.size() > 0 || mm.gains.size() > 0)) {
+    for (int i = 0; i < nv_; ++i) v_guess[i] = v_start[i] + c * h * accel_[i];
+    if (mm.PieceChanges(v_start, v_guess)) c = 0.0;
+  }
+  c_[0] = c;
+  q_[0] = 0.0;
+  if (chatter_guesses_ && older_valid_ && smooth) Period2(mm, v_start, h, tolerance, v_guess);
 }
 
 void WarmStart::IslandFactors(const icf::IcfModel& mm, const double* v_start, double h,

@@ -56,6 +56,9 @@ class WarmStart {
   // The factors of each island (c, q), from the sums of Propose.
   void IslandFactors(const icf::IcfModel& mm, const double* v_start, double h, double tolerance,
                      double* v_guess);
+  // IslandFactors for a model of one island (num_islands ≤ 1).
+  void OneIslandFactor(const icf::IcfModel& mm, const double* v_start, double h,
+                       double tolerance, double* v_guess);
   void Period2(const icf::IcfModel& mm, const double* v_start, double h, double tolerance,
                double* v_guess);
   void Lag2(const icf::IcfModel& mm, double h, double tolerance);

@@ -949,6 +949,7 @@ TEST(IcfSolverFacts, QuadraticProblemTakesOneNewtonStep) {
   EXPECT_EQ(st.iterations, 1);
   EXPECT_EQ(st.factorizations, 1);
   EXPECT_EQ(st.ls_iterations, 0);
+  EXPECT_EQ(st.exact_steps, 1);  // the unit step of §8.1.8: no line search
   // Exited through the gradient criterion, and v = guess − H⁻¹∇ℓ(guess).
   EXPECT_LT(st.scaled_gradient, SolverTolerance(m, SolverOptions{}));
   IcfSolver s;
@@ -1009,6 +1010,7 @@ TEST(IcfSolverFacts, QuadraticAlongTheStepEndsTheLineSearchAtTheFullStep) {
   const SolveRun r = SolveFrom(m, guess);
   EXPECT_EQ(r.st.iterations, 1);
   EXPECT_EQ(r.st.ls_iterations, 0);
+  EXPECT_EQ(r.st.exact_steps, 1);  // §8.1.8: taken without the line search
   const Eigen::VectorXd v_ref = NewtonStep(m, guess);
   EXPECT_LE((r.v - v_ref).norm(), 1e-10 * v_ref.norm());
 }
@@ -1047,6 +1049,9 @@ TEST(IcfSolverFacts, ARowChangingPieceInsideTheStepIsLineSearched) {
   const SolveRun r = SolveFrom(m, p.guess);
   EXPECT_GE(r.st.iterations, 2);
   EXPECT_GT(r.st.ls_iterations, 0);
+  // The first step closes the limit: not taken as the exact unit step
+  // (§8.1.8); the last, inside the limit's piece, may be.
+  EXPECT_LT(r.st.exact_steps, r.st.iterations);
   IcfSolver se;
   se.Evaluate(m, r.v.data());
   EXPECT_GT(se.data().limits.gamma[0], 0.0);  // the limit is active at the solution
@@ -1129,6 +1134,43 @@ TEST(IcfSolverFacts, TinyQuadraticProblemsTakeOneNewtonStep) {
   EXPECT_EQ(r.v, v_star);
 }
 
+TEST(IcfSolverFacts, TheExactUnitStepIsTheLineMinimizer) {
+  // §8.1.8: where no row changes piece along the exact Newton direction w,
+  // ℓ(v + α w) is one quadratic and α = 1 is its minimizer: ℓ'(1) = 0 to
+  // round-off and ℓ'' = wᵀHw > 0 all along, so the exact line search would
+  // return α = 1. The solve takes that step without searching, and lands on
+  // the minimizer found with the line search forced (an inexact PCG
+  // direction never takes the unit step unsearched).
+  Random rng(41);
+  for (const std::vector<int>& trees : {std::vector<int>{3}, std::vector<int>{2, 3}}) {
+    const IcfModel m = SmallQuadraticProblem(trees, trees.size() == 1, rng);
+    const Eigen::VectorXd guess = rng.Vec(m.nv, 0.3);
+    IcfSolver s;
+    Eigen::VectorXd w(m.nv);
+    ASSERT_TRUE(s.SearchDirection(m, guess.data(), LinearSolverKind::kDense, w.data()));
+    s.PrepareLineSearch(m, w.data());
+    double l0, d0, dd0, l1, d1, dd1;
+    s.EvalAlongLine(m, 0.0, &l0, &d0, &dd0);
+    s.EvalAlongLine(m, 1.0, &l1, &d1, &dd1);
+    ASSERT_LT(d0, 0.0);
+    EXPECT_LE(std::abs(d1), 1e-10 * std::abs(d0));
+    EXPECT_NEAR(dd1, dd0, 1e-12 * dd0);  // one quadratic: the same curvature
+    EXPECT_NEAR(l1, l0 + 0.5 * d0, 1e-10 * std::max(std::abs(l0), -d0));  // ℓ(1) = ℓ(0) + ½ℓ'(0)
+    const SolveRun r = SolveFrom(m, guess);
+    EXPECT_EQ(r.st.exact_steps, r.st.iterations);
+    EXPECT_EQ(r.st.ls_iterations, 0);
+    SolverOptions pcg;
+    pcg.linear_solver = LinearSolverKind::kPcg;
+    pcg.pcg_tolerance = 1e-12;
+    SolveStats sp;
+    Eigen::VectorXd vp(m.nv);
+    IcfSolver s2;
+    ASSERT_EQ(s2.Solve(m, guess.data(), pcg, vp.data(), &sp), SolveStatus::kConverged);
+    EXPECT_EQ(sp.exact_steps, 0);
+    EXPECT_LE((r.v - vp).norm(), 1e-6 * std::max(1.0, vp.norm()));
+  }
+}
+
 // An extrapolated guess (§8.1), one island and several: not accepted by the
 // optimality test at k = 0, so one Newton iteration from a guess that is
 // optimal to the tolerance, and none (no island counted) from the exact
@@ -1194,6 +1236,7 @@ TEST(IcfSolverFacts, CostDecreasesAlongNewtonIterationsOnContactProblem) {
     const SolveStats st = CheckSolve(m, rng.Vec(m.nv, 1.0));
     EXPECT_GE(st.iterations, 2);
     EXPECT_EQ(st.factorizations, st.iterations);
+    EXPECT_EQ(st.exact_steps, 0);  // contact rows: never one quadratic (§8.1.8)
   }
   // Primal-dual friction (§8.1) against plain Newton (the exact Hessian):
   // only H differs, so the same minimizer to the tolerance, ℓ falling at
