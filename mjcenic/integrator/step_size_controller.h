@@ -9,6 +9,9 @@
 //   LimitDepth(ratio, h): the penetration/depth-growth limit of an accepted
 //     attempt (§11.10), which may still reject it;
 //   Accept(h_next): the next proposal and the progress guarantee.
+// A step capped by the call's target may skip the error estimate while the
+// last estimate predicts an error well inside the accuracy (MaySkipEstimate,
+// SkipEstimate, NoteEstimate: cenic-math §11.13).
 // Without error control every step is the largest step of the mode (landed
 // on the target); with it, h_new = ρ h (ε_acc/‖e‖)^(1/p) with a dead band and
 // growth/shrink limits (Drake's constants), at least the minimum step.
@@ -90,6 +93,28 @@ class StepSizeController {
   // (a run of kMaxSolverLimitedSteps accepted steps each after a failed
   // solve at a larger step: returns false, the run is an error).
   bool Accept(double h_next);
+
+  // Estimate skipping (cenic-math §11.13). An attempt whose size was cut to
+  // land on the call's target (not chosen by the error) may accept the full
+  // step x̂ without the doubling estimate when the last estimate, scaled by
+  // the full step's own position drift, predicts ‖e(x̂)‖ ≤ tol/4 and the sum
+  // of the predictions since that estimate stays ≤ tol (tol: the accuracy,
+  // per unit step ε_acc h/T).
+  // MaySkipEstimate: before the estimate of the attempt just landed: the
+  // call's first step (BeginCall) and its first attempt, cut to land (the
+  // whole call is shorter than the proposal), an estimate to scale from taken
+  // with the same number of contacts, fewer than kMaxSkippedEstimates skipped
+  // since.
+  bool MaySkipEstimate(int ncontacts) const;
+  // drift: the full step's position drift ‖x̂ − (q_t ⊕ h (v_t + v̂)/2)‖ in the
+  // error norm. True: skip, *predicted = the predicted error of x̂ (to Decide).
+  bool SkipEstimate(double drift, double h, double* predicted);
+  // An attempt estimated its error (doubling): the scale error/drift for the
+  // steps that follow, and the budget restarts.
+  void NoteEstimate(double error, double drift, int ncontacts);
+  void BeginCall() { first_of_call_ = true; }
+  // No scale: the next capped step estimates (state or model edited).
+  void ForgetEstimate() { skip_scale_ = -1; }
   // The size the controller proposes next [s] (0 before the first step).
   double next() const { return h_ideal_; }
   // The minimum step of the current internal step (0 without error control).
@@ -111,6 +136,8 @@ class StepSizeController {
 
   static constexpr int kMaxSolverLimitedSteps = 200;
   static constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
+  static constexpr int kMaxSkippedEstimates = 32;  // capped steps between two estimates
+  static constexpr double kSkipMargin = 4;  // a skipped step's predicted error ≤ tol/4
 
  private:
   StepSizeRules rules_;
@@ -123,6 +150,15 @@ class StepSizeController {
   bool jump_ = false;                    // ... and a velocity jump in this step
   double h_depth_ = 0;                   // the depth-growth cap on the next proposal
   int solver_limited_steps_ = 0;
+  bool first_attempt_ = true;  // no attempt of this step decided yet
+  bool first_of_call_ = false; // no step of this call accepted yet
+  // Estimate skipping: error/drift of the last estimate (< 0: none), its
+  // number of contacts, the steps skipped and the predicted error (in units
+  // of tol) they used since.
+  double skip_scale_ = -1;
+  int skip_contacts_ = -1;
+  int skipped_ = 0;
+  double skip_budget_ = 0;
 };
 
 }  // namespace mjcenic

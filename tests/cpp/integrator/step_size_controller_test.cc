@@ -1,6 +1,6 @@
 // The step-size controller (integrator/step_size_controller.h): every rule
 // that sizes an internal step, asserted numerically (cenic-math.md §11.4,
-// §11.10, §11.12; docs/how-it-works.md, "Errors and progress").
+// §11.10, §11.12, §11.13; docs/how-it-works.md, "Errors and progress").
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -239,6 +239,87 @@ TEST(StepSizeController, ProgressGuarantee) {
   EXPECT_EQ(capped.CheckCallSteps(10, 0.0, 0.05, 0.1, 0.005).code(),
             absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(capped.CheckCallSteps(9, 0.0, 0.05, 0.1, 0.005).ok());
+}
+
+// One internal step of a call to `target` from t = 0 with the estimate's
+// error `error`/drift (Decide and Accept as the stepper does); returns whether
+// the estimate was skipped.
+bool CallStep(StepSizeController* c, double target, int ncontacts, double drift, double error,
+              bool* accepted = nullptr) {
+  c->BeginCall();
+  double h = c->Propose(0.0, 0.002);
+  h = c->LandOn(h, target, false);
+  double e = error;
+  const bool skip = c->MaySkipEstimate(ncontacts) && c->SkipEstimate(drift, h, &e);
+  if (!skip) c->NoteEstimate(error, drift, ncontacts);
+  const StepDecision d = c->Decide(true, e, h);
+  if (accepted) *accepted = d.accept;
+  if (d.accept) c->Accept(d.h_next);
+  return skip;
+}
+
+TEST(StepSizeController, CappedStepSkipsTheEstimateWhileItPredictsASmallError) {
+  // cenic-math §11.13. Proposal 0.02 s, calls of 2 ms: every step is cut to
+  // land on the call's target. The first capped step estimates: error
+  // 1e-5 = ε/100 at drift 2e-5 (scale ½: free fall). The full step's
+  // predicted error is 2 · ½ · drift = drift.
+  StepSizeRules r = Controlled(1e-3);
+  r.initial_step = 0.02;
+  StepSizeController c(r);
+  EXPECT_FALSE(CallStep(&c, 0.002, 3, 2e-5, 1e-5));  // no scale yet: estimates
+  // Predicted 2e-5 = ε/50 per step: skipped until the predictions add up to
+  // ε (50 steps) or kMaxSkippedEstimates (32) steps were skipped.
+  int skipped = 0;
+  while (CallStep(&c, 0.002, 3, 2e-5, 1e-5)) ++skipped;
+  EXPECT_EQ(skipped, StepSizeController::kMaxSkippedEstimates);
+  // (That step estimated again.) Predicted 1e-4 = ε/10: the budget allows
+  // 10 steps (9 if round-off puts their sum just past ε).
+  skipped = 0;
+  while (CallStep(&c, 0.002, 3, 1e-4, 5e-5)) ++skipped;
+  EXPECT_GE(skipped, 9);
+  EXPECT_LE(skipped, 10);
+  // Predicted above ε/kSkipMargin (the drift grew: an impact, a new input):
+  // estimates, even with budget left.
+  EXPECT_FALSE(CallStep(&c, 0.002, 3, 1e-3 / StepSizeController::kSkipMargin * 1.01, 1e-5));
+  // A contact count different from the estimate's: estimates.
+  EXPECT_FALSE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  EXPECT_TRUE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  // A deepening contact (depth ratio > ½) ends skipping until the next estimate.
+  double retry;
+  EXPECT_FALSE(c.LimitDepth(0.6, 0.002, &retry));
+  EXPECT_FALSE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  EXPECT_TRUE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  // A step the error sizes (the call is not shorter than the proposal) never
+  // skips, nor does a retry after a rejection, nor a call's second step.
+  StepSizeController free_steps(r);
+  ASSERT_FALSE(CallStep(&free_steps, 0.002, 0, 2e-5, 1e-5));
+  EXPECT_FALSE(CallStep(&free_steps, 1.0, 0, 2e-5, 1e-5));
+  StepSizeController retry_c(r);
+  ASSERT_FALSE(CallStep(&retry_c, 0.002, 0, 2e-5, 1e-5));
+  retry_c.BeginCall();
+  const double h = retry_c.LandOn(retry_c.Propose(0, 0.002), 0.002, false);
+  ASSERT_FALSE(retry_c.Decide(true, 1.0, h).accept);
+  EXPECT_FALSE(retry_c.MaySkipEstimate(0));
+  StepSizeController second(r);
+  ASSERT_FALSE(CallStep(&second, 0.002, 0, 2e-5, 1e-5));
+  second.BeginCall();
+  second.LandOn(second.Propose(0, 0.002), 0.002, false);
+  ASSERT_TRUE(second.Decide(true, 1e-6, 0.002).accept);
+  ASSERT_TRUE(second.Accept(0.02));
+  second.LandOn(second.Propose(0, 0.002), 0.002, false);
+  EXPECT_FALSE(second.MaySkipEstimate(0));
+  // Without error control nothing is estimated or skipped.
+  StepSizeRules fixed_rules;
+  fixed_rules.error_control = false;
+  StepSizeController fixed(fixed_rules);
+  fixed.NoteEstimate(1e-5, 2e-5, 0);
+  fixed.BeginCall();
+  fixed.LandOn(fixed.Propose(0, 0.01), 0.002, false);
+  EXPECT_FALSE(fixed.MaySkipEstimate(0));
+  // An estimate of error > 0 at zero drift gives no scale: never skipped.
+  StepSizeController stiff(r);
+  ASSERT_FALSE(CallStep(&stiff, 0.002, 0, 0.0, 1e-6));
+  EXPECT_FALSE(CallStep(&stiff, 0.002, 0, 0.0, 1e-6));
 }
 
 TEST(StepSizeController, ErrorPerUnitStep) {
