@@ -85,8 +85,10 @@ class StepSizeController {
   StepDecision Decide(bool solved, double error, double h);
   // Depth-growth limit of an accepted attempt (§11.10): ratio is the largest
   // growth over its tolerance; > 1 rejects (returns true, *h_retry set)
-  // unless h is already the minimum step; > 0 caps the next proposal at
-  // ρ_depth h / ratio.
+  // unless h is already the minimum step, or retries of this step down to a
+  // tenth of the first rejected h left the ratio within 10 % of that one (a
+  // depth the step size does not make: accepted, no cap); > 0 caps the next
+  // proposal at ρ_depth h / ratio.
   bool LimitDepth(double ratio, double h, double* h_retry);
   // An accepted step of size h: records the next proposal (unless the step
   // was shortened to land on the target) and checks the progress guarantee
@@ -115,6 +117,11 @@ class StepSizeController {
   void BeginCall() { first_of_call_ = true; }
   // No scale: the next capped step estimates (state or model edited).
   void ForgetEstimate() { skip_scale_ = -1; }
+  // Rejection storms (cenic-math §11.13): after kRejectionsBeforeDoubling
+  // rejected attempts of one step, an embedded estimate gives way to step
+  // doubling for the rest of that step (its error shrinks as h, not h², when
+  // the step holds a velocity jump).
+  bool EstimateByDoubling() const { return rejections_ >= kRejectionsBeforeDoubling; }
   // The size the controller proposes next [s] (0 before the first step).
   double next() const { return h_ideal_; }
   // The minimum step of the current internal step (0 without error control).
@@ -136,10 +143,13 @@ class StepSizeController {
 
   static constexpr int kMaxSolverLimitedSteps = 200;
   static constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
+  static constexpr int kRejectionsBeforeDoubling = 2;
   static constexpr int kMaxSkippedEstimates = 32;  // capped steps between two estimates
   static constexpr double kSkipMargin = 4;  // a skipped step's predicted error ≤ tol/4
 
  private:
+  StepDecision DecideError(bool solved, double error, double h);
+
   StepSizeRules rules_;
   double h_ideal_ = 0;
   double h_max_ = 0, h_min_ = 0;
@@ -151,6 +161,8 @@ class StepSizeController {
   double h_depth_ = 0;                   // the depth-growth cap on the next proposal
   int solver_limited_steps_ = 0;
   bool first_attempt_ = true;  // no attempt of this step decided yet
+  int rejections_ = 0;         // rejected attempts of this step
+  double depth_h_ = 0, depth_ratio_ = 0;  // this step's first depth rejection
   bool first_of_call_ = false; // no step of this call accepted yet
   // Estimate skipping: error/drift of the last estimate (< 0: none), its
   // number of contacts, the steps skipped and the predicted error (in units

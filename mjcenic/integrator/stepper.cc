@@ -251,7 +251,8 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
       return true;
     }
     case Mode::kCenic:
-      if (options_.error_estimate == ErrorEstimate::kEmbedded) {
+      if (options_.error_estimate == ErrorEstimate::kEmbedded &&
+          !step_size_.EstimateByDoubling()) {
         const bool history = EmbeddedHistory(d);
         // Without history only a position-only norm can be estimated.
         if (history || (!norm_.uses_velocities() && n_.na == 0)) {

@@ -322,6 +322,73 @@ TEST(StepSizeController, CappedStepSkipsTheEstimateWhileItPredictsASmallError) {
   EXPECT_FALSE(CallStep(&stiff, 0.002, 0, 0.0, 1e-6));
 }
 
+TEST(StepSizeController, RejectionStormsChangeStrategy) {
+  // cenic-math §11.13. An embedded estimate that does not fall with h (a
+  // velocity jump: e ∝ h Δv) gives way to doubling after two rejections of
+  // one step; the next step starts embedded again.
+  StepSizeController c(Controlled(1e-3));
+  double h = c.Propose(0.0, 0.01);
+  EXPECT_FALSE(c.EstimateByDoubling());
+  for (int k = 0; k < StepSizeController::kRejectionsBeforeDoubling; ++k) {
+    const StepDecision d = c.Decide(true, 5e-3 * h / 1e-3, h);  // e = 5 h
+    ASSERT_FALSE(d.accept);
+    h = d.h_next;
+  }
+  EXPECT_TRUE(c.EstimateByDoubling());
+  ASSERT_TRUE(c.Decide(true, 1e-4, h).accept);
+  ASSERT_TRUE(c.Accept(h));
+  c.Propose(0.0, 0.01);
+  EXPECT_FALSE(c.EstimateByDoubling());
+  // Depth-check rejections count too.
+  double retry = 0;
+  h = c.Propose(0.0, 0.01);
+  ASSERT_TRUE(c.Decide(true, 0.0, h).accept);
+  ASSERT_TRUE(c.LimitDepth(2.0, h, &retry));
+  ASSERT_TRUE(c.Decide(true, 0.0, retry).accept);
+  ASSERT_TRUE(c.LimitDepth(0.9 * 2.0 * retry / h * 1.5, retry, &retry));  // fell ∝ h, still > 1
+  EXPECT_TRUE(c.EstimateByDoubling());
+}
+
+TEST(StepSizeController, DepthTheStepDoesNotMakeIsNotRejectedAgain) {
+  // cenic-math §11.13: a growth the step makes shrinks with h; a ratio that
+  // stayed within 10 % of the step's first rejected one over retries down to
+  // a tenth of that step is there at any h: accepted, without capping the
+  // next step (not cut down to h_min).
+  StepSizeRules r = Controlled();
+  r.depth_limit = true;
+  StepSizeController c(r);
+  const double h = c.Propose(0.0, 0.01);
+  double retry = h, next = 0;
+  ASSERT_TRUE(c.Decide(true, 0.0, h).accept);
+  ASSERT_TRUE(c.LimitDepth(2.36, h, &next));
+  EXPECT_DOUBLE_EQ(next, 0.9 * h / 2.36);
+  // The pile's sequence: 2.28, 2.25 at 0.38 h, 0.15 h: still rejected.
+  for (double ratio : {2.28, 2.25}) {
+    retry = next;
+    ASSERT_TRUE(c.Decide(true, 0.0, retry).accept);
+    EXPECT_TRUE(c.LimitDepth(ratio, retry, &next)) << ratio;
+  }
+  retry = next;  // 0.058 h ≤ 0.1 h
+  const StepDecision d = c.Decide(true, 0.0, retry);
+  ASSERT_TRUE(d.accept);
+  EXPECT_FALSE(c.LimitDepth(2.24, retry, &next));
+  ASSERT_TRUE(c.Accept(d.h_next));
+  EXPECT_DOUBLE_EQ(c.next(), d.h_next);  // no depth cap
+  // A ratio that fell with h but is still above 1 is rejected again.
+  const double h2 = c.Propose(0.0, 0.01);
+  ASSERT_TRUE(c.Decide(true, 0.0, h2).accept);
+  ASSERT_TRUE(c.LimitDepth(10.0, h2, &next));
+  EXPECT_DOUBLE_EQ(next, 0.1 * h2);
+  ASSERT_TRUE(c.Decide(true, 0.0, next).accept);
+  EXPECT_TRUE(c.LimitDepth(1.5, next, &next));  // 1.5 < 0.9 · 10
+  // The same ratio at the 0.1 h retry floor: a tenth of the step, accepted.
+  const double h3 = c.Propose(0.0, 0.01);
+  ASSERT_TRUE(c.Decide(true, 0.0, h3).accept);
+  ASSERT_TRUE(c.LimitDepth(10.0, h3, &next));
+  ASSERT_TRUE(c.Decide(true, 0.0, next).accept);
+  EXPECT_FALSE(c.LimitDepth(10.0, next, &next));
+}
+
 TEST(StepSizeController, ErrorPerUnitStep) {
   // T = 1 s: a step of h may make ε h/T; the scaled error e T/h is one order
   // lower in h (p = 1): h_next = ρ h (ε h / (e T)).
