@@ -86,6 +86,8 @@ double StepSizeController::Propose(double t0, double timestep) {
   at_minimum_ = false;
   first_attempt_ = true;
   rejections_ = 0;
+  slow_shrink_ = false;
+  attempt_error_ = attempt_h_ = 0;
   depth_h_ = depth_ratio_ = 0;
   solve_failed_ = false;
   prev_scaled_ = prev_h_ = 0;
@@ -105,6 +107,13 @@ double StepSizeController::LandOn(double h, double remaining, bool overshoot) {
 
 StepDecision StepSizeController::Decide(bool solved, double error, double h) {
   StepDecision dec = DecideError(solved, error, h);
+  if (solved && attempt_h_ > 0 && h < attempt_h_ &&
+      error > attempt_error_ * std::pow(h / attempt_h_, 1.5))
+    slow_shrink_ = true;
+  if (solved) {
+    attempt_error_ = error;
+    attempt_h_ = h;
+  }
   if (!dec.accept) ++rejections_;
   return dec;
 }

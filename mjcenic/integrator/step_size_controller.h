@@ -117,11 +117,15 @@ class StepSizeController {
   void BeginCall() { first_of_call_ = true; }
   // No scale: the next capped step estimates (state or model edited).
   void ForgetEstimate() { skip_scale_ = -1; }
-  // Rejection storms (cenic-math §11.13): after kRejectionsBeforeDoubling
-  // rejected attempts of one step, an embedded estimate gives way to step
-  // doubling for the rest of that step (its error shrinks as h, not h², when
-  // the step holds a velocity jump).
-  bool EstimateByDoubling() const { return rejections_ >= kRejectionsBeforeDoubling; }
+  // Rejection storms (cenic-math §11.13): an embedded estimate gives way to
+  // step doubling for the rest of the step once a retry at a smaller h found
+  // an error that shrank more slowly than h^1.5 (the embedded estimate of a
+  // step holding a velocity jump shrinks as h, not h²) after
+  // kRejectionsBeforeDoubling rejections, or after kMaxEmbeddedRejections.
+  bool EstimateByDoubling() const {
+    return (rejections_ >= kRejectionsBeforeDoubling && slow_shrink_) ||
+           rejections_ >= kMaxEmbeddedRejections;
+  }
   // The size the controller proposes next [s] (0 before the first step).
   double next() const { return h_ideal_; }
   // The minimum step of the current internal step (0 without error control).
@@ -144,6 +148,7 @@ class StepSizeController {
   static constexpr int kMaxSolverLimitedSteps = 200;
   static constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
   static constexpr int kRejectionsBeforeDoubling = 2;
+  static constexpr int kMaxEmbeddedRejections = 4;
   static constexpr int kMaxSkippedEstimates = 32;  // capped steps between two estimates
   static constexpr double kSkipMargin = 4;  // a skipped step's predicted error ≤ tol/4
 
@@ -162,6 +167,8 @@ class StepSizeController {
   int solver_limited_steps_ = 0;
   bool first_attempt_ = true;  // no attempt of this step decided yet
   int rejections_ = 0;         // rejected attempts of this step
+  bool slow_shrink_ = false;   // a retry's error shrank more slowly than h^1.5
+  double attempt_error_ = 0, attempt_h_ = 0;  // this step's last decided attempt
   double depth_h_ = 0, depth_ratio_ = 0;  // this step's first depth rejection
   bool first_of_call_ = false; // no step of this call accepted yet
   // Estimate skipping: error/drift of the last estimate (< 0: none), its

@@ -323,14 +323,15 @@ TEST(StepSizeController, CappedStepSkipsTheEstimateWhileItPredictsASmallError) {
 }
 
 TEST(StepSizeController, RejectionStormsChangeStrategy) {
-  // cenic-math §11.13. An embedded estimate that does not fall with h (a
+  // cenic-math §11.13. An embedded estimate that does not fall like h² (a
   // velocity jump: e ∝ h Δv) gives way to doubling after two rejections of
   // one step; the next step starts embedded again.
   StepSizeController c(Controlled(1e-3));
   double h = c.Propose(0.0, 0.01);
   EXPECT_FALSE(c.EstimateByDoubling());
   for (int k = 0; k < StepSizeController::kRejectionsBeforeDoubling; ++k) {
-    const StepDecision d = c.Decide(true, 5e-3 * h / 1e-3, h);  // e = 5 h
+    EXPECT_FALSE(c.EstimateByDoubling());
+    const StepDecision d = c.Decide(true, 5e-3 * h / 1e-2, h);  // e = 0.5 h: ∝ h
     ASSERT_FALSE(d.accept);
     h = d.h_next;
   }
@@ -339,13 +340,25 @@ TEST(StepSizeController, RejectionStormsChangeStrategy) {
   ASSERT_TRUE(c.Accept(h));
   c.Propose(0.0, 0.01);
   EXPECT_FALSE(c.EstimateByDoubling());
-  // Depth-check rejections count too.
-  double retry = 0;
+  // Errors that shrink like h² (a smooth step, too long): embedded goes on
+  // until kMaxEmbeddedRejections.
+  StepSizeController smooth(Controlled(1e-3));
+  h = smooth.Propose(0.0, 0.01);
+  const double C = 2e7;  // e = C h²: rejected at h = 0.01, 1e-3, 1e-4, 1e-5
+  for (int k = 0; k < StepSizeController::kMaxEmbeddedRejections; ++k) {
+    EXPECT_FALSE(smooth.EstimateByDoubling()) << k;
+    const StepDecision d = smooth.Decide(true, C * h * h, h);
+    ASSERT_FALSE(d.accept);
+    h = d.h_next;
+  }
+  EXPECT_TRUE(smooth.EstimateByDoubling());
+  // Depth-check rejections count toward the four too.
   h = c.Propose(0.0, 0.01);
-  ASSERT_TRUE(c.Decide(true, 0.0, h).accept);
-  ASSERT_TRUE(c.LimitDepth(2.0, h, &retry));
-  ASSERT_TRUE(c.Decide(true, 0.0, retry).accept);
-  ASSERT_TRUE(c.LimitDepth(0.9 * 2.0 * retry / h * 1.5, retry, &retry));  // fell ∝ h, still > 1
+  for (double ratio : {2.0, 1.35, 1.2, 1.05}) {  // falling with h, each > 1
+    EXPECT_FALSE(c.EstimateByDoubling());
+    ASSERT_TRUE(c.Decide(true, 0.0, h).accept);
+    ASSERT_TRUE(c.LimitDepth(ratio, h, &h)) << ratio;
+  }
   EXPECT_TRUE(c.EstimateByDoubling());
 }
 
