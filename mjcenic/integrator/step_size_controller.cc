@@ -191,8 +191,15 @@ bool StepSizeController::LimitDepth(double ratio, double h, double* h_retry) {
   // step's first rejected ratio over retries down to a tenth of that step is
   // there at any h (the geometry query at the end state finds a pair deeper
   // than the start build recorded it): accepted, no cap.
-  if (ratio > 1 && depth_h_ > 0 && h <= 0.1 * depth_h_ && ratio >= 0.9 * depth_ratio_)
+  // Such a depth is remembered: a later step whose first ratio is within 10 %
+  // of it is not rejected for it again.
+  if (ratio > 1 && depth_h_ > 0 && h <= 0.1 * depth_h_ && ratio >= 0.9 * depth_ratio_) {
+    known_depth_ratio_ = ratio;
     return false;
+  }
+  if (ratio > 1 && depth_h_ == 0 && std::abs(ratio - known_depth_ratio_) <= 0.1 * known_depth_ratio_)
+    return false;
+  if (!(ratio > 1)) known_depth_ratio_ = 0;
   const bool same_depth = depth_h_ > 0 && ratio >= 0.9 * depth_ratio_;
   if (ratio > 0) h_depth_ = kDepthSafety * h / ratio;
   if (!(ratio > 1 && h > h_min_)) return false;

@@ -170,6 +170,7 @@ class StepSizeController {
   bool slow_shrink_ = false;   // a retry's error shrank more slowly than h^1.5
   double attempt_error_ = 0, attempt_h_ = 0;  // this step's last decided attempt
   double depth_h_ = 0, depth_ratio_ = 0;  // this step's first depth rejection
+  double known_depth_ratio_ = 0;          // the last depth no step size made
   bool first_of_call_ = false; // no step of this call accepted yet
   // Estimate skipping: error/drift of the last estimate (< 0: none), its
   // number of contacts, the steps skipped and the predicted error (in units

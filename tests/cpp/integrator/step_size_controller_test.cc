@@ -387,6 +387,13 @@ TEST(StepSizeController, DepthTheStepDoesNotMakeIsNotRejectedAgain) {
   EXPECT_FALSE(c.LimitDepth(2.24, retry, &next));
   ASSERT_TRUE(c.Accept(d.h_next));
   EXPECT_DOUBLE_EQ(c.next(), d.h_next);  // no depth cap
+  // The next step's first attempt finding the same depth (within 10 %) is
+  // not rejected for it; a clearly different one is.
+  const double h1 = c.Propose(0.0, 0.01);
+  ASSERT_TRUE(c.Decide(true, 0.0, h1).accept);
+  EXPECT_FALSE(c.LimitDepth(2.3, h1, &next));
+  ASSERT_TRUE(c.Decide(true, 0.0, h1).accept);
+  EXPECT_TRUE(c.LimitDepth(4.0, h1, &next));
   // A ratio that fell with h but is still above 1 is rejected again.
   const double h2 = c.Propose(0.0, 0.01);
   ASSERT_TRUE(c.Decide(true, 0.0, h2).accept);
