@@ -59,7 +59,7 @@ ROBOTS = [
     "mujoco_warp/unitree_g1/scene_flat.xml",
     "mujoco_warp/aloha_pot/scene.xml",
 ]
-PILE = ROOT / "models" / "mesh_pile.xml"
+PILE = ROOT / "models" / "mesh_pile_125.xml"
 CONFIGS = {"default": {}, "embedded": {"error_estimate": "embedded"}, "fixed": {"mode": "fixed"}}
 
 

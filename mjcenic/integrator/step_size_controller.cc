@@ -84,6 +84,11 @@ double StepSizeController::Propose(double t0, double timestep) {
     h_ideal_ = rules_.initial_step > 0 ? rules_.initial_step : std::min(0.1 * h_max_, timestep);
   }
   at_minimum_ = false;
+  first_attempt_ = true;
+  rejections_ = 0;
+  slow_shrink_ = false;
+  attempt_error_ = attempt_h_ = 0;
+  depth_h_ = depth_ratio_ = 0;
   solve_failed_ = false;
   prev_scaled_ = prev_h_ = 0;
   jump_ = false;
@@ -101,7 +106,21 @@ double StepSizeController::LandOn(double h, double remaining, bool overshoot) {
 }
 
 StepDecision StepSizeController::Decide(bool solved, double error, double h) {
+  StepDecision dec = DecideError(solved, error, h);
+  if (solved && attempt_h_ > 0 && h < attempt_h_ &&
+      error > attempt_error_ * std::pow(h / attempt_h_, 1.5))
+    slow_shrink_ = true;
+  if (solved) {
+    attempt_error_ = error;
+    attempt_h_ = h;
+  }
+  if (!dec.accept) ++rejections_;
+  return dec;
+}
+
+StepDecision StepSizeController::DecideError(bool solved, double error, double h) {
   h_depth_ = std::numeric_limits<double>::infinity();
+  first_attempt_ = false;
   solve_failed_ = solve_failed_ || !solved;
   StepDecision dec;
   if (!rules_.error_control) {
@@ -133,12 +152,63 @@ StepDecision StepSizeController::Decide(bool solved, double error, double h) {
                         &at_minimum_);
 }
 
+bool StepSizeController::MaySkipEstimate(int ncontacts) const {
+  return rules_.error_control && first_of_call_ && first_attempt_ && limited_ && skip_scale_ >= 0 &&
+         ncontacts == skip_contacts_ && skipped_ < kMaxSkippedEstimates && skip_budget_ < 1;
+}
+
+bool StepSizeController::SkipEstimate(double drift, double h, double* predicted) {
+  // cenic-math §11.13: the estimate measures the two half steps' error, half
+  // the full step's (§11.9); the full step's drift h (v̂ − v_t)/2 scales with
+  // its acceleration, so a new contact, impact or input change since the
+  // estimate raises the prediction and the step estimates again.
+  const double tol = rules_.error_per_unit_step > 0
+                         ? rules_.accuracy * h / rules_.error_per_unit_step
+                         : rules_.accuracy;
+  const double e = 2 * skip_scale_ * drift;
+  if (!(e <= tol / kSkipMargin && skip_budget_ + e / tol <= 1)) return false;
+  skip_budget_ += e / tol;
+  ++skipped_;
+  *predicted = e;
+  return true;
+}
+
+void StepSizeController::NoteEstimate(double error, double drift, int ncontacts) {
+  // A drift of 0 with an error (a resting stiff contact, say) gives no scale.
+  skip_scale_ = error == 0 ? 0 : drift > 0 ? error / drift : -1;
+  skip_contacts_ = ncontacts;
+  skipped_ = 0;
+  skip_budget_ = 0;
+}
+
 bool StepSizeController::LimitDepth(double ratio, double h, double* h_retry) {
   // cenic-math §11.10: the growth, first order in h, sizes the step like an
-  // error of order 1.
+  // error of order 1. A contact or limit deepening by more than half its
+  // tolerance also ends estimate skipping (§11.13).
+  if (ratio > 0.5) ForgetEstimate();
+  // A growth the step makes shrinks with h (an approach at v_n: δ ≈ v_n h; a
+  // contact met inside the step: faster); one that stayed within 10 % of the
+  // step's first rejected ratio over retries down to a tenth of that step is
+  // there at any h (the geometry query at the end state finds a pair deeper
+  // than the start build recorded it): accepted, no cap.
+  // Such a depth is remembered: a later step whose first ratio is within 10 %
+  // of it is not rejected for it again.
+  if (ratio > 1 && depth_h_ > 0 && h <= 0.1 * depth_h_ && ratio >= 0.9 * depth_ratio_) {
+    known_depth_ratio_ = ratio;
+    return false;
+  }
+  if (ratio > 1 && depth_h_ == 0 && std::abs(ratio - known_depth_ratio_) <= 0.1 * known_depth_ratio_)
+    return false;
+  if (!(ratio > 1)) known_depth_ratio_ = 0;
+  const bool same_depth = depth_h_ > 0 && ratio >= 0.9 * depth_ratio_;
   if (ratio > 0) h_depth_ = kDepthSafety * h / ratio;
   if (!(ratio > 1 && h > h_min_)) return false;
   *h_retry = std::max({h_depth_, 0.1 * h, h_min_});
+  if (!same_depth) {  // the first depth rejection of the step, or the depth changed
+    depth_h_ = h;
+    depth_ratio_ = ratio;
+  }
+  ++rejections_;
   return true;
 }
 
@@ -146,6 +216,7 @@ bool StepSizeController::Accept(double h_next) {
   // Progress guarantee: steps sized by solver failures, not by the accuracy,
   // for kMaxSolverLimitedSteps accepted steps in a row (e.g. max_iterations =
   // 1 converges only at h ~ 1e-8 s) end in an error.
+  first_of_call_ = false;
   if (rules_.error_control) {
     solver_limited_steps_ = solve_failed_ ? solver_limited_steps_ + 1 : 0;
     if (solver_limited_steps_ >= kMaxSolverLimitedSteps) {

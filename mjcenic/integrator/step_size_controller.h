@@ -9,6 +9,9 @@
 //   LimitDepth(ratio, h): the penetration/depth-growth limit of an accepted
 //     attempt (§11.10), which may still reject it;
 //   Accept(h_next): the next proposal and the progress guarantee.
+// A step capped by the call's target may skip the error estimate while the
+// last estimate predicts an error well inside the accuracy (MaySkipEstimate,
+// SkipEstimate, NoteEstimate: cenic-math §11.13).
 // Without error control every step is the largest step of the mode (landed
 // on the target); with it, h_new = ρ h (ε_acc/‖e‖)^(1/p) with a dead band and
 // growth/shrink limits (Drake's constants), at least the minimum step.
@@ -82,14 +85,47 @@ class StepSizeController {
   StepDecision Decide(bool solved, double error, double h);
   // Depth-growth limit of an accepted attempt (§11.10): ratio is the largest
   // growth over its tolerance; > 1 rejects (returns true, *h_retry set)
-  // unless h is already the minimum step; > 0 caps the next proposal at
-  // ρ_depth h / ratio.
+  // unless h is already the minimum step, or retries of this step down to a
+  // tenth of the first rejected h left the ratio within 10 % of that one (a
+  // depth the step size does not make: accepted, no cap); > 0 caps the next
+  // proposal at ρ_depth h / ratio.
   bool LimitDepth(double ratio, double h, double* h_retry);
   // An accepted step of size h: records the next proposal (unless the step
   // was shortened to land on the target) and checks the progress guarantee
   // (a run of kMaxSolverLimitedSteps accepted steps each after a failed
   // solve at a larger step: returns false, the run is an error).
   bool Accept(double h_next);
+
+  // Estimate skipping (cenic-math §11.13). An attempt whose size was cut to
+  // land on the call's target (not chosen by the error) may accept the full
+  // step x̂ without the doubling estimate when the last estimate, scaled by
+  // the full step's own position drift, predicts ‖e(x̂)‖ ≤ tol/4 and the sum
+  // of the predictions since that estimate stays ≤ tol (tol: the accuracy,
+  // per unit step ε_acc h/T).
+  // MaySkipEstimate: before the estimate of the attempt just landed: the
+  // call's first step (BeginCall) and its first attempt, cut to land (the
+  // whole call is shorter than the proposal), an estimate to scale from taken
+  // with the same number of contacts, fewer than kMaxSkippedEstimates skipped
+  // since.
+  bool MaySkipEstimate(int ncontacts) const;
+  // drift: the full step's position drift ‖x̂ − (q_t ⊕ h (v_t + v̂)/2)‖ in the
+  // error norm. True: skip, *predicted = the predicted error of x̂ (to Decide).
+  bool SkipEstimate(double drift, double h, double* predicted);
+  // An attempt estimated its error (doubling): the scale error/drift for the
+  // steps that follow, and the budget restarts.
+  void NoteEstimate(double error, double drift, int ncontacts);
+  void BeginCall() { first_of_call_ = true; }
+  // No scale: the next capped step estimates (state or model edited).
+  void ForgetEstimate() { skip_scale_ = -1; }
+  // Rejection storms (cenic-math §11.13): an embedded estimate gives way to
+  // step doubling for the rest of the step once a retry at a smaller h found
+  // an error that shrank more slowly than h^1.5 (the embedded estimate of a
+  // step holding a velocity jump shrinks as h, not h²) after
+  // kRejectionsBeforeDoubling rejections, or after kMaxEmbeddedRejections.
+  bool EstimateByDoubling() const {
+    return (rejections_ >= kRejectionsBeforeDoubling && slow_shrink_) ||
+           rejections_ >= kMaxEmbeddedRejections;
+  }
   // The size the controller proposes next [s] (0 before the first step).
   double next() const { return h_ideal_; }
   // The minimum step of the current internal step (0 without error control).
@@ -111,8 +147,14 @@ class StepSizeController {
 
   static constexpr int kMaxSolverLimitedSteps = 200;
   static constexpr double kDepthSafety = 0.9;  // ρ of the depth-growth step limit (§11.10)
+  static constexpr int kRejectionsBeforeDoubling = 2;
+  static constexpr int kMaxEmbeddedRejections = 4;
+  static constexpr int kMaxSkippedEstimates = 32;  // capped steps between two estimates
+  static constexpr double kSkipMargin = 4;  // a skipped step's predicted error ≤ tol/4
 
  private:
+  StepDecision DecideError(bool solved, double error, double h);
+
   StepSizeRules rules_;
   double h_ideal_ = 0;
   double h_max_ = 0, h_min_ = 0;
@@ -123,6 +165,20 @@ class StepSizeController {
   bool jump_ = false;                    // ... and a velocity jump in this step
   double h_depth_ = 0;                   // the depth-growth cap on the next proposal
   int solver_limited_steps_ = 0;
+  bool first_attempt_ = true;  // no attempt of this step decided yet
+  int rejections_ = 0;         // rejected attempts of this step
+  bool slow_shrink_ = false;   // a retry's error shrank more slowly than h^1.5
+  double attempt_error_ = 0, attempt_h_ = 0;  // this step's last decided attempt
+  double depth_h_ = 0, depth_ratio_ = 0;  // this step's first depth rejection
+  double known_depth_ratio_ = 0;          // the last depth no step size made
+  bool first_of_call_ = false; // no step of this call accepted yet
+  // Estimate skipping: error/drift of the last estimate (< 0: none), its
+  // number of contacts, the steps skipped and the predicted error (in units
+  // of tol) they used since.
+  double skip_scale_ = -1;
+  int skip_contacts_ = -1;
+  int skipped_ = 0;
+  double skip_budget_ = 0;
 };
 
 }  // namespace mjcenic

@@ -250,7 +250,8 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
       return true;
     }
     case Mode::kCenic:
-      if (options_.error_estimate == ErrorEstimate::kEmbedded) {
+      if (options_.error_estimate == ErrorEstimate::kEmbedded &&
+          !step_size_.EstimateByDoubling()) {
         const bool history = EmbeddedHistory(d);
         // Without history only a position-only norm can be estimated.
         if (history || (!norm_.uses_velocities() && n_.na == 0)) {
@@ -258,7 +259,7 @@ bool Stepper::Attempt(mjData* d, double h, double tolerance, double* error, int*
           return true;
         }
       }
-      return StepDoubling(d, h, tolerance, error, worst);
+      return EstimatedStep(d, h, tolerance, error, worst);
     case Mode::kTrapezoid:
       return Trapezoid(d, h, tolerance, error, worst);
   }
@@ -470,6 +471,7 @@ void Stepper::ModelEdited() {
     s->Invalidate();
   actuation_fresh_ = false;
   dense_pending_ = false;
+  step_size_.ForgetEstimate();
   model_start_.damper_spring_source = model_mid_.damper_spring_source = -1;  // D, K refilled
 }
 
@@ -548,6 +550,7 @@ absl::Status Stepper::AdvanceSteps(mjData* d, double t, bool single_step, bool o
                  !loaded_dense;
   absl::Status status;
   long steps = 0;
+  step_size_.BeginCall();
   do {
     stages_checked_ = checked;
     checked = false;

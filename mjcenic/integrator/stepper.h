@@ -173,6 +173,10 @@ class Stepper {
   bool FullStep(double h, double tolerance);
   void FixedStep();  // x_{t+h} = x̂
   bool StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst);
+  // Doubling, or x̂ alone when the controller lets a capped step skip the
+  // estimate (cenic-math §11.13); FullStepDrift: ‖x̂ − (q_t ⊕ h (v_t + v̂)/2)‖.
+  bool EstimatedStep(mjData* d, double h, double tolerance, double* error, int* worst);
+  double FullStepDrift(double h);
   bool Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst);
   // Embedded estimate (cenic-math §11.9): x_{t+h} = x̂, error against the
   // second-order companion x̃ (scratch *_mid). EmbeddedHistory says whether

@@ -66,6 +66,41 @@ void Stepper::FixedStep() {
   s.act_end = s.act_full;
 }
 
+double Stepper::FullStepDrift(double h) {
+  // ‖x̂ − x̃‖ with x̃ = (q_t ⊕ h (v_t + v̂)/2, v̂, act̂): the position part of
+  // the embedded estimate without history (cenic-math §11.9), h² a/2.
+  Scratch& s = scratch_;
+  for (int i = 0; i < n_.nv; ++i) s.dv[i] = 0.5 * (s.v_start[i] + s.v_full[i]);
+  CopyShort(s.q_start.data(), n_.nq, s.q_mid.data());
+  mj_integratePos(m_, s.q_mid.data(), s.dv.data(), h);
+  int worst;
+  return norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(), s.q_mid.data(),
+                       s.v_full.data(), s.act_full.data(), &worst);
+}
+
+bool Stepper::EstimatedStep(mjData* d, double h, double tolerance, double* error, int* worst) {
+  // Step doubling, or, for a step cut to land on the call's target while the
+  // last estimate predicts a small error, the full step alone (cenic-math
+  // §11.13). Not with extrapolation (it needs the half steps) or the
+  // propagated-modes norm (its drift belongs to the estimate's solves), nor
+  // from a velocity the last accepted step did not end with (edited state).
+  const bool skippable = !options_.extrapolate &&
+                         norm_.kind() != ErrorNormKind::kPropagatedModes;
+  const int ncontacts = static_cast<int>(model_start_.contacts.size());
+  double drift = -1;
+  if (skippable && step_size_.MaySkipEstimate(ncontacts) && warm_.EndsAt(scratch_.v_start.data())) {
+    drift = FullStepDrift(h);
+    if (step_size_.SkipEstimate(drift, h, error)) {
+      FixedStep();
+      return true;
+    }
+  }
+  if (!StepDoubling(d, h, tolerance, error, worst)) return false;
+  // (The drift needs x̂, which doubling leaves in place; q_mid and dv are free again.)
+  if (skippable) step_size_.NoteEstimate(*error, drift >= 0 ? drift : FullStepDrift(h), ncontacts);
+  return true;
+}
+
 bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst) {
   // Two half steps (P22, P23); the first reuses the problem at x_t.
   Scratch& s = scratch_;

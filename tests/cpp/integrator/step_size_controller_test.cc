@@ -1,6 +1,6 @@
 // The step-size controller (integrator/step_size_controller.h): every rule
 // that sizes an internal step, asserted numerically (cenic-math.md §11.4,
-// §11.10, §11.12; docs/how-it-works.md, "Errors and progress").
+// §11.10, §11.12, §11.13; docs/how-it-works.md, "Errors and progress").
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -239,6 +239,174 @@ TEST(StepSizeController, ProgressGuarantee) {
   EXPECT_EQ(capped.CheckCallSteps(10, 0.0, 0.05, 0.1, 0.005).code(),
             absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(capped.CheckCallSteps(9, 0.0, 0.05, 0.1, 0.005).ok());
+}
+
+// One internal step of a call to `target` from t = 0 with the estimate's
+// error `error`/drift (Decide and Accept as the stepper does); returns whether
+// the estimate was skipped.
+bool CallStep(StepSizeController* c, double target, int ncontacts, double drift, double error,
+              bool* accepted = nullptr) {
+  c->BeginCall();
+  double h = c->Propose(0.0, 0.002);
+  h = c->LandOn(h, target, false);
+  double e = error;
+  const bool skip = c->MaySkipEstimate(ncontacts) && c->SkipEstimate(drift, h, &e);
+  if (!skip) c->NoteEstimate(error, drift, ncontacts);
+  const StepDecision d = c->Decide(true, e, h);
+  if (accepted) *accepted = d.accept;
+  if (d.accept) c->Accept(d.h_next);
+  return skip;
+}
+
+TEST(StepSizeController, CappedStepSkipsTheEstimateWhileItPredictsASmallError) {
+  // cenic-math §11.13. Proposal 0.02 s, calls of 2 ms: every step is cut to
+  // land on the call's target. The first capped step estimates: error
+  // 1e-5 = ε/100 at drift 2e-5 (scale ½: free fall). The full step's
+  // predicted error is 2 · ½ · drift = drift.
+  StepSizeRules r = Controlled(1e-3);
+  r.initial_step = 0.02;
+  StepSizeController c(r);
+  EXPECT_FALSE(CallStep(&c, 0.002, 3, 2e-5, 1e-5));  // no scale yet: estimates
+  // Predicted 2e-5 = ε/50 per step: skipped until the predictions add up to
+  // ε (50 steps) or kMaxSkippedEstimates (32) steps were skipped.
+  int skipped = 0;
+  while (CallStep(&c, 0.002, 3, 2e-5, 1e-5)) ++skipped;
+  EXPECT_EQ(skipped, StepSizeController::kMaxSkippedEstimates);
+  // (That step estimated again.) Predicted 1e-4 = ε/10: the budget allows
+  // 10 steps (9 if round-off puts their sum just past ε).
+  skipped = 0;
+  while (CallStep(&c, 0.002, 3, 1e-4, 5e-5)) ++skipped;
+  EXPECT_GE(skipped, 9);
+  EXPECT_LE(skipped, 10);
+  // Predicted above ε/kSkipMargin (the drift grew: an impact, a new input):
+  // estimates, even with budget left.
+  EXPECT_FALSE(CallStep(&c, 0.002, 3, 1e-3 / StepSizeController::kSkipMargin * 1.01, 1e-5));
+  // A contact count different from the estimate's: estimates.
+  EXPECT_FALSE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  EXPECT_TRUE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  // A deepening contact (depth ratio > ½) ends skipping until the next estimate.
+  double retry;
+  EXPECT_FALSE(c.LimitDepth(0.6, 0.002, &retry));
+  EXPECT_FALSE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  EXPECT_TRUE(CallStep(&c, 0.002, 4, 2e-5, 1e-5));
+  // A step the error sizes (the call is not shorter than the proposal) never
+  // skips, nor does a retry after a rejection, nor a call's second step.
+  StepSizeController free_steps(r);
+  ASSERT_FALSE(CallStep(&free_steps, 0.002, 0, 2e-5, 1e-5));
+  EXPECT_FALSE(CallStep(&free_steps, 1.0, 0, 2e-5, 1e-5));
+  StepSizeController retry_c(r);
+  ASSERT_FALSE(CallStep(&retry_c, 0.002, 0, 2e-5, 1e-5));
+  retry_c.BeginCall();
+  const double h = retry_c.LandOn(retry_c.Propose(0, 0.002), 0.002, false);
+  ASSERT_FALSE(retry_c.Decide(true, 1.0, h).accept);
+  EXPECT_FALSE(retry_c.MaySkipEstimate(0));
+  StepSizeController second(r);
+  ASSERT_FALSE(CallStep(&second, 0.002, 0, 2e-5, 1e-5));
+  second.BeginCall();
+  second.LandOn(second.Propose(0, 0.002), 0.002, false);
+  ASSERT_TRUE(second.Decide(true, 1e-6, 0.002).accept);
+  ASSERT_TRUE(second.Accept(0.02));
+  second.LandOn(second.Propose(0, 0.002), 0.002, false);
+  EXPECT_FALSE(second.MaySkipEstimate(0));
+  // Without error control nothing is estimated or skipped.
+  StepSizeRules fixed_rules;
+  fixed_rules.error_control = false;
+  StepSizeController fixed(fixed_rules);
+  fixed.NoteEstimate(1e-5, 2e-5, 0);
+  fixed.BeginCall();
+  fixed.LandOn(fixed.Propose(0, 0.01), 0.002, false);
+  EXPECT_FALSE(fixed.MaySkipEstimate(0));
+  // An estimate of error > 0 at zero drift gives no scale: never skipped.
+  StepSizeController stiff(r);
+  ASSERT_FALSE(CallStep(&stiff, 0.002, 0, 0.0, 1e-6));
+  EXPECT_FALSE(CallStep(&stiff, 0.002, 0, 0.0, 1e-6));
+}
+
+TEST(StepSizeController, RejectionStormsChangeStrategy) {
+  // cenic-math §11.13. An embedded estimate that does not fall like h² (a
+  // velocity jump: e ∝ h Δv) gives way to doubling after two rejections of
+  // one step; the next step starts embedded again.
+  StepSizeController c(Controlled(1e-3));
+  double h = c.Propose(0.0, 0.01);
+  EXPECT_FALSE(c.EstimateByDoubling());
+  for (int k = 0; k < StepSizeController::kRejectionsBeforeDoubling; ++k) {
+    EXPECT_FALSE(c.EstimateByDoubling());
+    const StepDecision d = c.Decide(true, 5e-3 * h / 1e-2, h);  // e = 0.5 h: ∝ h
+    ASSERT_FALSE(d.accept);
+    h = d.h_next;
+  }
+  EXPECT_TRUE(c.EstimateByDoubling());
+  ASSERT_TRUE(c.Decide(true, 1e-4, h).accept);
+  ASSERT_TRUE(c.Accept(h));
+  c.Propose(0.0, 0.01);
+  EXPECT_FALSE(c.EstimateByDoubling());
+  // Errors that shrink like h² (a smooth step, too long): embedded goes on
+  // until kMaxEmbeddedRejections.
+  StepSizeController smooth(Controlled(1e-3));
+  h = smooth.Propose(0.0, 0.01);
+  const double C = 2e7;  // e = C h²: rejected at h = 0.01, 1e-3, 1e-4, 1e-5
+  for (int k = 0; k < StepSizeController::kMaxEmbeddedRejections; ++k) {
+    EXPECT_FALSE(smooth.EstimateByDoubling()) << k;
+    const StepDecision d = smooth.Decide(true, C * h * h, h);
+    ASSERT_FALSE(d.accept);
+    h = d.h_next;
+  }
+  EXPECT_TRUE(smooth.EstimateByDoubling());
+  // Depth-check rejections count toward the four too.
+  h = c.Propose(0.0, 0.01);
+  for (double ratio : {2.0, 1.35, 1.2, 1.05}) {  // falling with h, each > 1
+    EXPECT_FALSE(c.EstimateByDoubling());
+    ASSERT_TRUE(c.Decide(true, 0.0, h).accept);
+    ASSERT_TRUE(c.LimitDepth(ratio, h, &h)) << ratio;
+  }
+  EXPECT_TRUE(c.EstimateByDoubling());
+}
+
+TEST(StepSizeController, DepthTheStepDoesNotMakeIsNotRejectedAgain) {
+  // cenic-math §11.13: a growth the step makes shrinks with h; a ratio that
+  // stayed within 10 % of the step's first rejected one over retries down to
+  // a tenth of that step is there at any h: accepted, without capping the
+  // next step (not cut down to h_min).
+  StepSizeRules r = Controlled();
+  r.depth_limit = true;
+  StepSizeController c(r);
+  const double h = c.Propose(0.0, 0.01);
+  double retry = h, next = 0;
+  ASSERT_TRUE(c.Decide(true, 0.0, h).accept);
+  ASSERT_TRUE(c.LimitDepth(2.36, h, &next));
+  EXPECT_DOUBLE_EQ(next, 0.9 * h / 2.36);
+  // The pile's sequence: 2.28, 2.25 at 0.38 h, 0.15 h: still rejected.
+  for (double ratio : {2.28, 2.25}) {
+    retry = next;
+    ASSERT_TRUE(c.Decide(true, 0.0, retry).accept);
+    EXPECT_TRUE(c.LimitDepth(ratio, retry, &next)) << ratio;
+  }
+  retry = next;  // 0.058 h ≤ 0.1 h
+  const StepDecision d = c.Decide(true, 0.0, retry);
+  ASSERT_TRUE(d.accept);
+  EXPECT_FALSE(c.LimitDepth(2.24, retry, &next));
+  ASSERT_TRUE(c.Accept(d.h_next));
+  EXPECT_DOUBLE_EQ(c.next(), d.h_next);  // no depth cap
+  // The next step's first attempt finding the same depth (within 10 %) is
+  // not rejected for it; a clearly different one is.
+  const double h1 = c.Propose(0.0, 0.01);
+  ASSERT_TRUE(c.Decide(true, 0.0, h1).accept);
+  EXPECT_FALSE(c.LimitDepth(2.3, h1, &next));
+  ASSERT_TRUE(c.Decide(true, 0.0, h1).accept);
+  EXPECT_TRUE(c.LimitDepth(4.0, h1, &next));
+  // A ratio that fell with h but is still above 1 is rejected again.
+  const double h2 = c.Propose(0.0, 0.01);
+  ASSERT_TRUE(c.Decide(true, 0.0, h2).accept);
+  ASSERT_TRUE(c.LimitDepth(10.0, h2, &next));
+  EXPECT_DOUBLE_EQ(next, 0.1 * h2);
+  ASSERT_TRUE(c.Decide(true, 0.0, next).accept);
+  EXPECT_TRUE(c.LimitDepth(1.5, next, &next));  // 1.5 < 0.9 · 10
+  // The same ratio at the 0.1 h retry floor: a tenth of the step, accepted.
+  const double h3 = c.Propose(0.0, 0.01);
+  ASSERT_TRUE(c.Decide(true, 0.0, h3).accept);
+  ASSERT_TRUE(c.LimitDepth(10.0, h3, &next));
+  ASSERT_TRUE(c.Decide(true, 0.0, next).accept);
+  EXPECT_FALSE(c.LimitDepth(10.0, next, &next));
 }
 
 TEST(StepSizeController, ErrorPerUnitStep) {
