@@ -310,16 +310,20 @@ print(json.dumps(out))
     assert r["steps"] <= 100000, r
 
 
+# A box on the floor (friction 1), for edits of geom_friction while it slides.
+SLIDING_BOX = """<mujoco><worldbody>
+  <geom type="plane" size="5 5 .1" friction="1"/>
+  <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" friction="1"/></body>
+  </worldbody></mujoco>"""
+
+
 @pytest.mark.parametrize("field,value", [
     ("dof_damping", 1e6), ("actuator_gainprm", None), ("body_mass", None), ("geom_friction", 0.0),
 ])
 def test_model_edits_between_calls_take_effect_with_dense_output(field, value):
     if field == "geom_friction":
         # A box sliding on the floor: friction 0 after the edit keeps its speed.
-        m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody>
-          <geom type="plane" size="5 5 .1" friction="1"/>
-          <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" friction="1"/></body>
-          </worldbody></mujoco>""")
+        m = mujoco.MjModel.from_xml_string(SLIDING_BOX)
         d = mujoco.MjData(m)
         d.qvel[0] = 5.0
         s = mjcenic.Stepper(m, accuracy=1e-2)
@@ -363,10 +367,7 @@ def test_friction_edit_takes_effect_at_the_next_call_in_every_mode(options):
     # A box sliding on the floor, friction set to 0 between two calls: the
     # very next call keeps its speed (one step with the old friction would
     # take μ g dt = 0.02 m/s off it).
-    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody>
-      <geom type="plane" size="5 5 .1" friction="1"/>
-      <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" friction="1"/></body>
-      </worldbody></mujoco>""")
+    m = mujoco.MjModel.from_xml_string(SLIDING_BOX)
     d = mujoco.MjData(m)
     d.qvel[0] = 5.0
     s = mjcenic.Stepper(m, **options)
