@@ -28,6 +28,11 @@ if(SKBUILD)
       target_sources(${_t} PRIVATE "${CMAKE_CURRENT_LIST_DIR}/hypot_glibc_2_2_5.c")
       target_link_options(${_t} PRIVATE -Wl,--wrap=hypot)
     endforeach()
+    # The rollout pool's condition variable, likewise bound to its older
+    # libstdc++ version (cmake/condvar_wait_glibcxx_3_4_11.c).
+    target_sources(_mjcenic PRIVATE "${CMAKE_CURRENT_LIST_DIR}/condvar_wait_glibcxx_3_4_11.c")
+    target_link_options(_mjcenic PRIVATE
+                        -Wl,--wrap=_ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE)
   endif()
   set_target_properties(_mjcenic mjcenic PROPERTIES INSTALL_RPATH "$ORIGIN/../mujoco")
   install(TARGETS _mjcenic mjcenic LIBRARY DESTINATION mjcenic COMPONENT python)
