@@ -1,6 +1,6 @@
 /* mjcenic C API: error-controlled ICF stepping for MuJoCo models.
  *
- *   mjcenicStepper* s = mjcenic_create(m, NULL, err, sizeof(err));
+ *   mjcenicStepper* s = mjcenic_create(m, err, sizeof(err));
  *   while (...) { if (mjcenic_stepper_step(s, d, err, sizeof(err))) handle(err); }
  *   mjcenic_destroy(s);
  *

@@ -8,16 +8,21 @@ that each cited section is a heading there (an item N of section S resolves to h
 a numbered list item N inside section S; a paper section must be listed in cenic-math §0).
 A bare "§N" means cenic-math (inside docs/mujoco-mapping.md: that document). No source may point at ../shared/docs.
 """
+import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
 import pytest
 
-from conftest import PYTHON_PKG, ROOT
+from conftest import BUILD, PYTHON_PKG, ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+import doc_blocks  # noqa: E402
 
 DOCS = ROOT / "docs"
 DOC_FILES = {"cenic-math": "cenic-math.md", "mujoco-mapping": "mujoco-mapping.md",
@@ -311,65 +316,191 @@ def test_markdown_links_resolve():
 
 
 # ----------------------------------------------------------------------------- code blocks
+# Which test executes which block: tests/doc_blocks.py. The runners below take their input from
+# there; tests/packaging runs the install, CMake and C/C++ blocks.
 
-NOT_RUN = re.compile(r"^<!-- not run: (?P<reason>\S.*\S) -->$")
+def _env(**extra):
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYTHON_PKG),
+                                                         os.environ.get("PYTHONPATH", "")]),
+                MPLBACKEND="Agg", MJCENIC_BUILD=str(BUILD), **extra)
 
 
-def python_blocks():
-    """(id, code, reason) of every ```python block of README.md and docs/*.md; reason is the text
-    of a `<!-- not run: reason -->` comment right above the block, or None (the block runs)."""
+def _runner_exists(name):
+    path, func = name.split("::")
+    return bool(re.search(rf"^def {func}\(", (ROOT / path).read_text(), re.M))
+
+
+def test_every_code_block_is_tagged_and_executed():
+    """Every block of README.md and docs/*.md is fenced with a language; a ```text block is not a
+    command or a program; every other block, and every command line of a shell block, is
+    executed by exactly one test (tests/doc_blocks.py), and that test exists."""
+    all_blocks = doc_blocks.blocks()
+    assert len(all_blocks) >= 25 and {b.tag for b in all_blocks} >= {"python", "bash", "cpp", "text"}
+    bad = [f"{where}: an indented code block (fence it, ```text if it is not run)"
+           for where in doc_blocks.indented_blocks()]
+    for b in all_blocks:
+        if b.tag not in doc_blocks.LANGUAGES:
+            bad.append(f"{b.where}: fence tagged {b.tag!r}; use one of "
+                       f"{sorted(doc_blocks.LANGUAGES)} (```text: not run)")
+            continue
+        if b.tag == "text":
+            continue
+        whole = doc_blocks.runners_of(b)
+        if b.tag == "bash":
+            lines = doc_blocks.command_lines(b)
+            if not lines:
+                bad.append(f"{b.where}: an empty shell block")
+            for line in lines:
+                runners = whole + [r for r in doc_blocks.runners_of(b, line) if r not in whole]
+                if len(runners) != 1:
+                    bad.append(f"{b.where}: `{line}` is run by {runners or 'no test'}")
+        elif len(whole) != 1:
+            bad.append(f"{b.where}: ```{b.tag} block run by {whole or 'no test'}")
+    for name, _, _ in doc_blocks.RUNNERS:
+        if not _runner_exists(name):
+            bad.append(f"tests/doc_blocks.py names {name}, which does not exist")
+    assert not bad, "code blocks that no test executes:\n" + "\n".join(bad)
+
+
+def test_block_rules_catch_what_they_should(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text(
+        "# T\n\n```\nuntagged\n```\n\n## Install\n\n```bash\npip install .  # x\n"
+        "mjcenic view a.xml \\\n    --slowdown 2\n```\n\ntext\n\n    indented code\n\n"
+        "- a list\n\n    continued list item\n")
+    got = doc_blocks.blocks(tmp_path)
+    assert [(b.line, b.tag, b.section) for b in got] == [(3, "", "T"), (9, "bash", "Install")]
+    assert doc_blocks.command_lines(got[1]) == ["pip install .", "mjcenic view a.xml --slowdown 2"]
+    assert doc_blocks.indented_blocks(tmp_path) == ["README.md:17"]
+    assert doc_blocks.runners_of(got[1], "pip install .") == [
+        "tests/packaging/test_wheel.py::test_installs_and_runs_as_the_docs_say_in_a_fresh_venv"]
+    assert doc_blocks.runners_of(got[1], "mjcenic view a.xml --slowdown 2") == [
+        "tests/packaging/test_wheel.py::test_installs_and_runs_as_the_docs_say_in_a_fresh_venv"]
+    assert doc_blocks.runners_of(got[0]) == []
+
+
+PY_BLOCKS = doc_blocks.blocks_for("test_python_block_runs")
+
+
+def test_readme_has_a_python_example():
+    assert any(b.path == "README.md" for b in PY_BLOCKS)
+
+
+@pytest.mark.parametrize("block", PY_BLOCKS, ids=[b.where for b in PY_BLOCKS])
+def test_python_block_runs(block, tmp_path):
+    """Each ```python block runs as written, from the repository root."""
+    script = tmp_path / "block.py"
+    script.write_text(block.code)
+    p = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, f"{block.where} failed:\n{p.stdout}\n{p.stderr}"
+
+
+def test_mjcf_block_configures_a_stepper():
+    """The plugin configuration of docs/python.md, pasted into a model, configures its stepper."""
+    import mujoco
+    import mjcenic
+    (block,) = doc_blocks.blocks_for("test_mjcf_block_configures_a_stepper")
+    xml = (ROOT / "models/sphere_plane.xml").read_text()
+    xml = re.sub(r"(<mujoco[^>]*>)", lambda m: m.group(1) + "\n" + block.code, xml, count=1)
+    model = mujoco.MjModel.from_xml_string(xml)
+    assert model.nplugin == 1
+    options = {k: str(v) for k, v in mjcenic.Stepper(model).options.items()}
+    configs = re.findall(r'<config key="(\w+)" value="([^"]*)"/>', block.code)
+    assert configs
+    for key, value in configs:
+        assert options[key] == value or float(options[key]) == float(value), (key, options[key])
+    defaults = mjcenic.Stepper(mujoco.MjModel.from_xml_path(str(ROOT / "models/sphere_plane.xml")))
+    assert any(options[k] != str(defaults.options[k]) for k, _ in configs), "only defaults shown"
+
+
+def _synopsis_commands(block):
+    """(command, its synopsis text) of a synopsis: a line that starts at column 0 starts a
+    command, indented lines continue it, comments stripped."""
     out = []
-    for path in [ROOT / "README.md"] + sorted(DOCS.glob("*.md")):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        i = 0
-        while i < len(lines):
-            if lines[i].strip() == "```python":
-                j = i + 1
-                while lines[j].strip() != "```":
-                    j += 1
-                prev = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
-                m = NOT_RUN.match(prev.strip())
-                out.append((f"{path.relative_to(ROOT)}:{i + 1}", "\n".join(lines[i + 1:j]),
-                            m.group("reason") if m else None))
-                i = j
-            i += 1
+    for line in block.code.splitlines():
+        text = re.sub(r"\s#\s.*$", "", line).rstrip()
+        if not text:
+            continue
+        if line[0].isspace():
+            out[-1][1] += " " + text.strip()
+        else:
+            out.append([text.split()[0] if text.startswith("build/") else
+                        " ".join(text.split()[:2]), text])
     return out
 
 
-BLOCKS = python_blocks()
+def test_command_line_synopsis_names_real_flags():
+    """Every flag of docs/command-line.md's synopsis is one its command's --help names, every
+    command is one `mjcenic --help` lists, and mjcenic-run's synopsis lists all its flags."""
+    (block,) = doc_blocks.blocks_for("test_command_line_synopsis_names_real_flags")
+    flags = re.compile(r"--[a-z][a-z-]*")
+
+    def help_of(argv):
+        p = subprocess.run(argv + ["--help"], env=_env(), capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, (argv, p.stderr)
+        return p.stdout + p.stderr  # mjcenic-run prints its usage on stderr
+    top = help_of([sys.executable, "-m", "mjcenic"])
+    bad, commands = [], _synopsis_commands(block)
+    assert len(commands) >= 7, commands
+    runner_help = help_of([str(BUILD / "mjcenic-run")])
+    listed = {f for command, text in commands if command.startswith("build/")
+              for f in flags.findall(text)}
+    bad += [f"mjcenic-run {f} is missing from the synopsis"
+            for f in sorted(set(flags.findall(runner_help)) - listed - {"--help"})]
+    for command, text in commands:
+        if command.startswith("build/"):
+            helptext = runner_help
+        elif command.split()[1].startswith("--"):
+            helptext = top
+        else:
+            sub = command.split()[1]
+            assert re.search(rf"\b{sub}\b", top), f"`mjcenic --help` does not list {sub}"
+            helptext = help_of([sys.executable, "-m", "mjcenic", sub])
+        bad += [f"{command}: {f} is not in its --help" for f in flags.findall(text)
+                if f not in helptext]
+    assert not bad, "\n".join(bad)
 
 
-def test_examples_exist_and_few_are_exempt():
-    assert any(b[0].startswith("README.md") and b[2] is None for b in BLOCKS), \
-        "the README's Python example must run"
-    exempt = [b[0] for b in BLOCKS if b[2] is not None]
-    assert len(exempt) <= 3, f"too many blocks marked not run: {exempt}"
+def test_clone_commands(tmp_path):
+    """The README's two commands for a clone: `make demo` runs (against this build tree, and
+    never installs anything: no terminal, CI unset), and `make test` is the ctest and pytest
+    runs this suite is part of (`make -n`: printed, not run again from inside itself)."""
+    lines = [line for _, line in doc_blocks.lines_for("test_clone_commands")]
+    assert lines == ["make demo", "make test"], lines
+    if not shutil.which("make"):
+        pytest.skip("no make")
+    env = _env(CI="false", MJCENIC_INSTALL_DEPS="0")
+    make = ["make", f"BUILD={BUILD}", f"PYTHON={sys.executable}", "JOBS=2"]
+    p = subprocess.run(make + ["demo"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=900, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, f"make demo:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
+    assert "mj_step:" in p.stdout and "max penetration" in p.stdout, p.stdout
+    report = json.loads((BUILD / "demo.json").read_text())
+    assert report["model"] == "models/clutter.xml" and report["sim_time"] == 2
+    assert report["finite"] and "mjstep_wall_time" in report
+    p = subprocess.run(make + ["-n", "test"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "ctest" in p.stdout and "pytest -q tests/python" in p.stdout and \
+        "tests/packaging" in p.stdout, p.stdout
 
 
-@pytest.mark.parametrize("where,code", [(b[0], b[1]) for b in BLOCKS if b[2] is None],
-                         ids=[b[0] for b in BLOCKS if b[2] is None])
-def test_python_block_runs(where, code, tmp_path):
-    """Each runnable ```python block runs as written, from the repository root."""
-    script = tmp_path / "block.py"
-    script.write_text(code)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYTHON_PKG),
-                                                        os.environ.get("PYTHONPATH", "")]),
-               MPLBACKEND="Agg")
-    p = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert p.returncode == 0, f"{where} failed:\n{p.stdout}\n{p.stderr}"
+def test_debian_packages_line():
+    """The README's `sudo apt-get install ...` names packages apt can install (simulated:
+    `apt-get install -s`, no root needed, nothing changes)."""
+    (( _, line),) = doc_blocks.lines_for("test_debian_packages_line")
+    if not shutil.which("apt-get"):
+        pytest.skip("no apt-get (not a Debian system)")
+    argv = line.split()[line.split().index("install") + 1:]
+    p = subprocess.run(["apt-get", "install", "-s", *argv], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, LC_ALL="C"))
+    assert p.returncode == 0, f"{line}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
 
 
 def readme_command_lines():
-    """The `mjcenic ...` lines of the README's ```bash blocks, comments stripped."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for line in block.splitlines():
-            line = line.split("#", 1)[0].strip()
-            if line.startswith("mjcenic "):
-                out.append(line)
-    return out
+    return [line for _, line in doc_blocks.lines_for("test_readme_command_lines_run")]
 
 
 def test_readme_command_lines_run(tmp_path):
@@ -382,9 +513,6 @@ def test_readme_command_lines_run(tmp_path):
     scene = tmp_path / "scene.xml"
     scene.write_text((ROOT / "models/sphere_plane.xml").read_text())
     (tmp_path / "models/scene.xml").write_text(scene.read_text())
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYTHON_PKG),
-                                                        os.environ.get("PYTHONPATH", "")]),
-               MPLBACKEND="Agg")
     for line in lines:
         argv = line.split()[1:]
         if argv[0] == "view":
@@ -393,12 +521,69 @@ def test_readme_command_lines_run(tmp_path):
             argv += ["--duration", "0.2"]
         if argv[0] == "compare" and "--plots" in argv:
             pytest.importorskip("matplotlib")  # the `plots` extra
-        p = subprocess.run([sys.executable, "-m", "mjcenic", *argv], cwd=tmp_path, env=env,
+        p = subprocess.run([sys.executable, "-m", "mjcenic", *argv], cwd=tmp_path, env=_env(),
                            capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, f"README: {line}\n{p.stdout}\n{p.stderr}"
     assert (tmp_path / "view.png").stat().st_size > 0
     assert (tmp_path / "traj.npz").stat().st_size > 0
     assert (tmp_path / "out.json").stat().st_size > 0 and (tmp_path / "out.md").stat().st_size > 0
+
+
+# Parses its arguments as the script would, then stops: the benchmarks take minutes to an
+# hour and rewrite docs/.
+PARSE_ONLY = """
+import argparse, runpy, sys
+parse = argparse.ArgumentParser.parse_args
+def parse_and_stop(self, args=None, namespace=None):
+    parse(self, args, namespace)
+    print("arguments accepted")
+    sys.exit(0)
+argparse.ArgumentParser.parse_args = parse_and_stop
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def benchmark_argv(line):
+    """A benchmark page's command line as argv: `nice` dropped, an optional flag `[--x V]`
+    given, an optional value `[ADDRESS]` and `...` left out."""
+    line = re.sub(r"^nice\s+", "", line)
+    line = re.sub(r"\[(-[^\]]*)\]", r"\1", line)
+    line = re.sub(r"\s\[[^\]]*\]|\s\.\.\.(?=\s|$)", "", line)
+    return line.split()
+
+
+def test_benchmark_command_lines(tmp_path):
+    """docs/benchmarks.md's command lines: each benchmark script accepts its arguments as
+    printed (run up to its argument parsing: the runs take minutes and rewrite docs/), and the
+    `mjcenic compare` line runs as written on a folder holding one bundled scene, its outputs
+    in a scratch folder."""
+    lines = [line for _, line in doc_blocks.lines_for("test_benchmark_command_lines")]
+    assert len(lines) >= 8, lines
+    scripts = 0
+    for line in lines:
+        argv = benchmark_argv(line)
+        if argv[0] == "python3" and argv[1].startswith("scripts/"):
+            assert (ROOT / argv[1]).is_file(), line
+            p = subprocess.run([sys.executable, "-c", PARSE_ONLY, str(ROOT / argv[1]), *argv[2:]],
+                               cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+            assert p.returncode == 0 and "arguments accepted" in p.stdout, \
+                f"docs/benchmarks.md: {line}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+            scripts += 1
+            continue
+        m = re.match(r"PYTHONPATH=build/python python3 -m mjcenic (compare .*)$", " ".join(argv))
+        assert m, f"docs/benchmarks.md: no runner for `{line}`"
+        if "--plots" in argv:
+            pytest.importorskip("matplotlib")  # the `plots` extra
+        models = tmp_path / "models"
+        models.mkdir()
+        (models / "scene.xml").write_text((ROOT / "models/sphere_plane.xml").read_text())
+        args = m.group(1).replace("../shared/models", str(models)).split()
+        p = subprocess.run([sys.executable, "-m", "mjcenic", *args], cwd=tmp_path, env=_env(),
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"docs/benchmarks.md: {line}\n{p.stdout}\n{p.stderr}"
+        assert (tmp_path / "out/compare/compare.json").stat().st_size > 0
+    assert scripts >= 7
 
 
 # ----------------------------------------------------------------------------- wording
