@@ -1,23 +1,36 @@
-"""`pip wheel .` gives a portable wheel (run by `make test-wheel`; compiles for minutes, once).
+"""The docs' pip lines, run as a MuJoCo user would (run by `make test-wheel`; compiles for
+minutes, once).
 
-The wheel's extension and plugin library may load, from outside the wheel, only
-libmujoco (from the installed `mujoco` package, through an $ORIGIN-relative
-RUNPATH) and system libraries; abseil and SuiteSparse are bundled, each with its
-licence notice. It is installed without extras into a fresh venv after its build
-tree is deleted, and used as the docs say: the README's Python snippet, `mjcenic
-view --headless`, `mjcenic install-plugin`."""
+A copy of this checkout (a fresh clone) and a fresh venv that already has `mujoco==4.0.0`
+(MJCENIC_WHEEL_MUJOCO picks another release): the install lines of the README ("Install") and
+docs/install.md ("Python (pip)") run there as printed, from the clone: `pip install .` (which must
+keep the venv's MuJoCo and pull no plotting package), `pip wheel . -w dist/` (a second compile:
+pip builds each time in a fresh isolated environment), the extras `'.[plots]'` and `'.[ray]'`
+(`.` given as that wheel, which is what pip builds from `.`: a third compile would test nothing
+more), `mjcenic --version`
+and the `python -c` line. Then, with the clone's build tree deleted: the README's Python snippet,
+`mjcenic view --headless` and `mjcenic install-plugin`. The wheel: its extension and plugin
+library load, from outside the wheel, only libmujoco (from the installed `mujoco` package,
+through an $ORIGIN-relative RUNPATH) and system libraries; abseil and SuiteSparse are bundled,
+each with its licence notice. The lines come from tests/doc_blocks.py."""
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import zipfile
 
-import mujoco
 import pytest
 
 from pkg_helpers import FALLING_SPHERE_XML, GRAVITY, ROOT, readelf_dynamic, run
+
+sys.path.insert(0, str(ROOT / "tests"))
+import doc_blocks  # noqa: E402
+
+MUJOCO = os.environ.get("MJCENIC_WHEEL_MUJOCO", "4.0.0")
+RUNNER = "test_installs_and_runs_as_the_docs_say_in_a_fresh_venv"
 
 # Libraries every manylinux platform provides (PEP 600 / auditwheel policy).
 SYSTEM_LIBS = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
@@ -28,23 +41,93 @@ FOREIGN = ("absl", "cholmod", "suitesparse", "amd", "colamd", "camd", "blas", "l
 
 def _clean_env():
     return {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "MJCENIC_BUILD", "LD_LIBRARY_PATH")}
+            if k not in ("PYTHONPATH", "MJCENIC_BUILD", "LD_LIBRARY_PATH", "MJCENIC_MUJOCO",
+                         "VIRTUAL_ENV")}
+
+
+def install_lines():
+    """The pip, mjcenic and python lines of the docs' install blocks, each once, in page order."""
+    out = []
+    for _, line in doc_blocks.lines_for(RUNNER):
+        if line not in out:
+            out.append(line)
+    return out
+
+
+def _clone(dest):
+    """The checkout's files as git tracks them (with uncommitted edits): a fresh clone."""
+    try:
+        names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                               check=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        names = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()
+                 and not {".git", "build"} & set(p.relative_to(ROOT).parts)]
+    for name in filter(None, names):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+class User:
+    """A venv with mujoco==MUJOCO, activated (its bin/ first on PATH), and a clone."""
+
+    def __init__(self, tmp):
+        self.tmp, self.venv, self.clone = tmp, tmp / "venv", _clone(tmp / "mjcenic")
+        run([sys.executable, "-m", "venv", self.venv])
+        self.py, self.mj = self.venv / "bin" / "python", self.venv / "bin" / "mjcenic"
+        self.env = _clean_env()
+        self.env.update(PATH=f"{self.venv / 'bin'}{os.pathsep}{self.env['PATH']}",
+                        VIRTUAL_ENV=str(self.venv))
+        self.env.setdefault("MUJOCO_GL", "osmesa")
+        self.shell(f"pip install -q mujoco=={MUJOCO}")
+        self.seen = {}
+
+    def shell(self, line, **kw):
+        kw.setdefault("cwd", self.clone)
+        return run(["bash", "-c", line], env=self.env, **kw)
+
+    def has(self, module):
+        probe = f"import importlib.util as u; print(u.find_spec({module!r}) is not None)"
+        return run([self.py, "-c", probe], env=self.env, cwd=self.tmp).stdout.strip() == "True"
+
+    def mujoco_version(self):
+        return run([self.py, "-c", "import mujoco; print(mujoco.__version__)"], env=self.env,
+                   cwd=self.tmp).stdout.strip()
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("wheel")
-    build_dir = tmp / "build-tree"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp / "dist",
-                f"--config-settings=build-dir={build_dir}", ROOT], env=_clean_env())
-    assert build_dir.exists(), "the wheel was not built in the requested build tree"
-    shutil.rmtree(build_dir)  # the installed wheel must not need it
-    (whl,) = (tmp / "dist").glob("mjcenic-*.whl")
-    names = zipfile.ZipFile(whl).namelist()
-    print(f"\nbuilt {whl.name} ({whl.stat().st_size / 1e6:.1f} MB):")
-    for n in sorted(n for n in names if ".so" in n or "/licenses/" in n):
+def user(tmp_path_factory):
+    """The docs' pip lines in order; what each showed is in user.seen."""
+    u = User(tmp_path_factory.mktemp("user"))
+    lines = install_lines()
+    assert lines[0] == "pip install ." and "pip wheel . -w dist/" in lines, lines
+    u.shell(lines[0])
+    u.seen["mujoco after pip install ."] = u.mujoco_version()
+    u.seen["matplotlib after pip install ."] = u.has("matplotlib")
+    u.seen["tqdm after pip install ."] = u.has("tqdm")
+    u.shell("pip wheel . -w dist/")
+    (u.wheel,) = (u.clone / "dist").glob("mjcenic-*.whl")
+    print(f"\nbuilt {u.wheel.name} ({u.wheel.stat().st_size / 1e6:.1f} MB):")
+    for n in sorted(n for n in zipfile.ZipFile(u.wheel).namelist()
+                    if ".so" in n or "/licenses/" in n):
         print("   ", n)
-    return whl
+    for line in lines:
+        m = re.fullmatch(r"pip install '\.\[(\w+)\]'", line)
+        if m:  # an extra: `.` is the wheel pip builds from it
+            u.shell(f"pip install -q {shlex.quote(f'{u.wheel}[{m.group(1)}]')}")
+            u.seen[f"extra {m.group(1)}"] = True
+        elif line.startswith("pip "):
+            assert line in ("pip install .", "pip wheel . -w dist/"), f"no runner for `{line}`"
+    assert u.seen.get("extra plots") and u.seen.get("extra ray"), u.seen
+    shutil.rmtree(u.clone / "build")  # the installed package must not need its build tree
+    u.rest = [ln for ln in lines if not ln.startswith("pip ")]
+    return u
+
+
+@pytest.fixture(scope="module")
+def wheel(user):
+    return user.wheel
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +142,8 @@ def test_wheel_is_tagged_manylinux_and_pins_the_built_mujoco(wheel, unpacked):
     (meta,) = unpacked.glob("mjcenic-*.dist-info/METADATA")
     requires = [l.split(":", 1)[1].strip() for l in meta.read_text().splitlines()
                 if l.startswith("Requires-Dist:")]
-    # Built against the mujoco installed here; requiring exactly it keeps pip from changing it.
-    assert f"mujoco=={mujoco.__version__}" in requires, requires
+    # Built against the venv's mujoco; requiring exactly it keeps pip from changing it.
+    assert f"mujoco=={MUJOCO}" in requires, requires
     # Plotting and progress bars are the `plots` extra, not dependencies of the stepper.
     for extra in ("matplotlib", "tqdm", "pillow"):
         for r in requires:
@@ -123,7 +206,7 @@ def test_extension_loads_only_libmujoco_and_system_libraries_from_outside(unpack
     bundled = {f.name for d in libdirs if d.exists() for f in d.iterdir()}
     outside = [n for n in needed if n not in bundled and n not in SYSTEM_LIBS]
     print(f"\n{ext.name}: RUNPATH {':'.join(runpath)}; bundled {sorted(bundled)}")
-    assert outside == [f"libmujoco.so.{mujoco.__version__}"], (needed, outside)
+    assert outside == [f"libmujoco.so.{MUJOCO}"], (needed, outside)
     # abseil and SuiteSparse are bundled: they and their dependencies load only
     # system libraries, libmujoco or each other.
     for lib in (unpacked / "mjcenic.libs").glob("*.so*"):
@@ -133,18 +216,17 @@ def test_extension_loads_only_libmujoco_and_system_libraries_from_outside(unpack
 
 
 def readme_python_snippet():
-    """The README's first ```python block (section "Use it from Python")."""
-    text = (ROOT / "README.md").read_text()
-    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    """The README's ```python block (section "Use it from Python")."""
+    (block,) = [b for b in doc_blocks.blocks() if b.path == "README.md" and b.tag == "python"]
+    return block.code
 
 
-def test_installs_and_runs_as_the_docs_say_in_a_fresh_venv(wheel, tmp_path):
-    venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", venv])
-    py, mj = venv / "bin" / "python", venv / "bin" / "mjcenic"
-    env = _clean_env()
-    env.setdefault("MUJOCO_GL", "osmesa")
-    run([py, "-m", "pip", "install", "-q", wheel], env=env)
+def test_installs_and_runs_as_the_docs_say_in_a_fresh_venv(user):
+    seen, env, tmp = user.seen, user.env, user.tmp
+    # pip install . built against the venv's MuJoCo and kept it; no plotting without the extra.
+    assert seen["mujoco after pip install ."] == MUJOCO, seen
+    assert not seen["matplotlib after pip install ."] and not seen["tqdm after pip install ."], seen
+    assert user.mujoco_version() == MUJOCO and user.has("matplotlib") and user.has("ray")
     code = f"""
 import mujoco, mjcenic
 m = mujoco.MjModel.from_xml_string('''{FALLING_SPHERE_XML}''')
@@ -152,13 +234,10 @@ d = mujoco.MjData(m)
 mjcenic.Stepper(m, accuracy=1e-3).advance_to(0.2, d)
 print(mjcenic.__file__, mjcenic.__version__, mujoco.__version__, d.qpos[2])
 """
-    out = run([py, "-c", code], env=env, cwd=tmp_path).stdout.split()
-    assert out[0].startswith(str(venv))
-    assert out[2] == mujoco.__version__
+    out = run([user.py, "-c", code], env=env, cwd=tmp).stdout.split()
+    assert out[0].startswith(str(user.venv))
+    assert out[2] == MUJOCO
     assert float(out[3]) == pytest.approx(1 - 0.5 * GRAVITY * 0.2**2, abs=5e-3)  # free fall
-    # Without the `plots` extra there is no matplotlib.
-    probe = "import importlib.util as u; print(u.find_spec('matplotlib') is None)"
-    assert run([py, "-c", probe], env=env).stdout.strip() == "True"
     # Every shared library the extension loads is a system library or comes from the venv.
     (ext,) = pathlib.Path(out[0]).parent.glob("_mjcenic*.so")
     ldd = run(["ldd", ext], env=env).stdout
@@ -168,24 +247,29 @@ print(mjcenic.__file__, mjcenic.__version__, mujoco.__version__, d.qpos[2])
         name, path = line.split("=>")[0].strip(), line.split("=>")[1].split("(")[0].strip()
         assert path != "not found", line
         if name not in SYSTEM_LIBS:
-            assert path.startswith(str(venv)), line
-        assert not (any(f in name.lower() for f in FOREIGN) and not path.startswith(str(venv))), line
-    version = run([mj, "--version"], env=env).stdout
-    assert f"mjcenic {out[1]}" in version and f"MuJoCo {mujoco.__version__}" in version
+            assert path.startswith(str(user.venv)), line
+        assert not (any(f in name.lower() for f in FOREIGN) and not path.startswith(str(user.venv))), line
+    # The docs' remaining lines: mjcenic --version and the python -c line.
+    assert user.rest == ["mjcenic --version",
+                         'python -c "import mjcenic; print(mjcenic.__version__, mjcenic.BUILT_FOR_MUJOCO)"'], user.rest
+    version = user.shell(user.rest[0], cwd=tmp).stdout
+    assert version.strip() == f"mjcenic {out[1]} (MuJoCo {MUJOCO}, built against {MUJOCO})", version
+    assert user.shell(user.rest[1], cwd=tmp).stdout.split() == [out[1], MUJOCO]
+    assert "compare" in run([user.mj, "--help"], env=env).stdout
 
     # The README's Python snippet, as a user pastes it.
-    (tmp_path / "readme.py").write_text(readme_python_snippet())
-    assert "box height" in run([py, "readme.py"], env=env, cwd=tmp_path).stdout
+    (tmp / "readme.py").write_text(readme_python_snippet())
+    assert "box height" in run([user.py, "readme.py"], env=env, cwd=tmp).stdout
     # A bundled model in the headless viewer: a PNG of the scene.
-    png = tmp_path / "x.png"
-    run([mj, "view", ROOT / "models" / "pendulum.xml", "--headless", png, "--seconds", "0.1"],
-        env=env, cwd=tmp_path)
+    png = tmp / "x.png"
+    run([user.mj, "view", ROOT / "models" / "pendulum.xml", "--headless", png, "--seconds", "0.1"],
+        env=env, cwd=tmp)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
     # install-plugin: what it would do, then done; stock `import mujoco` (no mjcenic)
     # then loads a model that declares the plugin.
-    assert "would copy" in run([mj, "install-plugin", "--dry-run"], env=env).stdout
-    run([mj, "install-plugin"], env=env)
+    assert "would copy" in run([user.mj, "install-plugin", "--dry-run"], env=env).stdout
+    run([user.mj, "install-plugin"], env=env)
     plugin_model = FALLING_SPHERE_XML.replace(
         "<mujoco>", '<mujoco><extension><plugin plugin="mjcenic"><instance name="c"/></plugin></extension>', 1)
     load = f"import mujoco; m = mujoco.MjModel.from_xml_string('''{plugin_model}'''); print(m.nplugin)"
-    assert run([py, "-c", load], env=env, cwd=tmp_path).stdout.strip() == "1"
+    assert run([user.py, "-c", load], env=env, cwd=tmp).stdout.strip() == "1"
