@@ -472,6 +472,8 @@ def test_clone_commands(tmp_path):
     if not shutil.which("make"):
         pytest.skip("no make")
     env = _env(CI="false", MJCENIC_INSTALL_DEPS="0")
+    for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):  # not the jobserver of a `make test` around us
+        env.pop(k, None)
     make = ["make", f"BUILD={BUILD}", f"PYTHON={sys.executable}", "JOBS=2"]
     p = subprocess.run(make + ["demo"], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=900, stdin=subprocess.DEVNULL)
