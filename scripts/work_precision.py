@@ -2,10 +2,11 @@
 """Work–precision of mjcenic and mj_step, each against its own converged reference.
 
     python3 scripts/work_precision.py [--out-dir docs/work_precision] [--scenes panda,humanoid]
-                                      [--reps 3] [--quick]
+                                      [--reps 3] [--quick] [--integrators euler,implicitfast,rk4]
 
-Per scene (Panda, Allegro, humanoid falling, barkour, car, the pinch grasp,
-clutter over 0.3 s) and per simulator:
+Per scene (Panda, Allegro, Shadow hand, humanoid falling, barkour, unitree G1 on flat
+ground, ALOHA with its pot, car, the pinch grasp, Robotiq and clutter over 0.3 s) and
+per simulator:
 
 * the reference is the same simulator at a tiny fixed step: mj_step at
   dt/2^REF_LEVEL (clutter: dt/1024), mjcenic in fixed mode at the same step (mjcenic.work_precision,
@@ -14,7 +15,13 @@ clutter over 0.3 s) and per simulator:
   is then about that far from the exact trajectory, and errors below ~2x the
   check are not resolved; the observed orders from the four finest levels and
   --ref-tol decide whether it is printed as converged;
-* the sweep: mj_step at dt/2^k, k = 0..5; mjcenic at accuracy 1e-1..1e-5 for
+* the sweep: mj_step at dt/2^k, k = 0..5 with the model's own integrator
+  ("mj_step"); with --integrators (default: all three), each of MuJoCo's
+  integrators Euler, implicitfast and RK4 at dt x {4, 2, 1, 1/2, 1/4, 1/8}
+  ("mj_step:euler", ...), each against its own reference (that integrator at
+  dt/2^REF_LEVEL, shown converged like the others; a step that does not divide
+  the 20 ms sample is sampled by interpolation and takes a new ctrl at its
+  first step after the sample); mjcenic at accuracy 1e-1..1e-5 for
   each error-estimate configuration (doubling = the paper's, embedded, and
   embedded with the full-state norm);
 * achieved error: the trajectory error, max over the 20 ms samples of the
@@ -37,6 +44,7 @@ the section without measuring (a JSON named work_precision_X.json: the section
 OUT-name + "_X"); --no-page prints the section instead.
 """
 import argparse
+import copy
 import pickle
 import json
 import math
@@ -61,6 +69,11 @@ import _page  # noqa: E402
 SAMPLE = 0.02  # [s] sample and control period
 REF_LEVEL = 8  # reference step: dt / 2^REF_LEVEL (a scene may ask for a finer one)
 MJSTEP_LEVELS = range(0, 6)
+# MuJoCo's integrators, each a series at dt * 2^-k, k = -2..3 (dt x 4 ... dt / 8).
+MJ_INTEGRATORS = {"euler": mujoco.mjtIntegrator.mjINT_EULER,
+                  "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+                  "rk4": mujoco.mjtIntegrator.mjINT_RK4}
+INTEGRATOR_LEVELS = range(-2, 4)
 ACCURACIES = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]
 CONFIGS = {  # label: stepper options
     "doubling": {},
@@ -91,8 +104,13 @@ SCENES = {
     # name: (file, keyframe or None, horizon [s], control: "sine" or "hold"[, reference level])
     "panda": (SHARED / "menagerie/franka_emika_panda/scene.xml", None, 1.0, "sine"),
     "allegro": (SHARED / "menagerie/wonik_allegro/scene_right.xml", None, 1.0, "sine"),
+    "shadow_hand": (SHARED / "menagerie/shadow_hand/scene_right.xml", None, 1.0, "sine"),
     "humanoid": (SHARED / "mujoco/humanoid/humanoid.xml", None, 1.0, "hold"),
     "barkour": (SHARED / "mujoco/barkour_v0/assets/barkour_v0_mjx.xml", None, 1.0, "hold"),
+    # unitree_g1_flat: standing at its "home" keyframe on flat ground under its position servos.
+    "unitree_g1_flat": (SHARED / "mujoco_warp/unitree_g1/scene_flat.xml", "home", 1.0, "hold"),
+    # aloha: both arms at the first keyframe, a pot on the table, fingers tied by joint equalities.
+    "aloha": (SHARED / "mujoco_warp/aloha_pot/scene.xml", None, 1.0, "hold"),
     "car": (SHARED / "mujoco/car/car.xml", None, 1.0, "sine"),
     "pinch_grasp": (ROOT / "models/pinch_grasp.xml", "grip", 1.0, "hold"),
     # robotiq_2f85: a box hanging from a spatial tendon limit that starts violated by 2.09 cm
@@ -118,6 +136,12 @@ class Scene:
     def data(self):
         return mjcenic.make_data(self.m, self.key)
 
+    def model_with(self, integrator):
+        """A copy of the model stepped by mj_step with `integrator` (a MJ_INTEGRATORS key)."""
+        mm = copy.deepcopy(self.m)
+        mm.opt.integrator = MJ_INTEGRATORS[integrator]
+        return mm
+
     def ctrl(self, t):
         """ctrl held over the period starting at t."""
         m = self.m
@@ -131,12 +155,19 @@ class Scene:
         return np.where(limited, np.clip(u, lo, hi), u)
 
 
-def run_mjstep(sc, dt):
+def run_mjstep(sc, dt, m=None):
+    """mj_step at dt on sc's model, or on m (a copy with another integrator); only the model's
+    own series must divide the sample period."""
     per = round(SAMPLE / dt)
-    if abs(per * dt - SAMPLE) > 1e-9 * SAMPLE:
+    if m is None and abs(per * dt - SAMPLE) > 1e-9 * SAMPLE:
         raise ValueError(f"{sc.name}: dt {dt} does not divide the sample period {SAMPLE}")
-    r = wp.run_mjstep(sc.m, dt, sc.times, sc.data, ctrl=sc.ctrl)
+    r = wp.run_mjstep(sc.m if m is None else m, dt, sc.times, sc.data, ctrl=sc.ctrl)
     return r, {"steps": r.steps}
+
+
+def is_mjstep(series):
+    """Whether a series is mj_step's (the model's integrator, or "mj_step:<integrator>")."""
+    return series == "mj_step" or series.startswith("mj_step:")
 
 
 def run_mjcenic(sc, options, time_limit=math.inf):
@@ -149,20 +180,24 @@ def run_mjcenic(sc, options, time_limit=math.inf):
                                         "max_penetration")}
 
 
-def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None):
+def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None, integrators=()):
     m = sc.m
     dt = m.opt.timestep
     log(f"[{sc.name}] nq={m.nq} nv={m.nv} dt={dt:g} horizon={sc.horizon} s; references at "
         f"h={dt / 2 ** sc.ref_level:.3g} s")
     refs = {}
-    for sim in ("mj_step", "mjcenic"):
+    models = {"mj_step": m, "mjcenic": m}
+    models.update({f"mj_step:{i}": sc.model_with(i) for i in integrators})
+    for sim, mm in models.items():
         # --ref-cache: the references do not depend on the series (fixed steps),
         # so a second run of other series can reuse them (pickle per scene).
-        cache = pathlib.Path(ref_cache) / f"{sc.name}_{sim}.pkl" if ref_cache else None
+        cache = (pathlib.Path(ref_cache) / f"{sc.name}_{sim.replace(':', '_')}.pkl"
+                 if ref_cache else None)
         if cache is not None and cache.exists():
             ref = pickle.loads(cache.read_bytes())
         else:
-            ref = wp.reference(m, wp.runner(sim, m, sc.times, sc.data, ctrl=sc.ctrl), dt,
+            kind = "mjcenic" if sim == "mjcenic" else "mj_step"
+            ref = wp.reference(mm, wp.runner(kind, mm, sc.times, sc.data, ctrl=sc.ctrl), dt,
                                levels=(sc.ref_level - 3, sc.ref_level), tol=ref_tol,
                                stop_early=False, log=log, label=sim)
             if cache is not None:
@@ -180,6 +215,11 @@ def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None):
     for k in levels:
         runs.append({"sim": "mj_step", "series": "mj_step", "dt": dt / 2 ** k,
                      "fn": (lambda h=dt / 2 ** k: run_mjstep(sc, h))})
+    for i in integrators:
+        sim = f"mj_step:{i}"
+        for k in list(INTEGRATOR_LEVELS)[: 3 if quick else None]:
+            runs.append({"sim": sim, "series": sim, "dt": dt * 2.0 ** -k,
+                         "fn": (lambda h=dt * 2.0 ** -k, mm=models[sim]: run_mjstep(sc, h, mm))})
     for label, opts in CONFIGS.items():
         for a in accs:
             o = dict(opts, accuracy=a)
@@ -200,7 +240,7 @@ def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None):
             r.pop("wall")
             r.pop("reps")
         out.append(r)
-        tag = f"dt={r['dt']:.3g}" if r["sim"] == "mj_step" else f"acc={r['accuracy']:g}"
+        tag = f"dt={r['dt']:.3g}" if is_mjstep(r["sim"]) else f"acc={r['accuracy']:g}"
         if "error_text" in r:
             log(f"  {r['series']:>20} {tag:>12}: failed: {r['error_text']}")
         elif "skipped" in r:
@@ -217,12 +257,28 @@ def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None):
 cost_at = wp.cost_at
 
 
+def best_mjstep_cost(runs, target):
+    """The least wall time of any mj_step integrator series to reach `target` (None if none
+    does)."""
+    costs = [cost_at(runs, s, target) for s in dict.fromkeys(x["series"] for x in runs)
+             if s.startswith("mj_step:")]
+    costs = [c for c in costs if c is not None]
+    return min(costs) if costs else None
+
+
+def integrators_of(res):
+    """The mj_step integrator series a scene's results have, in run order."""
+    return list(dict.fromkeys(x["series"] for x in res["runs"] if x["series"].startswith("mj_step:")))
+
+
 def summary_rows(results, series_list):
     """Per scene and series: the references' checks, the achieved errors at 1e-2 / 1e-3 / 1e-4
-    and wall / mj_step's at error 1e-3 (or at the tightest error both reach) with that error."""
+    and wall / mj_step's at error 1e-3 (or at the tightest error both reach) with that error;
+    with integrator series, also wall / the best integrator's at the same error."""
     rows = []
     for res in results:
         runs = res["runs"]
+        integrators = integrators_of(res)
         for series in series_list:
             if not any(x["series"] == series for x in runs):
                 continue
@@ -238,23 +294,46 @@ def summary_rows(results, series_list):
                         for s in (series, "mj_step")]
                 target = max(both)
                 ours, theirs = cost_at(runs, series, target), cost_at(runs, "mj_step", target)
+            best = best_mjstep_cost(runs, target) if integrators else None
+            row_extra = {}
+            if integrators:
+                row_extra = {"best_ratio": ours / best if ours and best else None,
+                             "integrator_checks": [(res["references"][s]["check"],
+                                                    res["references"][s]["converged"])
+                                                   for s in integrators]}
             rows.append({"scene": res["scene"], "series": series, "errors": errs, "target": target,
+                         **row_extra,
                          "ratio": ours / theirs if ours and theirs else None,
                          "checks": [res["references"][k]["check"] for k in ("mj_step", "mjcenic")],
                          "converged": [res["references"][k]["converged"] for k in ("mj_step", "mjcenic")]})
     return rows
 
 
+def _check(c, ok):
+    return ("—" if c is None else f"{c:.2g}") + ("" if ok else " (**n.c.**)")
+
+
 def summarize(results, log=print, series_list=None):
     series_list = series_list or list(dict.fromkeys(
-        x["series"] for res in results for x in res["runs"] if x["series"] != "mj_step"))
+        x["series"] for res in results for x in res["runs"] if not is_mjstep(x["series"])))
+    rows = summary_rows(results, series_list)
+    integrators = any("best_ratio" in r for r in rows)
     lines = ["| scene | mj_step ref. check | mjcenic ref. check | series | achieved traj. error "
-             "at accuracy 1e-2 / 1e-3 / 1e-4 | wall / mj_step's at error 1e-3 |", "|---|---|---|---|---|---|"]
-    for r in summary_rows(results, series_list):
-        checks = [f"{c:.2g}" + ("" if ok else " (**n.c.**)") for c, ok in zip(r["checks"], r["converged"])]
+             "at accuracy 1e-2 / 1e-3 / 1e-4 | wall / mj_step's at error 1e-3 |"
+             + (" Euler / implicitfast / RK4 ref. checks | wall / best integrator's |"
+                if integrators else ""),
+             "|---|---|---|---|---|---|" + ("---|---|" if integrators else "")]
+    for r in rows:
+        checks = [_check(c, ok) for c, ok in zip(r["checks"], r["converged"])]
         errs = " / ".join("—" if e is None else f"{e:.2g}" for e in r["errors"])
         ratio = f"{r['ratio']:.2f} (at {r['target']:.2g})" if r["ratio"] is not None else "—"
-        lines.append(f"| {r['scene']} | {checks[0]} | {checks[1]} | {r['series']} | {errs} | {ratio} |")
+        line = f"| {r['scene']} | {checks[0]} | {checks[1]} | {r['series']} | {errs} | {ratio} |"
+        if integrators:
+            ichecks = " / ".join(_check(c, ok) for c, ok in r.get("integrator_checks", []))
+            best = r.get("best_ratio")
+            line += (f" {ichecks or '—'} | "
+                     + (f"{best:.2f} (at {r['target']:.2g})" if best is not None else "—") + " |")
+        lines.append(line)
     text = "\n".join(lines)
     log(text)
     return text
@@ -264,13 +343,18 @@ def section(data, link):
     """The page section: the run, the medians, the summary table and the plots."""
     results = data["results"]
     series_list = list(dict.fromkeys(x["series"] for res in results for x in res["runs"]
-                                     if x["series"] != "mj_step"))
+                                     if not is_mjstep(x["series"])))
     rows = summary_rows(results, series_list)
     medians = []
     for series in series_list:
         vals = [r["ratio"] for r in rows if r["series"] == series and r["ratio"] is not None]
         if vals:
             medians.append(f"{series} {_page.median(vals):.2f}")
+    best = []
+    for series in series_list:
+        vals = [r["best_ratio"] for r in rows if r["series"] == series and r.get("best_ratio")]
+        if vals:
+            best.append(f"{series} {_page.median(vals):.2f}")
     scenes = [res["scene"] for res in results]
     cmd = "python3 scripts/work_precision.py"
     if link != "work_precision":
@@ -281,10 +365,17 @@ def section(data, link):
             "against `mj_step`'s at equal error (`" + cmd + f"`; MuJoCo {data['mujoco']}). "
             "**n.c.**: the reference is not converged (errors below about twice its check are not "
             f"resolved). Median over the {len(scenes)} scenes of wall / `mj_step`'s at equal error: "
-            + ", ".join(medians) + ".")
+            + ", ".join(medians) + "."
+            + (" Median of wall / the best of `mj_step`'s integrators (Euler, implicitfast, RK4 "
+               "at dt × 4 … dt / 8, each against its own reference) at equal error: "
+               + ", ".join(best) + "." if best else ""))
     suffix = link.split("/_work_precision")[1] if "/_work_precision" in link else ""
     plots = ", ".join(f"[{s}]({link.split('/_')[0]}/{s}{suffix}.png)" for s in scenes)
     return head + "\n\n" + summarize(results, lambda _: None, series_list) + "\n\nPlots per scene: " + plots
+
+
+wp.STYLES.update({"mj_step:euler": ("0.45", "s"), "mj_step:implicitfast": ("0.3", "P"),
+                  "mj_step:rk4": ("0.6", "*")})
 
 
 def plot(res, out_dir, suffix=""):
@@ -306,6 +397,9 @@ def main():
                    help="directory: reuse (or store) each scene's references there")
     p.add_argument("--series", default=",".join(DEFAULT_SERIES),
                    help="mjcenic series to run (mj_step always runs)")
+    p.add_argument("--integrators", default=",".join(MJ_INTEGRATORS),
+                   help="mj_step series per integrator at dt x 4 ... dt / 8, each against its "
+                        "own reference ('' for none; default: " + ",".join(MJ_INTEGRATORS) + ")")
     _page.add_arguments(p)
     a = p.parse_args()
     if a.from_json:
@@ -328,6 +422,10 @@ def main():
         print(s, flush=True)
         log_lines.append(s)
 
+    integrators = [i for i in a.integrators.split(",") if i]
+    bad = [i for i in integrators if i not in MJ_INTEGRATORS]
+    if bad:
+        p.error(f"unknown integrator(s) {bad}; known: {', '.join(MJ_INTEGRATORS)}")
     for s in [s for s in a.series.split(",") if s]:
         if s not in CONFIGS:
             p.error(f"unknown series {s}; known: {', '.join(CONFIGS)}")
@@ -337,7 +435,7 @@ def main():
     results = []
     for name in names:
         sc = Scene(name, *SCENES[name])
-        res = bench_scene(sc, a.reps, a.quick, log, a.budget, a.ref_tol, a.ref_cache)
+        res = bench_scene(sc, a.reps, a.quick, log, a.budget, a.ref_tol, a.ref_cache, integrators)
         results.append(res)
         plot(res, out_dir)
         (out_dir / "work_precision.json").write_text(json.dumps(

@@ -2,11 +2,185 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 
 #include "mjcenic/adapter/mujoco_state.h"
+#include "mjcenic/icf/icf_model.h"
 
 namespace mjcenic {
+
+namespace {
+
+// In-place Cholesky factor (lower triangle, row-major n × n) of a symmetric
+// positive definite block; false if a pivot is not positive.
+bool FactorBlock(double* a, int n) {
+  for (int k = 0; k < n; ++k) {
+    double d = a[k * n + k];
+    for (int j = 0; j < k; ++j) d -= a[k * n + j] * a[k * n + j];
+    if (!(d > 0)) return false;
+    const double l = std::sqrt(d);
+    a[k * n + k] = l;
+    for (int i = k + 1; i < n; ++i) {
+      double x = a[i * n + k];
+      for (int j = 0; j < k; ++j) x -= a[i * n + j] * a[k * n + j];
+      a[i * n + k] = x / l;
+    }
+  }
+  return true;
+}
+
+// x ← (L Lᵀ)⁻¹ x with the factor of FactorBlock.
+void SolveBlock(const double* l, int n, double* x) {
+  for (int i = 0; i < n; ++i) {
+    double y = x[i];
+    for (int j = 0; j < i; ++j) y -= l[i * n + j] * x[j];
+    x[i] = y / l[i * n + i];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    double y = x[i];
+    for (int j = i + 1; j < n; ++j) y -= l[j * n + i] * x[j];
+    x[i] = y / l[i * n + i];
+  }
+}
+
+}  // namespace
+
+bool TangentProjection::Apply(const icf::IcfModel& model, const double* v, double* dv) {
+  // cenic-math §11.3, "Velocities on constrained motion".
+  rows_.clear();
+  const auto& couplings = model.couplings.rows;
+  for (int c = 0; c < couplings.size(); ++c)
+    rows_.push_back({couplings.dofs(c), couplings.J(c)});
+  if (v != nullptr) {  // limits active at v, which hold like bilateral rows
+    const auto& limits = model.limits.rows;
+    for (int c = 0; c < limits.size(); ++c) {
+      double vc;
+      limits.Multiply(c, v, &vc);
+      if (model.limits.Active(c, vc)) rows_.push_back({limits.dofs(c), limits.J(c)});
+    }
+  }
+  const Rows rows{rows_};
+  const int nr = rows.size(), nv = model.nv;
+  if (nr == 0 || nv == 0) return false;
+  const std::vector<int>& start = model.clique_start;
+  auto tree_of = [&](int dof) {
+    return model.clique_of_dof.empty() ? 0 : model.clique_of_dof[dof];
+  };
+  auto tree_begin = [&](int t) { return start.empty() ? 0 : start[t]; };
+  auto tree_end = [&](int t) { return start.empty() ? nv : start[t + 1]; };
+  // The trees the rows touch, and their dofs numbered 0..n−1.
+  local_.assign(nv, -1);
+  trees_.clear();
+  for (int c = 0; c < nr; ++c)
+    for (int dof : rows.dofs(c)) {
+      const int t = tree_of(dof);
+      if (local_[tree_begin(t)] == -1) {
+        local_[tree_begin(t)] = -2;
+        trees_.push_back(t);
+      }
+    }
+  std::sort(trees_.begin(), trees_.end());
+  int n = 0, mass_size = 0;
+  for (int t : trees_) {
+    const int b = tree_end(t) - tree_begin(t);
+    for (int i = tree_begin(t); i < tree_end(t); ++i) local_[i] = n++;
+    mass_size += b * b;
+  }
+  // Dense mass blocks from M's lower triangle (block diagonal over trees), factored.
+  mass_.assign(mass_size, 0.0);
+  for (int t = 0, off = 0; t < static_cast<int>(trees_.size()); ++t) {
+    const int t0 = tree_begin(trees_[t]), b = tree_end(trees_[t]) - t0;
+    double* a = mass_.data() + off;
+    for (int i = t0; i < t0 + b; ++i)
+      for (int k = 0; k < model.M_rownnz[i]; ++k) {
+        const int adr = model.M_rowadr[i] + k, j = model.M_colind[adr];
+        if (j < t0 || j > i) return false;  // not a tree's lower triangle
+        a[(i - t0) * b + (j - t0)] = a[(j - t0) * b + (i - t0)] = model.M[adr];
+      }
+    if (!FactorBlock(a, b)) return false;
+    off += b * b;
+  }
+  // Y = M⁻¹Jᵀ, one column per row.
+  y_.assign(static_cast<size_t>(n) * nr, 0.0);
+  for (int c = 0; c < nr; ++c) {
+    double* y = y_.data() + static_cast<size_t>(c) * n;
+    const std::span<const int> dofs = rows.dofs(c);
+    const double* J = rows.J(c);
+    for (size_t k = 0; k < dofs.size(); ++k) y[local_[dofs[k]]] = J[k];
+    for (int t = 0, off = 0, first = 0; t < static_cast<int>(trees_.size()); ++t) {
+      const int b = tree_end(trees_[t]) - tree_begin(trees_[t]);
+      bool touched = false;
+      for (int i = first; i < first + b && !touched; ++i) touched = y[i] != 0;
+      if (touched) SolveBlock(mass_.data() + off, b, y + first);
+      off += b * b;
+      first += b;
+    }
+  }
+  // S = J M⁻¹ Jᵀ (lower triangle) and its Cholesky factor; a row whose pivot
+  // is round-off of its diagonal depends on the rows before it (or is zero,
+  // as a connect's out-of-plane row on a planar chain) and is dropped.
+  auto row_dot = [&](int c, const double* x) {  // J_c x over the local dofs
+    const std::span<const int> dofs = rows.dofs(c);
+    const double* J = rows.J(c);
+    double sum = 0;
+    for (size_t k = 0; k < dofs.size(); ++k) sum += J[k] * x[local_[dofs[k]]];
+    return sum;
+  };
+  s_.assign(static_cast<size_t>(nr) * nr, 0.0);
+  diag_.resize(nr);
+  double largest = 0;
+  for (int i = 0; i < nr; ++i) {
+    for (int j = 0; j <= i; ++j) s_[i * nr + j] = row_dot(i, y_.data() + static_cast<size_t>(j) * n);
+    diag_[i] = s_[i * nr + i];
+    largest = std::max(largest, diag_[i]);
+  }
+  if (!(largest > 0)) return false;
+  dropped_.assign(nr, 0);
+  for (int k = 0; k < nr; ++k) {
+    double d = s_[k * nr + k];
+    for (int j = 0; j < k; ++j) d -= s_[k * nr + j] * s_[k * nr + j];
+    if (!(d > 1e-9 * diag_[k] && d > 1e-14 * largest)) {
+      dropped_[k] = 1;
+      for (int i = k; i < nr; ++i) s_[i * nr + k] = 0;
+      continue;
+    }
+    const double l = std::sqrt(d);
+    s_[k * nr + k] = l;
+    for (int i = k + 1; i < nr; ++i) {
+      double x = s_[i * nr + k];
+      for (int j = 0; j < k; ++j) x -= s_[i * nr + j] * s_[k * nr + j];
+      s_[i * nr + k] = x / l;
+    }
+  }
+  // z = S⁺ J δv (dropped rows: 0), δv ← δv − Y z.
+  z_.resize(nr);
+  for (int i = 0; i < nr; ++i) {
+    if (dropped_[i]) { z_[i] = 0; continue; }
+    const std::span<const int> dofs = rows.dofs(i);
+    const double* J = rows.J(i);
+    double x = 0;
+    for (size_t k = 0; k < dofs.size(); ++k) x += J[k] * dv[dofs[k]];
+    for (int j = 0; j < i; ++j) x -= s_[i * nr + j] * z_[j];
+    z_[i] = x / s_[i * nr + i];
+  }
+  for (int i = nr - 1; i >= 0; --i) {
+    if (dropped_[i]) continue;
+    double x = z_[i];
+    for (int j = i + 1; j < nr; ++j) x -= s_[j * nr + i] * z_[j];
+    z_[i] = x / s_[i * nr + i];
+  }
+  for (int t = 0, first = 0; t < static_cast<int>(trees_.size()); ++t) {
+    const int t0 = tree_begin(trees_[t]), b = tree_end(trees_[t]) - t0;
+    for (int i = 0; i < b; ++i) {
+      double x = 0;
+      for (int c = 0; c < nr; ++c) x += y_[static_cast<size_t>(c) * n + first + i] * z_[c];
+      dv[t0 + i] -= x;
+    }
+    first += b;
+  }
+  return true;
+}
 
 const char* ToString(ErrorNormKind k) {
   switch (k) {
@@ -28,6 +202,7 @@ ErrorNorm::ErrorNorm(const mjModel* m, ErrorNormKind kind, double length_scale,
   na_ = n.na;
   adapter::NormWeights(m, length_scale, &L_, &weight_, &act_weight_);
   dq_.resize(nv_);
+  dv_.resize(nv_);
   vel_weight_.assign(nv_, tau_);
   drift_.assign(nv_, 0.0);
 }
@@ -51,6 +226,11 @@ void ErrorNorm::SetPropagatedDrift(const double* drift) {
   drift_set_ = true;
 }
 
+void ErrorNorm::VelocityDifference(const double* va, const double* vb, double* dv) {
+  for (int i = 0; i < nv_; ++i) dv[i] = va[i] - vb[i];
+  if (tangent_model_ != nullptr) projection_.Apply(*tangent_model_, tangent_v_, dv);
+}
+
 std::string ErrorNorm::WorstName(const mjModel* m, int worst) const {
   return adapter::CoordinateName(m, worst, kind_ == ErrorNormKind::kDrake);
 }
@@ -69,21 +249,26 @@ double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
       const double x = std::abs(qa[i] - qb[i]);
       if (!(x <= e)) { e = x; *worst = i; }
     }
+    tangent_model_ = nullptr;
     return e;
   }
   mj_differentiatePos(m, dq_.data(), 1.0, qb, qa);
+  // The velocity difference in the bilateral rows' tangent space (§11.3).
+  const bool velocities =
+      uses_velocities() && !(kind_ == ErrorNormKind::kPropagatedModes && drift_set_);
+  if (velocities) VelocityDifference(va, vb, dv_.data());
   for (int i = 0; i < nv_; ++i) {
     double x = std::abs(dq_[i]) * weight_[i];
-    if (kind_ == ErrorNormKind::kFullState) x = std::max(x, std::abs(va[i] - vb[i]) / L_);
+    if (kind_ == ErrorNormKind::kFullState) x = std::max(x, std::abs(dv_[i]) / L_);
     // §11.11: the position error this velocity error will cause, as positions scale.
     if (kind_ == ErrorNormKind::kPropagated)
-      x = std::max(x, std::abs(va[i] - vb[i]) * vel_weight_[i] * weight_[i]);
+      x = std::max(x, std::abs(dv_[i]) * vel_weight_[i] * weight_[i]);
     if (kind_ == ErrorNormKind::kPropagatedModes)
-      x = std::max(x, (drift_set_ ? std::abs(drift_[i]) : std::abs(va[i] - vb[i]) * tau_) *
-                          weight_[i]);
+      x = std::max(x, (drift_set_ ? std::abs(drift_[i]) : std::abs(dv_[i]) * tau_) * weight_[i]);
     if (!(x <= e)) { e = x; *worst = i; }  // NaN propagates
   }
   drift_set_ = false;  // one drift per Compute
+  tangent_model_ = nullptr;
   return e;
 }
 

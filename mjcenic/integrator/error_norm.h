@@ -5,15 +5,59 @@
 // spike while positions stay accurate, paper §V-E). Actuator activations
 // (mjData.act) are part of every norm kind, each divided by its natural range
 // (actrange, else ctrlrange for filters/integrators, else 1; muscles 1), so a
-// stiff activation filter limits the step where it changes the force.
+// stiff activation filter limits the step where it changes the force. The
+// velocity norms measure a velocity difference in the tangent space of the
+// rows that hold the motion (cenic-math §11.3, "Velocities on constrained
+// motion").
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
 #include <mujoco/mujoco.h>
 
 namespace mjcenic {
+
+namespace icf {
+struct IcfModel;
+}
+
+// The M-orthogonal projection of a velocity onto the tangent space of the
+// rows that hold a problem's motion, cenic-math §11.3:
+//   δv ← δv − M⁻¹Jᵀ (J M⁻¹ Jᵀ)⁺ J δv,
+// J the model's coupling (equality) rows and its limit rows active at the
+// solve's velocity v (none without v), M its mass matrix (dense factors of
+// the mass blocks of the trees the rows touch, and of J M⁻¹ Jᵀ, whose rows
+// that depend on earlier ones are dropped by a pivot test). Workspace only
+// grows.
+class TangentProjection {
+ public:
+  // false (dv unchanged) if there is no such row or a mass block is not
+  // positive definite.
+  bool Apply(const icf::IcfModel& model, const double* v, double* dv);
+
+ private:
+  struct Row {
+    std::span<const int> dofs;
+    const double* J;
+  };
+  struct Rows {
+    const std::vector<Row>& r;
+    int size() const { return static_cast<int>(r.size()); }
+    std::span<const int> dofs(int c) const { return r[c].dofs; }
+    const double* J(int c) const { return r[c].J; }
+  };
+  std::vector<Row> rows_;
+  std::vector<int> local_;        // dof → index among the touched trees' dofs, or −1
+  std::vector<int> trees_;        // touched trees, ascending
+  std::vector<double> mass_;      // their dense mass blocks, Cholesky factors (one after another)
+  std::vector<double> y_;         // M⁻¹Jᵀ, one column of n per row
+  std::vector<double> s_;         // J M⁻¹ Jᵀ (rows × rows), then its Cholesky factor
+  std::vector<double> z_;         // J δv, then (J M⁻¹ Jᵀ)⁺ J δv
+  std::vector<double> diag_;      // J M⁻¹ Jᵀ's diagonal (the pivot test's scale)
+  std::vector<char> dropped_;     // rows left out by the pivot test
+};
 
 enum class ErrorNormKind {
   kWeighted,   // translations / L, rotations in radians (default)
@@ -47,6 +91,17 @@ class ErrorNorm {
   // velocity error, computed by the stepper (without it: τ·|δv|).
   void SetPropagatedDrift(const double* drift);
   double drift(int i) const { return drift_[i]; }
+  // The problem (and the velocity its last solve found, which says which
+  // limits hold) whose rows and mass matrix define the tangent space of the
+  // next Compute's (or VelocityDifference's) velocity difference (nullptr:
+  // none, the raw difference). Compute clears it.
+  void SetTangentModel(const icf::IcfModel* model, const double* v = nullptr) {
+    tangent_model_ = model;
+    tangent_v_ = v;
+  }
+  // dv = va − vb, projected onto the tangent space of the model set by
+  // SetTangentModel (cenic-math §11.3).
+  void VelocityDifference(const double* va, const double* vb, double* dv);
   // Whether the norm reads velocities (then an estimate needs their error).
   bool uses_velocities() const {
     return kind_ == ErrorNormKind::kFullState || kind_ == ErrorNormKind::kPropagated ||
@@ -68,8 +123,11 @@ class ErrorNorm {
   int nq_ = 0, nv_ = 0, na_ = 0;
   double L_ = 1;
   double tau_ = 1;
-  std::vector<double> weight_, act_weight_, dq_, vel_weight_, drift_;
+  std::vector<double> weight_, act_weight_, dq_, dv_, vel_weight_, drift_;
   bool drift_set_ = false;
+  const icf::IcfModel* tangent_model_ = nullptr;
+  const double* tangent_v_ = nullptr;
+  TangentProjection projection_;
 };
 
 }  // namespace mjcenic

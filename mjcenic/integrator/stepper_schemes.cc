@@ -27,7 +27,7 @@ void Stepper::PropagateDrift(const double* va, const double* vb) {
   const icf::IcfModel& model = *last_solved_;
   const int nv = n_.nv;
   const double hs = model.h, tau = norm_.velocity_horizon();
-  for (int i = 0; i < nv; ++i) s.drift[i] = va[i] - vb[i];
+  norm_.VelocityDifference(va, vb, s.drift.data());  // in the tangent space (§11.3)
   if (!solver_.FactorAtSolution(model, solver_state_->user)) {
     for (int i = 0; i < nv; ++i) s.drift[i] *= tau;  // no H: a free dof's weight
     norm_.SetPropagatedDrift(s.drift.data());
@@ -120,6 +120,7 @@ bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error,
   if (!ok) return false;
   Integrate(s.q_mid.data(), s.v_end.data(), s.act_mid.data(), s.act_rate_mid.data(), 0.5 * h,
             s.q_end.data(), s.act_end.data());
+  norm_.SetTangentModel(last_solved_, s.v_end.data());  // §11.3: the attempt's last problem
   PropagateDrift(s.v_full.data(), s.v_end.data());
   *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(),
                          s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);
@@ -149,6 +150,7 @@ void Stepper::EmbeddedError(double h, bool history, double* error, int* worst) {
   const double ca = history ? 0.5 * h * h / h_prev_ : 0;
   for (int j = 0; j < na; ++j)
     s.act_mid[j] = s.act_full[j] + ca * (s.act_rate_start[j] - s.act_rate_prev[j]);
+  norm_.SetTangentModel(last_solved_, s.v_full.data());  // §11.3: the full step's problem
   PropagateDrift(s.v_full.data(), s.v_mid.data());
   *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(), s.q_mid.data(),
                          s.v_mid.data(), s.act_mid.data(), worst);
@@ -205,6 +207,7 @@ bool Stepper::Trapezoid(mjData* d, double h, double tolerance, double* error, in
   mj_integratePos(m_, s.q_end.data(), s.v_end.data(), 0.5 * h);
   for (int j = 0; j < na; ++j) s.act_rate_mid[j] = 0.5 * (s.act_rate_start[j] + s.act_rate_mid[j]);
   adapter::IntegrateActivations(m_, s.act_start.data(), s.act_rate_mid.data(), h, s.act_end.data());
+  norm_.SetTangentModel(last_solved_, s.v_end.data());  // §11.3: the attempt's last problem
   PropagateDrift(s.v_full.data(), s.v_end.data());
   *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(),
                          s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);

@@ -437,7 +437,7 @@ def plot(res, path, accuracies):
             continue
         ax1.loglog([r["wall"] for r in pts], [r["traj_error"] for r in pts], color=c,
                    marker=mk, label=s)
-        if s != "mj_step":
+        if all("accuracy" in r for r in pts):  # (mj_step series have none)
             ax2.loglog([r["accuracy"] for r in pts], [r["traj_error"] for r in pts], color=c,
                        marker=mk, label=s)
     for sim, ls in (("mj_step", ":"), ("mjcenic", "--")):

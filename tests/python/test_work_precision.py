@@ -193,13 +193,15 @@ def test_reference_flags_checked_before_work(capsys):
 def test_work_precision_script_outputs(tmp_path):
     """scripts/work_precision.py on the shared core: the pinch grasp, 3 levels per series; its
     JSON, summary and PNG, both references converged (first order), the mj_step errors above
-    their reference's check and falling with dt."""
+    their reference's check and falling with dt; one of MuJoCo's integrators as its own series
+    (implicitfast at dt x 4, 2, 1) against its own converged reference."""
     import subprocess
     import sys
     from conftest import python_env
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "work_precision.py"),
                            "--scenes", "pinch_grasp", "--quick", "--reps", "1", "--series",
-                           "doubling", "--out-dir", str(tmp_path)], capture_output=True,
+                           "doubling", "--integrators", "implicitfast", "--out-dir", str(tmp_path)],
+                          capture_output=True,
                           text=True, timeout=120, env=dict(python_env(), MPLBACKEND="Agg"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "NOT CONVERGED" not in proc.stdout
@@ -214,3 +216,11 @@ def test_work_precision_script_outputs(tmp_path):
     errs = [r["traj_error"] for r in sorted(mj, key=lambda r: -r["dt"])]
     assert len(errs) == 3 and errs[0] > errs[1] > errs[2] > 2 * res["references"]["mj_step"]["check"]
     assert {r["accuracy"] for r in res["runs"] if r["series"] == "doubling"} == {0.1, 0.01, 0.001}
+    ref = res["references"]["mj_step:implicitfast"]
+    assert ref["converged"] and ref["level"] == 8 and all(0.7 <= o <= 1.3 for o in ref["orders"]), ref
+    fast = sorted((r for r in res["runs"] if r["series"] == "mj_step:implicitfast"), key=lambda r: -r["dt"])
+    dt = res["dt"]
+    assert [r["dt"] for r in fast] == [4 * dt, 2 * dt, dt]
+    errs = [r["traj_error"] for r in fast]
+    assert errs[0] > errs[1] > errs[2] > 2 * ref["check"], errs
+    assert "wall / best integrator's" in (tmp_path / "summary.md").read_text()
