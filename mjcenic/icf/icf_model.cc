@@ -211,17 +211,6 @@ bool IcfModel::PieceChanges(const double* v0, const double* v1) const {
              [&](int i, double x) { return gains.Piece(i, x); }, stop);
 }
 
-int IcfModel::ReleasedLimits(const double* v0, const double* v1, int stop) const {
-  int n = 0;
-  for (int c = 0; c < limits.size() && n < stop; ++c) {
-    double a, b;
-    limits.rows.Multiply(c, v0, &a);
-    limits.rows.Multiply(c, v1, &b);
-    n += limits.Active(c, a) && !limits.Active(c, b);
-  }
-  return n;
-}
-
 void IcfModel::ShiftConfiguration(const double* dq) {
   double x[3];
   for (int c = 0; c < contacts.size(); ++c) {

@@ -84,9 +84,6 @@ struct IcfModel {
     return contacts.size() > 0 || contact_torques.size() > 0 || dry_friction.size() > 0;
   }
   bool PieceChanges(const double* v0, const double* v1) const;
-  // The number of limit rows active at v0 and inactive at v1, counted up to
-  // `stop` (the stepper's period-2 guess, cenic-math §8.1.2).
-  int ReleasedLimits(const double* v0, const double* v1, int stop) const;
   // Moves the configuration at which position-dependent terms are linearized
   // by dq (velocity coordinates): contact gaps, limit and coupling residuals,
   // actuator lengths and springs. Call after Finalize(), then SetTimeStep().

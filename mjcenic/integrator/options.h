@@ -119,11 +119,6 @@ struct StepperOptions {
   double length_scale = 0;           // L [m] of the weighted norm; 0: from the model
   StepSizeControl control;           // ρ, growth/shrink limits, dead band, order
   bool adaptive_tolerance = true;    // Newton tolerance ε = κ ε_acc (paper §VI-B)
-  bool period2_guess = true;         // fixed mode, one island with contacts whose
-                                     // accelerations alternate: Newton starts at
-                                     // v_t + h a_old (cenic-math §8.1.2);
-                                     // several islands: per island, v_t + q h a_old
-                                     // when a ≈ q a_older (§8.1.2)
   ControllerTreatment controller = ControllerTreatment::kImplicit;  // see SetController
   // > 0: MuJoCo's collision detection also reports pairs up to this distance
   // [m] apart (added to every geom's gap on a private model copy), so ICF's

@@ -198,12 +198,6 @@ struct FrictionlossName {
     "κ of the adaptive Newton tolerance (κ·`accuracy` at most 1e-3)") \
   X(controller_mode, controller, ControllerName, kPublic,                     \
     "how a user controller enters the step (docs/python.md, \"User controllers, integrated implicitly\")") \
-  X(period2_guess, period2_guess, Flag, kExpert, \
-    "fixed mode: a one-island scene with contacts whose accelerations alternate from step to "    \
-    "step (period-2 chatter, e.g. a foot wedged in a height field) starts Newton at v_t + h·a_old, " \
-    "the velocity change of the step before last; with several islands, an island with contacts " \
-    "whose accelerations repeat every second step up to a factor q (a ≈ q·a_older: an object "  \
-    "chattering in a hand) starts at v_t + q·h·a_old (see docs/cenic-math.md §8.1.2)") \
   X(linear_solver, solver.linear_solver, LinearSolverName, kExpert, \
     "`dense` (Eigen LLT), `sparse` (CHOLMOD), `islands` (one dense LLT per island; an island of "  \
     "> 48 dofs of small trees by `block`), `pcg` (conjugate gradients, symmetric block " \

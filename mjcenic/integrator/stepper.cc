@@ -99,7 +99,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       h_hist_(kBins, 0) {
   solver_state_->user = ToSolverOptions(o.solver);
   scratch_.Resize(n_);
-  warm_.Configure(n_.nv, !step_size_.controlled(), o.period2_guess);
+  warm_.Configure(n_.nv, !step_size_.controlled());
   PrepareSolveOptions();
 }
 

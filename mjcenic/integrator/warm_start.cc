@@ -11,15 +11,6 @@ namespace {
 // The guess applies with a tight Newton tolerance only (fixed mode's
 // default 1e-8): a loose solve would carry the guess's offset into the step.
 constexpr double kTightTolerance = 1e-7;
-// Period-2 guess (one island): a matches a_older better than
-// √kPeriod2Match·|a − a_old|_M, and the guess releases fewer than
-// kPeriod2MaxReleased limit rows (each released row cost about one more
-// Newton iteration: tendon.xml).
-constexpr double kPeriod2Match = 0.5;
-constexpr int kPeriod2MaxReleased = 2;
-// Lag-2 guess (several islands): the fit a ≈ q a_older leaves less than
-// kLag2Fit of min(|a|²_M, |a − a_old|²_M) (what GuessFactor's rule leaves).
-constexpr double kLag2Fit = 1e-2;
 
 // A change h|a|_M below ε max(1, |D r|) (the requested tolerance, never
 // looser than the solver's island tolerance): v_t is (nearly) the solution
@@ -49,16 +40,13 @@ inline int IslandOfDof(const icf::IcfModel& mm, int i) {
 }
 }  // namespace
 
-void WarmStart::Configure(int nv, bool fixed_steps, bool chatter_guesses) {
+void WarmStart::Configure(int nv, bool fixed_steps) {
   nv_ = nv;
   fixed_steps_ = fixed_steps;
-  chatter_guesses_ = chatter_guesses;
-  for (auto* x : {&accel_, &accel_old_, &accel_older_, &v_end_}) x->resize(nv);
+  for (auto* x : {&accel_, &accel_old_, &v_end_}) x->resize(nv);
   const int ni = std::max(nv, 1);  // at most one island per dof
   sums_.resize(5 * ni);
-  lag_.resize(2 * ni);
   c_.resize(ni);
-  q_.resize(ni);
   smooth_.resize(ni);
   piece_.resize(ni);
 }
@@ -74,9 +62,7 @@ bool WarmStart::EndsAt(const double* v) const {
 void WarmStart::Accept(const double* v_start, const double* v_end, double h) {
   // a_old is the acceleration of the step just before only if this step
   // started where that one ended.
-  older_valid_ = continues_ && old_valid_;
   old_valid_ = continues_;
-  std::swap(accel_old_, accel_older_);
   std::swap(accel_, accel_old_);
   for (int i = 0; i < nv_; ++i) accel_[i] = (v_end[i] - v_start[i]) / h;
   std::copy(v_end, v_end + nv_, v_end_.begin());
@@ -98,9 +84,9 @@ bool WarmStart::Propose(const icf::IcfModel& mm, const double* v_start, double h
   bool any = false;
   for (int i = 0; i < nv_; ++i) {
     const int k = one ? 0 : IslandOfDof(mm, i);
-    const double c = c_[k], q = q_[k];
-    any = any || c != 0.0 || q != 0.0;
-    guess_dir[i] = q != 0.0 ? q * h * accel_old_[i] : c * h * accel_[i];
+    const double c = c_[k];
+    any = any || c != 0.0;
+    guess_dir[i] = c * h * accel_[i];
     v_guess[i] = v_start[i] + guess_dir[i];
   }
   return any;
@@ -131,8 +117,6 @@ void WarmStart::OneIslandFactor(const icf::IcfModel& mm, const double* v_start, 
     if (mm.PieceChanges(v_start, v_guess)) c = 0.0;
   }
   c_[0] = c;
-  q_[0] = 0.0;
-  if (chatter_guesses_ && older_valid_ && smooth) Period2(mm, v_start, h, tolerance, v_guess);
 }
 
 void WarmStart::IslandFactors(const icf::IcfModel& mm, const double* v_start, double h,
@@ -152,8 +136,7 @@ void WarmStart::IslandFactors(const icf::IcfModel& mm, const double* v_start, do
   }
   // (Without contact, contact-torque or dry-friction rows no island is
   // smooth; the pieces are compared only if some island's c can change.)
-  const bool any_smooth = mm.HasSmoothRows();
-  if (any_smooth)
+  if (mm.HasSmoothRows())
     mm.MarkSmoothIslands(smooth_.data());
   else
     std::fill(smooth_.begin(), smooth_.begin() + ni, 0);
@@ -161,7 +144,6 @@ void WarmStart::IslandFactors(const icf::IcfModel& mm, const double* v_start, do
   for (int k = 0; k < ni; ++k) {
     const double* s = sums + 5 * k;
     c_[k] = GuessFactor(smooth_[k], s[0], s[1], s[2], s[3], s[4], h, tolerance);
-    q_[k] = 0.0;
     check_pieces = check_pieces || (c_[k] != 0.0 && !smooth_[k]);
   }
   if (check_pieces) {
@@ -169,53 +151,6 @@ void WarmStart::IslandFactors(const icf::IcfModel& mm, const double* v_start, do
     mm.MarkPieceChanges(v_start, v_guess, piece_.data());
     for (int k = 0; k < ni; ++k)
       if (!smooth_[k] && piece_[k]) c_[k] = 0.0;
-  }
-  if (!chatter_guesses_ || !older_valid_ || !any_smooth) return;
-  if (ni == 1)
-    Period2(mm, v_start, h, tolerance, v_guess);
-  else
-    Lag2(mm, h, tolerance);
-}
-
-void WarmStart::Period2(const icf::IcfModel& mm, const double* v_start, double h,
-                        double tolerance, double* v_guess) {
-  // One island with contact rows whose acceleration changed by more than its
-  // size (dd ≥ aa: c = 0). Where the accelerations alternate (a ≈ a_older,
-  // period-2 chatter of a foot wedged between two height-field prisms,
-  // cenic-math §4.11), the next one is a_old's: q = 1.
-  const double aa = sums_[0], dd = sums_[1], rr = sums_[4];
-  if (c_[0] != 0.0 || !smooth_[0] || dd < aa || NearRest(aa, rr, h, tolerance)) return;
-  double ee = 0.0;
-  for (int i = 0; i < nv_; ++i) {
-    const double e = accel_[i] - accel_older_[i];
-    ee += mm.M_diag[i] * e * e;
-  }
-  if (!(ee < kPeriod2Match * dd)) return;
-  for (int i = 0; i < nv_; ++i) v_guess[i] = v_start[i] + h * accel_old_[i];
-  if (mm.ReleasedLimits(v_start, v_guess, kPeriod2MaxReleased) >= kPeriod2MaxReleased) return;
-  q_[0] = 1.0;
-}
-
-void WarmStart::Lag2(const icf::IcfModel& mm, double h, double tolerance) {
-  // An island with contact rows whose accelerations repeat, up to a factor,
-  // every second step (period-2 or period-4 chatter of an object resting in a
-  // hand): a_next = q a_old, q the least-squares factor of a ≈ q a_older.
-  const int ni = std::max(mm.num_islands, 1);
-  double* lag = lag_.data();
-  std::fill(lag, lag + 2 * ni, 0.0);
-  const double* Md = mm.M_diag.data();
-  for (int i = 0; i < nv_; ++i) {
-    double* s = lag + 2 * IslandOfDof(mm, i);  // ab, bb
-    const double a = accel_[i], b = accel_older_[i], Mi = Md[i];
-    s[0] += Mi * a * b;
-    s[1] += Mi * b * b;
-  }
-  for (int k = 0; k < ni; ++k) {
-    const double* s = sums_.data() + 5 * k;
-    const double ab = lag[2 * k], bb = lag[2 * k + 1];
-    if (!smooth_[k] || !(bb > 0) || NearRest(s[0], s[4], h, tolerance)) continue;
-    const double q = ab / bb;
-    if (q != 0.0 && s[0] - q * ab < kLag2Fit * std::min(s[0], s[1])) q_[k] = q;
   }
 }
 

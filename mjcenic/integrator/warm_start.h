@@ -4,24 +4,18 @@
 // tolerance).
 //
 // The history: a = (v − v_t)/h of the last accepted step and the v it ended
-// with; a_old and a_older of the two steps before it, each kept only while
-// every step started where the one before ended. The guess, island by
-// island, used without error control (fixed steps: under error control the
-// loose solves would carry the guess's offset into the accepted steps) with
-// a tight Newton tolerance (≤ 1e-7) when the step starts at the last
-// accepted end velocity and a_old is known, else v_t:
+// with; a_old of the step before it, kept only while the step started where
+// the one before ended. The guess, island by island, used without error
+// control (fixed steps: under error control the loose solves would carry the
+// guess's offset into the accepted steps) with a tight Newton tolerance
+// (≤ 1e-7) when the step starts at the last accepted end velocity and a_old
+// is known, else v_t:
 //   v_t + c h a, c from the island's M-weighted sums (GuessFactor): on an
 //   island of piecewise-quadratic rows only (limits, gains, couplings) the
 //   least-squares factor of a ≈ c a_old clamped to [−1, 1], kept if it
 //   explains half of |a|²_M and no limit or gain row changes piece; on an
 //   island with contacts c = 1 if |a − a_old|_M < |a|_M, else 0; c = 0 near
-//   rest (h |a|_M below the island's tolerance);
-// and, with the history a_older and option period2_guess, on islands with
-// contacts:
-//   one island, c = 0 after period-2 chatter (|a − a_older|² < ½ |a − a_old|²,
-//   releasing fewer than 2 limit rows): v_t + h a_old (tendon.xml, G1);
-//   several islands, a ≈ q a_older within 1 % (lag-2 chatter of an object in
-//   a hand): v_t + q h a_old (Allegro).
+//   rest (h |a|_M below the island's tolerance).
 #pragma once
 
 #include <vector>
@@ -34,8 +28,8 @@ struct IcfModel;
 class WarmStart {
  public:
   // nv dofs; fixed_steps: the stepper takes steps without error control
-  // (else every guess is v_t); chatter_guesses: option period2_guess.
-  void Configure(int nv, bool fixed_steps, bool chatter_guesses);
+  // (else every guess is v_t).
+  void Configure(int nv, bool fixed_steps);
   // A step begins from v_start: whether it is the end velocity of the last
   // accepted step (then the history applies; read by Propose and Accept).
   void BeginStep(const double* v_start);
@@ -53,25 +47,21 @@ class WarmStart {
   void Accept(const double* v_start, const double* v_end, double h);
 
  private:
-  // The factors of each island (c, q), from the sums of Propose.
+  // The factor c of each island, from the sums of Propose.
   void IslandFactors(const icf::IcfModel& mm, const double* v_start, double h, double tolerance,
                      double* v_guess);
   // IslandFactors for a model of one island (num_islands ≤ 1).
   void OneIslandFactor(const icf::IcfModel& mm, const double* v_start, double h,
                        double tolerance, double* v_guess);
-  void Period2(const icf::IcfModel& mm, const double* v_start, double h, double tolerance,
-               double* v_guess);
-  void Lag2(const icf::IcfModel& mm, double h, double tolerance);
 
   int nv_ = 0;
-  bool fixed_steps_ = true, chatter_guesses_ = true;
-  std::vector<double> accel_, accel_old_, accel_older_, v_end_;
-  bool valid_ = false, old_valid_ = false, older_valid_ = false, continues_ = false;
+  bool fixed_steps_ = true;
+  std::vector<double> accel_, accel_old_, v_end_;
+  bool valid_ = false, old_valid_ = false, continues_ = false;
   // Per island k (sized max(nv, 1)): the sums Σ M a², Σ M (a − a_old)²,
-  // Σ M a a_old, Σ M a_old², Σ r²/M at 5k; Σ M a a_older, Σ M a_older² at 2k
-  // (lag-2); the factors c (of h a) and q (of h a_old, 0 if not used);
-  // whether it has smooth rows, whether a limit or gain row changes piece.
-  std::vector<double> sums_, lag_, c_, q_;
+  // Σ M a a_old, Σ M a_old², Σ r²/M at 5k; the factor c (of h a); whether it
+  // has smooth rows, whether a limit or gain row changes piece.
+  std::vector<double> sums_, c_;
   std::vector<char> smooth_, piece_;
 };
 

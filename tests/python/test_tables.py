@@ -108,11 +108,11 @@ def test_every_front_end_lists_the_same_options_and_statistics(cli):
 def test_option_values_round_trip_through_every_entry():
     m = mujoco.MjModel.from_xml_path(str(ROOT / "models/sphere_plane.xml"))
     sim = mjcenic.Stepper(m, accuracy=2.5e-4, linear_solver="pcg", max_iterations=7,
-                          frictionloss_regularization="stiction", period2_guess=False)
+                          frictionloss_regularization="stiction", adaptive_tolerance=False)
     o = sim.options
     assert o["accuracy"] == 2.5e-4 and o["linear_solver"] == "pcg"
     assert o["max_iterations"] == 7 and isinstance(o["max_iterations"], int)
-    assert o["frictionloss_regularization"] == "stiction" and o["period2_guess"] is False
+    assert o["frictionloss_regularization"] == "stiction" and o["adaptive_tolerance"] is False
     with pytest.raises(ValueError, match="'linear_solver': bad value 'qr' "
                                          r"\(expected auto, dense, sparse, islands, pcg, lowrank, block or tree\)"):
         mjcenic.Stepper(m, linear_solver="qr")

@@ -140,26 +140,5 @@ TEST(IcfModel, OneIslandPieceTestsAreThePerIslandMarks) {
 }
 
 
-// ReleasedLimits (the stepper's period-2 guess, cenic-math §8.1) counts the
-// limit rows active (v̂ − v_c > 0) at v0 and inactive at v1, up to `stop`.
-TEST(IcfModel, ReleasedLimitsCountsRowsActiveAtTheFirstVelocityOnly) {
-  Random rng(7);
-  IcfModel m;
-  MakeBase(&m, {4}, rng);
-  for (int i = 0; i < 4; ++i) m.limits.AddSingle(i, 1.0, -1e-3, 0.8, 0);
-  m.Finalize(5e-3);
-  ASSERT_EQ(m.limits.size(), 4);
-  // v_c = v_i; row i active below v̂_i. Rows 0 and 2 go from active to
-  // inactive, row 1 from inactive to active, row 3 stays active.
-  std::vector<double> v0(4), v1(4);
-  const auto& vhat = m.limits.vhat;
-  v0 = {vhat[0] - 1, vhat[1] + 1, vhat[2] - 0.5, vhat[3] - 1};
-  v1 = {vhat[0] + 1, vhat[1] - 1, vhat[2] + 0.5, vhat[3] - 2};
-  EXPECT_EQ(m.ReleasedLimits(v0.data(), v1.data(), 10), 2);
-  EXPECT_EQ(m.ReleasedLimits(v0.data(), v1.data(), 1), 1);  // stops at `stop`
-  EXPECT_EQ(m.ReleasedLimits(v1.data(), v0.data(), 10), 1);  // row 1 only
-  EXPECT_EQ(m.ReleasedLimits(v0.data(), v0.data(), 10), 0);
-}
-
 }  // namespace
 }  // namespace mjcenic::icf

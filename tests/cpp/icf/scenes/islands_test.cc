@@ -773,110 +773,53 @@ TEST(Islands, OnlyTheExtrapolatedIslandIsNotAcceptedAtTheGuess) {
 }
 
 
-// A fixed-step run of a shared model from its first keyframe (or qpos0), with
-// or without the option period2_guess (the period-2 and lag-2 guesses of
-// cenic-math §8.1.2): Newton iterations per solve, the most islands of a step,
-// and qpos, qvel after `record` steps.
+// A fixed-step run of a shared model from its first keyframe (or qpos0):
+// Newton iterations per solve and the most islands of a step.
 struct GuessRun {
   double per_solve = 0;
   int islands = 0;
-  std::vector<double> qpos, qvel;
 };
 
-GuessRun RunFixedSteps(const mjModel* model, bool period2, int steps, int record) {
-  test_util::DataPtr data(mj_makeData(model));
-  if (model->nkey > 0) mj_resetDataKeyframe(model, data.get(), 0);
-  mj_forward(model, data.get());
-  StepperOptions o;
-  o.mode = Mode::kFixed;
-  o.period2_guess = period2;
-  auto stepper = Stepper::Create(model, o).value();
-  GuessRun r;
-  for (int k = 0; k < steps; ++k) {
-    EXPECT_TRUE(stepper->Step(data.get()).ok());
-    r.islands = std::max(r.islands, stepper->last_problem().num_islands);
-    if (k + 1 != record) continue;
-    r.qpos.assign(data->qpos, data->qpos + model->nq);
-    r.qvel.assign(data->qvel, data->qvel + model->nv);
-  }
-  const StepperStats& st = stepper->stats();
-  r.per_solve = static_cast<double>(st.newton_iterations) / st.solves;
-  return r;
-}
-
-double MaxAbsDifference(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
-
-// Both runs of `steps` fixed steps of the shared model at `path`, with and
-// without period2_guess, and their largest differences after `record` steps.
-struct GuessComparison {
-  GuessRun on, off;
-  double dq = 0, dv = 0;
-};
-
-GuessComparison CompareGuesses(const char* path, int steps, int record) {
+GuessRun RunFixedSteps(const char* path, int steps) {
   char err[1000] = "";
   test_util::ModelPtr model(mj_loadXML(path, nullptr, err, sizeof(err)));
   EXPECT_NE(model, nullptr) << err;
-  GuessComparison c;
-  if (model == nullptr) return c;
-  c.on = RunFixedSteps(model.get(), true, steps, record);
-  c.off = RunFixedSteps(model.get(), false, steps, record);
-  c.dq = MaxAbsDifference(c.on.qpos, c.off.qpos);
-  c.dv = MaxAbsDifference(c.on.qvel, c.off.qvel);
-  std::printf("%s, %d fixed steps (up to %d islands): Newton per solve %.3f with period2_guess, "
-              "%.3f without; after %d steps max |dqpos| %.2e, max |dqvel| %.2e\n", path, steps,
-              c.on.islands, c.on.per_solve, c.off.per_solve, record, c.dq, c.dv);
-  return c;
+  GuessRun r;
+  if (model == nullptr) return r;
+  test_util::DataPtr data(mj_makeData(model.get()));
+  if (model->nkey > 0) mj_resetDataKeyframe(model.get(), data.get(), 0);
+  mj_forward(model.get(), data.get());
+  StepperOptions o;
+  o.mode = Mode::kFixed;
+  auto stepper = Stepper::Create(model.get(), o).value();
+  for (int k = 0; k < steps; ++k) {
+    EXPECT_TRUE(stepper->Step(data.get()).ok()) << "step " << k;
+    r.islands = std::max(r.islands, stepper->last_problem().num_islands);
+  }
+  const StepperStats& st = stepper->stats();
+  r.per_solve = static_cast<double>(st.newton_iterations) / st.solves;
+  std::printf("%s, %d fixed steps (up to %d islands): Newton per solve %.3f\n", path, steps,
+              r.islands, r.per_solve);
+  return r;
 }
 
-// Period-2 guess (cenic-math §8.1.2): the Unitree G1 on the height field starts
-// with its feet inside the terrain; a foot wedges between two prisms and its
-// wall contacts alternate from step to step (§4.11), so the accelerations
-// alternate and the constant-acceleration guess is rejected. Starting from
-// v_t + h a_old there takes fewer Newton iterations over the 2 s run and
-// reaches the same velocities to the solver tolerance (compared after 50
-// steps: later the falling robot amplifies tolerance-sized differences, as
-// it does a 1e-12 change of qvel).
-TEST(InitialGuess, PeriodTwoChatterStartsFromTheStepBeforeLast) {
+// Chattering contacts (cenic-math §8.1.1): the accelerations of the G1's foot
+// wedged between two height-field prisms (§4.11) alternate from step to step,
+// as do those of the object resting on the Allegro palm (its own island among
+// several), so |a − a_old|_M ≥ |a|_M and those islands start at v_t, the
+// others from their own factor. Every fixed step converges, in few Newton
+// iterations (measured with MuJoCo 3.12: 5.57 per solve on the G1, 1.48 on
+// the Allegro scene; with 4.0.0 about 5.6-5.9 and 1.5-1.7).
+TEST(InitialGuess, ChatteringContactsStartAtTheStartVelocity) {
   MJCENIC_SHARED_MODEL_OR_SKIP(g1, "mujoco_warp/unitree_g1/scene_hfield.xml");
-  const auto [on, off, dq, dv] = CompareGuesses(g1.c_str(), 400, 50);
-  // Measured 5.61 vs 6.17 per solve, |dqvel| 3e-9, |dqpos| 1.5e-10 with MuJoCo
-  // 3.12. With 4.0.0 its collider's contact points differ and the chatter is
-  // weaker: 5.62 vs 5.58 per solve, so there the guess is only required not to
-  // cost.
-  if (mj_version() < 4000)
-    EXPECT_LT(on.per_solve, off.per_solve - 0.15);
-  else
-    EXPECT_LT(on.per_solve, off.per_solve + 0.15);
-  EXPECT_LT(dv, 1e-7);
-  EXPECT_LT(dq, 1e-8);
+  EXPECT_LT(RunFixedSteps(g1.c_str(), 400).per_solve, 6.2);
 }
 
-// Lag-2 guess (cenic-math §8.1.2): in the Allegro hand scene
-// the object resting on the palm is its own island, and its accelerations
-// repeat every second step up to a factor (a ≈ a_older, a ≈ −a_older:
-// period-2 and period-4 chatter of its two contacts), so both the
-// constant-acceleration guess and v_t leave a large gradient there. Starting
-// that island from v_t + q h a_old (q fitted to a ≈ q a_older) takes fewer
-// Newton iterations over 2 s and stays on the same trajectory to the solver
-// tolerance (compared after 300 steps, when the guess has been in use for
-// over 200 of them; later, with MuJoCo 4.0.0, a contact event one step apart
-// leaves a bounded offset: |dqvel| 7e-4, |dqpos| 5e-7 from step 500 to 1000).
-TEST(InitialGuess, LagTwoChatterOfOneIslandAmongSeveral) {
+TEST(InitialGuess, ChatteringIslandAmongSeveralStartsAtTheStartVelocity) {
   MJCENIC_SHARED_MODEL_OR_SKIP(allegro, "menagerie/wonik_allegro/scene_right.xml");
-  const auto [on, off, dq, dv] = CompareGuesses(allegro.c_str(), 1000, 300);  // 2 s, compared at 0.6 s
-  // Measured 1.20 vs 1.54 per solve, |dqpos| 7.1e-9, |dqvel| 1.1e-7 with
-  // MuJoCo 3.12; 1.23 vs 1.54, 2.3e-9, 1.0e-7 with 4.0.0 (after 100 steps
-  // 3e-10 and 4e-10 with both).
-  EXPECT_GE(on.islands, 2);  // the per-island path
-  EXPECT_LT(on.per_solve, off.per_solve - 0.15);
-  EXPECT_LT(dv, 1e-6);
-  EXPECT_LT(dq, 3e-8);
+  const GuessRun r = RunFixedSteps(allegro.c_str(), 1000);  // 2 s
+  EXPECT_GE(r.islands, 2);  // the per-island path
+  EXPECT_LT(r.per_solve, 1.7);
 }
 
 }  // namespace
