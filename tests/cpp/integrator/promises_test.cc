@@ -1027,12 +1027,19 @@ TEST(Promises, TimeTotalIsTheWallTimeInsideTheCalls) {
     ASSERT_TRUE(s->Step(d.get()).ok());
     s->ResetStats();
     EXPECT_EQ(s->stats().time_total, 0.0);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 3000; ++i) ASSERT_TRUE(s->Step(d.get()).ok());
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // The wall time of each call, measured around it here: time_total counts the inside of
+    // every call (in counter ticks calibrated to the steady clock), so it lies below this sum
+    // and, the call overhead being small, near it.
+    // Time spent between calls (a loaded machine's preemption) enters neither side.
+    double wall = 0.0;
+    for (int i = 0; i < 3000; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ASSERT_TRUE(s->Step(d.get()).ok());
+      wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     const double total = s->stats().time_total;
-    EXPECT_LE(total, 1.02 * wall) << "phase timers " << timers;
-    EXPECT_GE(total, 0.3 * wall) << "phase timers " << timers;
+    EXPECT_LE(total, 1.02 * wall) << "phase timers " << timers;  // ticks calibrated to the clock
+    EXPECT_GE(total, 0.5 * wall) << "phase timers " << timers;
   }
 }
 
