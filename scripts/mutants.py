@@ -6,8 +6,9 @@ flip, a dropped term, an off-by-one index, a skipped check, a changed
 constant). The script copies the tracked sources into a scratch directory
 (never touching the checkout), builds it once, then for every mutation:
 applies it to the scratch copy, rebuilds incrementally (ccache makes the
-restore of a file free), and runs the tests aimed at it first and then the fast
-C++ subset (and, for mutations marked so, the Python suites), each stopping at
+restore of a file free), and runs the tests aimed at it first (for a mutation
+in mjcenic/icf/ also the hand-built unit problems of mjcenic_icf_tests) and
+then the fast C++ subset (and, for mutations marked so, the Python suites), each stopping at
 the first failure. A mutation is *killed* when a test fails, the build of the
 tests fails, or a test run times out; it *survives* otherwise. Mutations known
 not to change behaviour are marked equivalent (with the reason, repeated in
@@ -253,7 +254,8 @@ MUTANTS = [
     # --- the second independent list's survivors and single-indirect kills ---
     Mutant("island-newton-eta", SO, "      isl_.eta[i] = theta / (1 - theta);",
            "      isl_.eta[i] = theta / (1 + theta);",
-           "per-island Newton stopping test with η = θ/(1+θ): stops early", "Islands*:IcfSolver*"),
+           "per-island Newton stopping test with η = θ/(1+θ): stops early",
+           "IslandsStoppingRule.*:Islands*:IcfSolver*"),
     Mutant("options-mu-static-ratio", OP, "if (!(o.contact.mu_static_ratio >= 1))",
            "if (!(o.contact.mu_static_ratio >= 0))", "mu_static_ratio < 1 accepted",
            "OptionsValidation.*"),
@@ -322,7 +324,7 @@ MUTANTS = [
            "contact sweep's normal velocity without the contact's own impulse (sign)"),
     Mutant("warm-start-accel-sign", "mjcenic/integrator/warm_start.cc",
            "v_guess[i] = v_start[i] + h * accel_old_[i];", "v_guess[i] = v_start[i] - h * accel_old_[i];",
-           "Newton's guess extrapolates the old acceleration backwards"),
+           "period-2 guess's limit-release check made along −h a_old", "WarmStart.*"),
     Mutant("linearizer-kv-dropped", "mjcenic/adapter/controller_linearizer.cc",
            "feedback_.kv[i] = -(tau_perturbed_[i] - tau_x0_[i]) / dv;", "feedback_.kv[i] = 0;",
            "implicit controller's velocity gain dropped", "ControllerLinearizer*:Controller*"),
@@ -348,7 +350,8 @@ MUTANTS = [
     Mutant("load-model-first-key", PY + "__init__.py", "    elif model.nkey > 0:",
            "    elif model.nkey > 1:", "load_model ignores a model's only keyframe"),
     Mutant("cli-positive-zero", PY + "_cliutil.py", "if not (v > 0 and math.isfinite(v)):",
-           "if not (v >= 0 and math.isfinite(v)):", "CLI accepts 0 where a positive number is needed"),
+           "if not (v >= 0 and math.isfinite(v)):", "CLI accepts 0 where a positive number is needed",
+           python=["tests/python/test_cli_arguments.py"]),
     Mutant("cli-sample-default", PY + "cli.py",
            'p.add_argument("--sample", type=_cliutil.positive, default=0.01,',
            'p.add_argument("--sample", type=_cliutil.positive, default=0.02,',
@@ -381,6 +384,38 @@ MUTANTS = [
     Mutant("backend-range-inclusive", "python/build_backend/mjcenic_backend.py",
            '            < _version_tuple(rng["below"]))', '            <= _version_tuple(rng["below"]))',
            "the wheel build accepts the excluded MuJoCo version 'below'"),
+    # --- warm start: its own unit tests ---
+    Mutant("warm-start-smooth-rule", WS, "c = dd < aa ? 1.0 : 0.0;", "c = 1.0;",
+           "an island with contact rows extrapolates an acceleration that changed by more than "
+           "its size", "WarmStart.*"),
+    Mutant("warm-start-lsq-factor", WS, "std::clamp(ao / oo, -1.0, 1.0)", "1.0",
+           "a piecewise-quadratic island extrapolates with c = 1, not the least-squares factor",
+           "WarmStart.*"),
+    Mutant("warm-start-continues", WS, "continues_ = valid_ && std::equal(", "continues_ = valid_ || std::equal(",
+           "the history applies to a step that does not start where the last one ended",
+           "WarmStart.*"),
+    Mutant("warm-start-near-rest", WS, "return h * h * aa < tol * tol;", "return false;",
+           "near rest the guess still extrapolates", "WarmStart.*"),
+    Mutant("warm-start-period2-released", WS, ">= kPeriod2MaxReleased) return;",
+           ">= kPeriod2MaxReleased + 1) return;",
+           "a period-2 guess that releases two limit rows is used", "WarmStart.*"),
+    Mutant("warm-start-tight-only", WS, "tolerance <= kTightTolerance && continues_",
+           "tolerance <= 1 && continues_", "the guess applies to loose solves", "WarmStart.*"),
+    # --- error norm: its own unit tests ---
+    Mutant("norm-propagation-horizon", EN, "+ (h / tau) * H;", "+ 0 * H;",
+           "propagation weight without the horizon's decay", "ErrorNorm*"),
+    Mutant("norm-propagated-weight", EN, "std::abs(va[i] - vb[i]) * vel_weight_[i]",
+           "std::abs(va[i] - vb[i]) * tau_", "propagated norm weighs velocities by the horizon",
+           "ErrorNorm*"),
+    Mutant("norm-drift-ignored", EN, "(drift_set_ ? std::abs(drift_[i])", "(false ? std::abs(drift_[i])",
+           "propagated_modes ignores the drift it was given", "ErrorNorm*"),
+    # --- evaluator ---
+    Mutant("evaluator-momentum-cost", "mjcenic/icf/evaluator.cc",
+           "cost += v[i] * (0.5 * Av[i] - r[i]);", "cost += v[i] * (Av[i] - r[i]);",
+           "one-island momentum cost without the ½"),
+    Mutant("evaluator-contact-bias", "mjcenic/icf/evaluator.cc",
+           "for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];", "",
+           "contact surface-velocity bias dropped from v_c"),
     # --- C API ---
     Mutant("capi-foreign-data", CA, "if (d->signature != m->signature || d->narena != m->narena)",
            "if (false)", "mjData of another model accepted"),
@@ -460,7 +495,11 @@ def main() -> int:
         return 0
 
     scratch = Path(args.scratch).resolve()  # absolute: CCACHE_BASEDIR must be
-    src, build = scratch / "src", scratch / "build"
+    # The build directory sits in the copy as `build/` does in a checkout, so
+    # that with CCACHE_BASEDIR every compile line is the checkout build's
+    # (paths relative to the build directory): its ccache entries serve the
+    # scratch build, and only the mutated file is compiled afresh.
+    src, build = scratch / "src", scratch / "src" / "build"
     src.mkdir(parents=True, exist_ok=True)
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout.split("\n")
@@ -538,6 +577,11 @@ def main() -> int:
                         [("focus", run_cpp(mu.focus))] if mu.focus else []):
                     if rc:
                         killed_by = label
+                if killed_by is None and mu.file.startswith("mjcenic/icf/"):
+                    # The hand-built unit problems of icf/ (a few seconds) first.
+                    rc, out, _ = run_cpp("*", "mjcenic_icf_tests")
+                    if rc:
+                        killed_by = "icf"
                 ran_python = False
                 if killed_by is None and mu.python and args.python:
                     # The Python tests aimed at it, before the whole C++ subset.
@@ -551,10 +595,6 @@ def main() -> int:
                     rc, out, _ = run_cpp(fast)
                     if rc:
                         killed_by = "cpp"
-                if killed_by is None and mu.file.startswith("mjcenic/icf/"):
-                    rc, out, _ = run_cpp("*", "mjcenic_icf_tests")
-                    if rc:
-                        killed_by = "icf"
                 if killed_by is None and args.python and not ran_python:
                     # The Python extension (and the CLI the Python tests run) is built
                     # only for a mutant C++ let through.
