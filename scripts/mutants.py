@@ -374,7 +374,8 @@ MUTANTS = [
     Mutant("viewer-accuracy-keys-swapped", PY + "viewer.py",
            "acc = self.accuracy / 10 if keycode == KEY_TIGHTER else self.accuracy * 10",
            "acc = self.accuracy * 10 if keycode == KEY_TIGHTER else self.accuracy / 10",
-           "viewer's tighter/looser accuracy keys swapped"),
+           "viewer's tighter/looser accuracy keys swapped",
+           python=["tests/python/test_command.py::test_viewer_keys_do_not_clash_with_mujocos_viewer"]),
     Mutant("compare-energy-no-kinetic", PY + "compare.py",
            "return float(ed.energy[0] + ed.energy[1])", "return float(ed.energy[0])",
            "compare's energy drift without the kinetic energy",
@@ -385,7 +386,8 @@ MUTANTS = [
            python=["tests/python/test_work_precision.py"]),
     Mutant("backend-range-inclusive", "python/build_backend/mjcenic_backend.py",
            '            < _version_tuple(rng["below"]))', '            <= _version_tuple(rng["below"]))',
-           "the wheel build accepts the excluded MuJoCo version 'below'"),
+           "the wheel build accepts the excluded MuJoCo version 'below'",
+           python=["tests/python/test_build_backend_range.py"]),
     # --- warm start: its own unit tests ---
     Mutant("warm-start-smooth-rule", WS, "c = dd < aa ? 1.0 : 0.0;", "c = 1.0;",
            "an island with contact rows extrapolates an acceleration that changed by more than "
