@@ -379,7 +379,7 @@ MUTANTS = [
     Mutant("compare-energy-no-kinetic", PY + "compare.py",
            "return float(ed.energy[0] + ed.energy[1])", "return float(ed.energy[0])",
            "compare's energy drift without the kinetic energy",
-           python=["tests/python/test_compare.py"]),
+           python=["tests/python/test_compare_energy.py"]),
     Mutant("work-precision-error-sign", PY + "work_precision.py",
            "errs[i] = np.max(np.abs(dq))", "errs[i] = np.max(dq)",
            "trajectory error without |·|: errors in the negative direction missed",
