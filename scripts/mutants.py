@@ -6,8 +6,9 @@ flip, a dropped term, an off-by-one index, a skipped check, a changed
 constant). The script copies the tracked sources into a scratch directory
 (never touching the checkout), builds it once, then for every mutation:
 applies it to the scratch copy, rebuilds incrementally (ccache makes the
-restore of a file free), and runs the tests aimed at it first and then the fast
-C++ subset (and, for mutations marked so, the Python suites), each stopping at
+restore of a file free), and runs the tests aimed at it first (for a mutation
+in mjcenic/icf/ also the hand-built unit problems of mjcenic_icf_tests) and
+then the fast C++ subset (and, for mutations marked so, the Python suites), each stopping at
 the first failure. A mutation is *killed* when a test fails, the build of the
 tests fails, or a test run times out; it *survives* otherwise. Mutations known
 not to change behaviour are marked equivalent (with the reason, repeated in
@@ -15,7 +16,8 @@ docs/development.md) and left out of the kill rate.
 
     python3 scripts/mutants.py [--json build/mutants.json] [--only ID,...] [--check]
 
-`make mutants` runs it (not part of `make test`; ~10 min on 2 cores).
+`make mutants` runs it (not part of `make test`: each mutation rebuilds, and one
+that the tests aimed at it let through runs the whole fast suite; most take 10 s).
 """
 from __future__ import annotations
 
@@ -211,11 +213,12 @@ MUTANTS = [
     Mutant("time-not-exact", ST, "FinishInternalStep(d, h, h == t_limit - t0 ? t_limit : t0 + h);",
            "FinishInternalStep(d, h, t0 + h);", "end time not snapped to the target", "Promises.*"),
     Mutant("step-count-check", SC, "if (!((t - t_start) > h_max * static_cast<double>(cap))) return absl::OkStatus();",
-           "return absl::OkStatus();", "step-count refusal skipped"),
+           "return absl::OkStatus();", "step-count refusal skipped", "StepSizeController.*"),
     Mutant("controller-order", SC, ": c.safety * h * std::pow(accuracy / e, 1.0 / c.order);",
-           ": c.safety * h * std::pow(accuracy / e, 2.0 / c.order);", "step-size exponent doubled"),
+           ": c.safety * h * std::pow(accuracy / e, 2.0 / c.order);", "step-size exponent doubled",
+           "StepSizeController.*"),
     Mutant("controller-accept", SC, "const bool accept = hn >= h;", "const bool accept = true;",
-           "every step accepted"),
+           "every step accepted", "StepSizeController.*"),
     Mutant("norm-length-scale", MST, "(*weight)[i] = rotational[i] ? 1.0 : 1.0 / *L;",
            "(*weight)[i] = 1.0;", "translations not scaled by L", "ErrorNorm.*"),
     # --- step-size controller and error norm: their own unit tests ---
@@ -257,7 +260,8 @@ MUTANTS = [
     # --- the second independent list's survivors and single-indirect kills ---
     Mutant("island-newton-eta", SO, "      isl_.eta[i] = theta / (1 - theta);",
            "      isl_.eta[i] = theta / (1 + theta);",
-           "per-island Newton stopping test with η = θ/(1+θ): stops early", "Islands*:IcfSolver*"),
+           "per-island Newton stopping test with η = θ/(1+θ): stops early",
+           "IslandsStoppingRule.*:Islands*:IcfSolver*"),
     Mutant("options-mu-static-ratio", OP, "if (!(o.contact.mu_static_ratio >= 1))",
            "if (!(o.contact.mu_static_ratio >= 0))", "mu_static_ratio < 1 accepted",
            "OptionsValidation.*"),
@@ -352,7 +356,8 @@ MUTANTS = [
     Mutant("load-model-first-key", PY + "__init__.py", "    elif model.nkey > 0:",
            "    elif model.nkey > 1:", "load_model ignores a model's only keyframe"),
     Mutant("cli-positive-zero", PY + "_cliutil.py", "if not (v > 0 and math.isfinite(v)):",
-           "if not (v >= 0 and math.isfinite(v)):", "CLI accepts 0 where a positive number is needed"),
+           "if not (v >= 0 and math.isfinite(v)):", "CLI accepts 0 where a positive number is needed",
+           python=["tests/python/test_cli_arguments.py"]),
     Mutant("cli-sample-default", PY + "cli.py",
            'p.add_argument("--sample", type=_cliutil.positive, default=0.01,',
            'p.add_argument("--sample", type=_cliutil.positive, default=0.02,',
@@ -373,18 +378,49 @@ MUTANTS = [
     Mutant("viewer-accuracy-keys-swapped", PY + "viewer.py",
            "acc = self.accuracy / 10 if keycode == KEY_TIGHTER else self.accuracy * 10",
            "acc = self.accuracy * 10 if keycode == KEY_TIGHTER else self.accuracy / 10",
-           "viewer's tighter/looser accuracy keys swapped"),
+           "viewer's tighter/looser accuracy keys swapped",
+           python=["tests/python/test_command.py::test_viewer_keys_do_not_clash_with_mujocos_viewer"]),
     Mutant("compare-energy-no-kinetic", PY + "compare.py",
            "return float(ed.energy[0] + ed.energy[1])", "return float(ed.energy[0])",
            "compare's energy drift without the kinetic energy",
-           python=["tests/python/test_compare.py"]),
+           python=["tests/python/test_compare_energy.py"]),
     Mutant("work-precision-error-sign", PY + "work_precision.py",
            "errs[i] = np.max(np.abs(dq))", "errs[i] = np.max(dq)",
            "trajectory error without |·|: errors in the negative direction missed",
            python=["tests/python/test_work_precision.py"]),
     Mutant("backend-range-inclusive", "python/build_backend/mjcenic_backend.py",
            '            < _version_tuple(rng["below"]))', '            <= _version_tuple(rng["below"]))',
-           "the wheel build accepts the excluded MuJoCo version 'below'"),
+           "the wheel build accepts the excluded MuJoCo version 'below'",
+           python=["tests/python/test_build_backend_range.py"]),
+    # --- warm start: its own unit tests ---
+    Mutant("warm-start-smooth-rule", WS, "c = dd < aa ? 1.0 : 0.0;", "c = 1.0;",
+           "an island with contact rows extrapolates an acceleration that changed by more than "
+           "its size", "WarmStart.*"),
+    Mutant("warm-start-lsq-factor", WS, "std::clamp(ao / oo, -1.0, 1.0)", "1.0",
+           "a piecewise-quadratic island extrapolates with c = 1, not the least-squares factor",
+           "WarmStart.*"),
+    Mutant("warm-start-continues", WS, "continues_ = valid_ && std::equal(", "continues_ = valid_ || std::equal(",
+           "the history applies to a step that does not start where the last one ended",
+           "WarmStart.*"),
+    Mutant("warm-start-near-rest", WS, "return h * h * aa < tol * tol;", "return false;",
+           "near rest the guess still extrapolates", "WarmStart.*"),
+    Mutant("warm-start-tight-only", WS, "tolerance <= kTightTolerance && continues_",
+           "tolerance <= 1 && continues_", "the guess applies to loose solves", "WarmStart.*"),
+    # --- error norm: its own unit tests ---
+    Mutant("norm-propagation-horizon", EN, "+ (h / tau) * H;", "+ 0 * H;",
+           "propagation weight without the horizon's decay", "ErrorNorm*"),
+    Mutant("norm-propagated-weight", EN, "std::abs(dv_[i]) * vel_weight_[i]",
+           "std::abs(dv_[i]) * tau_", "propagated norm weighs velocities by the horizon",
+           "ErrorNorm*"),
+    Mutant("norm-drift-ignored", EN, "(drift_set_ ? std::abs(drift_[i])", "(false ? std::abs(drift_[i])",
+           "propagated_modes ignores the drift it was given", "ErrorNorm*"),
+    # --- evaluator ---
+    Mutant("evaluator-momentum-cost", "mjcenic/icf/evaluator.cc",
+           "cost += v[i] * (0.5 * Av[i] - r[i]);", "cost += v[i] * (Av[i] - r[i]);",
+           "one-island momentum cost without the ½"),
+    Mutant("evaluator-contact-bias", "mjcenic/icf/evaluator.cc",
+           "for (int q = 0; q < 3; ++q) vc[q] += pool.bias[3 * c + q];", "",
+           "contact surface-velocity bias dropped from v_c"),
     # --- C API ---
     Mutant("capi-foreign-data", CA, "if (d->signature != m->signature || d->narena != m->narena)",
            "if (false)", "mjData of another model accepted"),
@@ -464,7 +500,11 @@ def main() -> int:
         return 0
 
     scratch = Path(args.scratch).resolve()  # absolute: CCACHE_BASEDIR must be
-    src, build = scratch / "src", scratch / "build"
+    # The build directory sits in the copy as `build/` does in a checkout, so
+    # that with CCACHE_BASEDIR every compile line is the checkout build's
+    # (paths relative to the build directory): its ccache entries serve the
+    # scratch build, and only the mutated file is compiled afresh.
+    src, build = scratch / "src", scratch / "src" / "build"
     src.mkdir(parents=True, exist_ok=True)
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout.split("\n")
@@ -542,6 +582,11 @@ def main() -> int:
                         [("focus", run_cpp(mu.focus))] if mu.focus else []):
                     if rc:
                         killed_by = label
+                if killed_by is None and mu.file.startswith("mjcenic/icf/"):
+                    # The hand-built unit problems of icf/ (a few seconds) first.
+                    rc, out, _ = run_cpp("*", "mjcenic_icf_tests")
+                    if rc:
+                        killed_by = "icf"
                 ran_python = False
                 if killed_by is None and mu.python and args.python:
                     # The Python tests aimed at it, before the whole C++ subset.
@@ -555,10 +600,6 @@ def main() -> int:
                     rc, out, _ = run_cpp(fast)
                     if rc:
                         killed_by = "cpp"
-                if killed_by is None and mu.file.startswith("mjcenic/icf/"):
-                    rc, out, _ = run_cpp("*", "mjcenic_icf_tests")
-                    if rc:
-                        killed_by = "icf"
                 if killed_by is None and args.python and not ran_python:
                     # The Python extension (and the CLI the Python tests run) is built
                     # only for a mutant C++ let through.
@@ -582,22 +623,33 @@ def main() -> int:
         results.append(r)
         print(f"{r['status']:9s} {mu.id:32s} {r.get('by', ''):6s} {r['seconds']:6.1f} s "
               f"{' '.join(r.get('failed', []))}", flush=True)
+        write_summary(results, len(mutants), t_start, args.json)
 
+    summary = write_summary(results, len(mutants), t_start, args.json)
+    print(f"kill rate {100 * summary['kill_rate']:.1f} % ({summary['killed']} of "
+          f"{summary['mutants'] - summary['equivalent']}; {summary['equivalent']} equivalent), "
+          f"{summary['minutes']} min; survivors: {', '.join(summary['survived']) or 'none'}; "
+          f"JSON: {args.json}")
+    return 0 if not summary["survived"] else 1
+
+
+def write_summary(results, planned: int, t_start: float, path: str) -> dict:
+    """The kill rate over the non-equivalent mutations run so far, written to
+    `path` (after every mutation: an interrupted run keeps what it ran;
+    "complete" says whether every planned mutation ran)."""
     counted = [r for r in results if not r["equivalent"]]
     killed = sum(r["status"] == "killed" for r in counted)
-    rate = killed / len(counted) if counted else 1.0
     summary = {
-        "mutants": len(results), "equivalent": len(results) - len(counted), "killed": killed,
+        "mutants": len(results), "complete": len(results) == planned,
+        "equivalent": len(results) - len(counted), "killed": killed,
         "survived": [r["id"] for r in counted if r["status"] != "killed"],
-        "kill_rate": round(rate, 4), "minutes": round((time.monotonic() - t_start) / 60, 1),
+        "kill_rate": round(killed / len(counted), 4) if counted else 1.0,
+        "minutes": round((time.monotonic() - t_start) / 60, 1),
         "results": results,
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(summary, indent=1))
-    print(f"kill rate {100 * rate:.1f} % ({killed} of {len(counted)}; "
-          f"{summary['equivalent']} equivalent), {summary['minutes']} min; survivors: "
-          f"{', '.join(summary['survived']) or 'none'}; JSON: {args.json}")
-    return 0 if not summary["survived"] else 1
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(summary, indent=1))
+    return summary
 
 
 if __name__ == "__main__":
