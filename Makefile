@@ -34,8 +34,12 @@ demo: build
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
+# With pytest-xdist (the `test` extra; scripts/install_deps.sh installs it) the Python tests
+# run on $(JOBS) workers, each test file on one worker (its module fixtures run once);
+# PYTEST_JOBS= runs them in one process.
+PYTEST_JOBS ?= $(shell $(PYTHON) -c 'import xdist' >/dev/null 2>&1 && echo --numprocesses=$(JOBS) --dist=loadfile)
 test-python: build
-	MJCENIC_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/python
+	MJCENIC_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q $(PYTEST_JOBS) tests/python
 
 # Versions, the MuJoCo ABI check, and `cmake --install` used by a C and C++ consumer project.
 test-packaging: build
