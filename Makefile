@@ -34,8 +34,12 @@ demo: build
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
+# With pytest-xdist (the `test` extra; scripts/install_deps.sh installs it) the Python tests
+# run on $(JOBS) workers, each test file on one worker (its module fixtures run once);
+# PYTEST_JOBS= runs them in one process.
+PYTEST_JOBS ?= $(shell $(PYTHON) -c 'import xdist' >/dev/null 2>&1 && echo --numprocesses=$(JOBS) --dist=loadfile)
 test-python: build
-	MJCENIC_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/python
+	MJCENIC_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q $(PYTEST_JOBS) tests/python
 
 # Versions, the MuJoCo ABI check, and `cmake --install` used by a C and C++ consumer project.
 test-packaging: build
@@ -71,9 +75,12 @@ MUJOCO ?= 4.0.0
 test-mujoco:
 	PYTHON=$(PYTHON) JOBS=$(JOBS) scripts/test_mujoco_version.sh $(MUJOCO) $(BUILD)-mujoco-$(MUJOCO)
 
-# ASan + UBSan build of the C++ tests (separate build tree).
+# ASan + UBSan build of the C++ tests (separate build tree), at -O1 with line tables only
+# (-g1: reports keep file:line): half the compile time of RelWithDebInfo's -O2 -g.
+SANITIZE_FLAGS = -O1 -g1 -DNDEBUG
 sanitize-build: deps
 	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMJCENIC_SANITIZE=ON -DMJCENIC_BUILD_PYTHON=OFF \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" \
 	  -DPython3_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
 	cmake --build $(BUILD)-sanitize -j$(JOBS)
 

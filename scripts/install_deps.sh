@@ -3,8 +3,9 @@
 # that is already there: Debian packages for the C++ build, and the `default`
 # MuJoCo wheel of the file MUJOCO_VERSION only when no MuJoCo in its supported
 # range is installed (an installed one in range is never changed), plus numpy,
-# matplotlib, tqdm (the package's `plots` extra, used by the tests), pytest, pybind11,
-# scikit-build-core for scripts/tests/builds.
+# matplotlib, tqdm (the package's `plots` extra, used by the tests), pytest and
+# pytest-xdist (the `test` extra: `make test` runs the Python tests on every core),
+# pybind11, scikit-build-core for scripts/tests/builds.
 #
 # It says what it will install before doing it (docs/install.md): under CI
 # (CI=true) it installs; at a terminal it asks; without a terminal it prints the
@@ -51,6 +52,7 @@ $PY -c "import numpy" 2>/dev/null || pips+=(numpy)
 $PY -c "import matplotlib" 2>/dev/null || pips+=(matplotlib)
 $PY -c "import tqdm" 2>/dev/null || pips+=(tqdm)
 $PY -c "import pytest" 2>/dev/null || pips+=(pytest)
+$PY -c "import xdist" 2>/dev/null || pips+=(pytest-xdist)
 $PY -c "import pybind11" 2>/dev/null || pips+=(pybind11)
 $PY -c "import scikit_build_core" 2>/dev/null || pips+=(scikit-build-core)
 [ ${#filtered[@]} -gt 0 ] || [ ${#pips[@]} -gt 0 ] || exit 0

