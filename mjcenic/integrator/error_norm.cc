@@ -235,6 +235,17 @@ std::string ErrorNorm::WorstName(const mjModel* m, int worst) const {
   return adapter::CoordinateName(m, worst, kind_ == ErrorNormKind::kDrake);
 }
 
+namespace {
+// The running maximum e of the coordinates' errors and its coordinate: a NaN
+// error takes it and keeps it, so a non-finite state is never measured as
+// finite by a later coordinate.
+void Take(double x, int coordinate, double* e, int* worst) {
+  if (std::isnan(*e) || x <= *e) return;
+  *e = x;
+  *worst = coordinate;
+}
+}  // namespace
+
 double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
                           const double* acta, const double* qb, const double* vb,
                           const double* actb, int* worst) {
@@ -242,12 +253,12 @@ double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
   *worst = -1;
   for (int j = 0; j < na_; ++j) {
     const double x = std::abs(acta[j] - actb[j]) * act_weight_[j];
-    if (!(x <= e)) { e = x; *worst = -2 - j; }
+    Take(x, -2 - j, &e, worst);
   }
   if (kind_ == ErrorNormKind::kDrake) {
     for (int i = 0; i < nq_; ++i) {
       const double x = std::abs(qa[i] - qb[i]);
-      if (!(x <= e)) { e = x; *worst = i; }
+      Take(x, i, &e, worst);
     }
     tangent_model_ = nullptr;
     return e;
@@ -265,7 +276,7 @@ double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
       x = std::max(x, std::abs(dv_[i]) * vel_weight_[i] * weight_[i]);
     if (kind_ == ErrorNormKind::kPropagatedModes)
       x = std::max(x, (drift_set_ ? std::abs(drift_[i]) : std::abs(dv_[i]) * tau_) * weight_[i]);
-    if (!(x <= e)) { e = x; *worst = i; }  // NaN propagates
+    Take(x, i, &e, worst);
   }
   drift_set_ = false;  // one drift per Compute
   tangent_model_ = nullptr;

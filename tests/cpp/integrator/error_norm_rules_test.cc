@@ -71,5 +71,22 @@ TEST(ErrorNormRules, PropagatedModesReadsTheDriftOnce) {
   EXPECT_DOUBLE_EQ(norm.Compute(m.get(), q, v, act, q0, v0, a0, &worst), 0.1);
 }
 
+// A NaN in any coordinate is the norm's value, whatever the later coordinates
+// hold (a non-finite attempt is never measured as finite and accepted).
+TEST(ErrorNormRules, ANanCoordinateIsTheNormsValue) {
+  auto m = Arm();
+  ASSERT_TRUE(m);
+  for (ErrorNormKind kind : {ErrorNormKind::kWeighted, ErrorNormKind::kFullState,
+                             ErrorNormKind::kPropagatedModes}) {
+    ErrorNorm norm(m.get(), kind, 0.5, 1.0);
+    const double q0[] = {0, 0}, v0[] = {0, 0}, a0[] = {0};
+    const double q[] = {std::nan(""), 0.3}, v[] = {0.0, 0.4}, act[] = {0.1};
+    int worst = -1;
+    EXPECT_TRUE(std::isnan(norm.Compute(m.get(), q, v, act, q0, v0, a0, &worst)))
+        << ToString(kind);
+    EXPECT_EQ(worst, 0) << ToString(kind);
+  }
+}
+
 }  // namespace
 }  // namespace mjcenic
