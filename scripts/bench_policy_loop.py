@@ -168,13 +168,15 @@ def section(data, link):
         f"of {data['reps']} interleaved repetitions (`python3 scripts/bench_policy_loop.py`; "
         f"MuJoCo {data['mujoco']}).", ""]
     robots = [r for r in records if r["model"] in ROBOTS]
-    lines += [f"Median (max) CPU time / `mj_step`'s over the {len(robots)} robots:", "",
-              "| loop | " + " | ".join(configs) + " |", "|---|" + "---:|" * len(configs)]
-    for name in ("every", "held"):
-        lines.append(f"| ctrl {'written every call' if name == 'every' else 'held'} | " + " | ".join(
-            f"{summary[f'robots_{name}_{k}_median']:.2f} ({summary[f'robots_{name}_{k}_max']:.2f})"
-            for k in configs) + " |")
-    lines += ["", "Per model: CPU time / `mj_step`'s (accepted + rejected steps).", "",
+    if robots:  # (a run of --models without the shared robots has no medians)
+        lines += [f"Median (max) CPU time / `mj_step`'s over the {len(robots)} robots:", "",
+                  "| loop | " + " | ".join(configs) + " |", "|---|" + "---:|" * len(configs)]
+        for name in ("every", "held"):
+            lines.append(f"| ctrl {'written every call' if name == 'every' else 'held'} | " + " | ".join(
+                f"{summary[f'robots_{name}_{k}_median']:.2f} ({summary[f'robots_{name}_{k}_max']:.2f})"
+                for k in configs) + " |")
+        lines.append("")
+    lines += ["Per model: CPU time / `mj_step`'s (accepted + rejected steps).", "",
               "| model | loop | " + " | ".join(configs) + " |", "|---|---|" + "---|" * len(configs)]
     for r in records:
         for name, lp in r["loops"].items():

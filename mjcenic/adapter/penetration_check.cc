@@ -21,7 +21,8 @@ double Lookup(const std::vector<std::pair<std::uint64_t, double>>& sorted, std::
 }
 }  // namespace
 
-PenetrationCheck::PenetrationCheck(const mjModel* m) {
+PenetrationCheck::PenetrationCheck(const mjModel* m)
+    : start_pose_(12 * static_cast<size_t>(m->ngeom)), pose_stamp_(m->ngeom, 0) {
   // At most two rows per limited joint or tendon, reserved here (no
   // allocation while stepping).
   int limit_rows = 0;
@@ -35,6 +36,47 @@ PenetrationCheck::PenetrationCheck(const mjModel* m) {
 void PenetrationCheck::CaptureStart(const mjModel* m, const mjData* d) {
   start_depths_valid_ = false;
   if (has_limits_) LimitViolations(m, d, &start_limits_);
+  if (++stamp_ == 0) {  // (wrapped: no pose is valid)
+    std::fill(pose_stamp_.begin(), pose_stamp_.end(), 0u);
+    stamp_ = 1;
+  }
+  for (int i = 0; i < d->ncon; ++i)
+    for (const int g : d->contact[i].geom) {
+      if (g < 0 || pose_stamp_[g] == stamp_) continue;
+      pose_stamp_[g] = stamp_;
+      std::copy(d->geom_xpos + 3 * g, d->geom_xpos + 3 * g + 3, start_pose_.data() + 12 * g);
+      std::copy(d->geom_xmat + 9 * g, d->geom_xmat + 9 * g + 9, start_pose_.data() + 12 * g + 3);
+    }
+}
+
+double PenetrationCheck::StartDepthOfPoints(const mjData* d, const mjContact& c) const {
+  // The contact's surface points a (on geom 0) and b (on geom 1), b − a =
+  // dist·n, and its normal n, carried with their geoms' rigid motion back to
+  // x_t: local = Rᵀ(world − x) at d, world = x⁰ + R⁰ local at x_t (the normal
+  // with geom 0); the depth there is −n⁰·(b⁰ − a⁰).
+  const int g0 = c.geom[0], g1 = c.geom[1];
+  double a[3], b[3], a0[3] = {0, 0, 0}, b0[3] = {0, 0, 0}, n0[3] = {0, 0, 0};
+  for (int k = 0; k < 3; ++k) {
+    a[k] = c.pos[k] - 0.5 * c.dist * c.frame[k] - d->geom_xpos[3 * g0 + k];
+    b[k] = c.pos[k] + 0.5 * c.dist * c.frame[k] - d->geom_xpos[3 * g1 + k];
+  }
+  const double* R0 = d->geom_xmat + 9 * g0;
+  const double* R1 = d->geom_xmat + 9 * g1;
+  const double* P0 = start_pose_.data() + 12 * g0;
+  const double* P1 = start_pose_.data() + 12 * g1;
+  for (int j = 0; j < 3; ++j) {  // local coordinate j
+    const double la = R0[j] * a[0] + R0[3 + j] * a[1] + R0[6 + j] * a[2];
+    const double lb = R1[j] * b[0] + R1[3 + j] * b[1] + R1[6 + j] * b[2];
+    const double ln = R0[j] * c.frame[0] + R0[3 + j] * c.frame[1] + R0[6 + j] * c.frame[2];
+    for (int k = 0; k < 3; ++k) {
+      a0[k] += P0[3 + 3 * k + j] * la;
+      b0[k] += P1[3 + 3 * k + j] * lb;
+      n0[k] += P0[3 + 3 * k + j] * ln;
+    }
+  }
+  double depth = 0;
+  for (int k = 0; k < 3; ++k) depth -= n0[k] * ((P1[k] + b0[k]) - (P0[k] + a0[k]));
+  return depth;
 }
 
 void PenetrationCheck::StartDepths(const BuildRecords& start) {
@@ -67,10 +109,18 @@ double PenetrationCheck::Ratio(const mjModel* m, const mjData* d, const BuildRec
   for (int i = 0; i < d->ncon; ++i) {
     const mjContact& c = d->contact[i];
     if (c.exclude != 0 || !(c.dist < 0)) continue;
-    const double growth = -c.dist - Lookup(start_depths_, PairKey(c.geom[0], c.geom[1]));
+    double growth = -c.dist - Lookup(start_depths_, PairKey(c.geom[0], c.geom[1]));
     if (!(growth > 0)) continue;
     const double tol = tolerance * std::max(builder->NominalPenetration(m, c), floor);
-    if (tol > 0) ratio = std::max(ratio, growth / tol);
+    if (!(tol > 0) || !(growth > ratio * tol)) continue;
+    // A point the pair's start contacts did not report (the collider's
+    // multi-point contact picks its points anew at every query) may have been
+    // as deep at x_t: the growth is also at most that of its own material
+    // points since x_t.
+    if (c.geom[0] >= 0 && c.geom[1] >= 0 && pose_stamp_[c.geom[0]] == stamp_ &&
+        pose_stamp_[c.geom[1]] == stamp_)
+      growth = std::min(growth, -c.dist - std::max(0.0, StartDepthOfPoints(d, c)));
+    ratio = std::max(ratio, growth / tol);
   }
   if (!has_limits_) return ratio;
   // Limits: growth of each row's violation over its violation at x_t.

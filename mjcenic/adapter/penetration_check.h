@@ -1,7 +1,9 @@
 // Penetration check of error control (docs/cenic-math.md §11.10): the
 // largest growth, between a step's start x_t and a later state, of a
-// contact's depth over its geom pair's depth at x_t, in units of its
-// tolerance c·max(x_nom, 10⁻³ L), and of a joint/tendon limit's violation
+// contact's depth over its geom pair's deepest depth at x_t and over the
+// depth at x_t of its own material points (the collider reports points it
+// picks anew at every query), in units of its tolerance c·max(x_nom, 10⁻³ L),
+// and of a joint/tendon limit's violation
 // over its violation at x_t, in units of c·10⁻³ (L for lengths, 1 rad for
 // angles). A limit first met inside a step (a ball joint's row, present only
 // once violated, or a nonlinear tendon's) is reached too late exactly like a
@@ -22,7 +24,8 @@ class PenetrationCheck {
  public:
   explicit PenetrationCheck(const mjModel* m);
   // A new start build at d's stages (its contacts in `start`): the start
-  // depths are rebuilt on the next Ratio, the limit violations read now.
+  // depths are rebuilt on the next Ratio; the limit violations and the poses
+  // of the geoms in contact are read now.
   void CaptureStart(const mjModel* m, const mjData* d);
   // The growth ratio at the state in d (stages current) against the start.
   double Ratio(const mjModel* m, const mjData* d, const BuildRecords& start,
@@ -41,7 +44,15 @@ class PenetrationCheck {
  private:
   using Keyed = std::vector<std::pair<std::uint64_t, double>>;
   void StartDepths(const BuildRecords& start);
+  // The depth at x_t of the material points of contact c (at d's state) of
+  // two geoms whose start poses were captured: < 0 separated.
+  double StartDepthOfPoints(const mjData* d, const mjContact& c) const;
   Keyed start_depths_, start_limits_, check_limits_;
+  // The start poses (xpos, xmat) of the geoms in contact at x_t, valid where
+  // pose_stamp_ equals stamp_.
+  std::vector<double> start_pose_;
+  std::vector<unsigned> pose_stamp_;
+  unsigned stamp_ = 0;
   bool start_depths_valid_ = false;
   bool has_limits_ = false;
 };

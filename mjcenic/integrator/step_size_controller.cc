@@ -88,7 +88,6 @@ double StepSizeController::Propose(double t0, double timestep) {
   rejections_ = 0;
   slow_shrink_ = false;
   attempt_error_ = attempt_h_ = 0;
-  depth_h_ = depth_ratio_ = 0;
   solve_failed_ = false;
   prev_scaled_ = prev_h_ = 0;
   jump_ = false;
@@ -186,28 +185,9 @@ bool StepSizeController::LimitDepth(double ratio, double h, double* h_retry) {
   // error of order 1. A contact or limit deepening by more than half its
   // tolerance also ends estimate skipping (§11.13).
   if (ratio > 0.5) ForgetEstimate();
-  // A growth the step makes shrinks with h (an approach at v_n: δ ≈ v_n h; a
-  // contact met inside the step: faster); one that stayed within 10 % of the
-  // step's first rejected ratio over retries down to a tenth of that step is
-  // there at any h (the geometry query at the end state finds a pair deeper
-  // than the start build recorded it): accepted, no cap.
-  // Such a depth is remembered: a later step whose first ratio is within 10 %
-  // of it is not rejected for it again.
-  if (ratio > 1 && depth_h_ > 0 && h <= 0.1 * depth_h_ && ratio >= 0.9 * depth_ratio_) {
-    known_depth_ratio_ = ratio;
-    return false;
-  }
-  if (ratio > 1 && depth_h_ == 0 && std::abs(ratio - known_depth_ratio_) <= 0.1 * known_depth_ratio_)
-    return false;
-  if (!(ratio > 1)) known_depth_ratio_ = 0;
-  const bool same_depth = depth_h_ > 0 && ratio >= 0.9 * depth_ratio_;
   if (ratio > 0) h_depth_ = kDepthSafety * h / ratio;
   if (!(ratio > 1 && h > h_min_)) return false;
   *h_retry = std::max({h_depth_, 0.1 * h, h_min_});
-  if (!same_depth) {  // the first depth rejection of the step, or the depth changed
-    depth_h_ = h;
-    depth_ratio_ = ratio;
-  }
   ++rejections_;
   return true;
 }

@@ -85,10 +85,8 @@ class StepSizeController {
   StepDecision Decide(bool solved, double error, double h);
   // Depth-growth limit of an accepted attempt (§11.10): ratio is the largest
   // growth over its tolerance; > 1 rejects (returns true, *h_retry set)
-  // unless h is already the minimum step, or retries of this step down to a
-  // tenth of the first rejected h left the ratio within 10 % of that one (a
-  // depth the step size does not make: accepted, no cap); > 0 caps the next
-  // proposal at ρ_depth h / ratio.
+  // unless h is already the minimum step; > 0 caps the next proposal at
+  // ρ_depth h / ratio.
   bool LimitDepth(double ratio, double h, double* h_retry);
   // An accepted step of size h: records the next proposal (unless the step
   // was shortened to land on the target) and checks the progress guarantee
@@ -169,8 +167,6 @@ class StepSizeController {
   int rejections_ = 0;         // rejected attempts of this step
   bool slow_shrink_ = false;   // a retry's error shrank more slowly than h^1.5
   double attempt_error_ = 0, attempt_h_ = 0;  // this step's last decided attempt
-  double depth_h_ = 0, depth_ratio_ = 0;  // this step's first depth rejection
-  double known_depth_ratio_ = 0;          // the last depth no step size made
   bool first_of_call_ = false; // no step of this call accepted yet
   // Estimate skipping: error/drift of the last estimate (< 0: none), its
   // number of contacts, the steps skipped and the predicted error (in units

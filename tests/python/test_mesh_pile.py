@@ -58,11 +58,14 @@ def test_pile_settles_in_the_bin_no_deeper_than_mj_step(mode):
 def test_pile_of_125_drops_without_a_rejection_storm(estimate):
     """The drop of 125 meshes (0.4 s of 2 ms calls, the impacts): no step
     crawls to the minimum step (cenic-math §11.13: an embedded estimate across
-    an impact gives way to doubling; a depth the step size does not make is
-    not cut to h_min), and fewer than half of the steps are rejected
-    (measured: doubling 762 + 348, h_min 1.9e-6 s; embedded 1092 + 380,
-    h_min 8e-7 s; before both rules 874 + 751 and 1258 + 826, each with a
-    step of 1e-14 s)."""
+    an impact gives way to doubling; §11.10: a contact point the start query
+    did not report is measured from its own material points' depth at x_t),
+    and fewer than half of the steps are rejected (measured: doubling
+    744 + 293, h_min 9e-5 s; embedded 1064 + 306, h_min 7e-5 s; measuring
+    from the pair's start depth alone 762 + 348 and 1092 + 380, each step
+    that met such a point rejected down to a tenth of its size; without the
+    storm rule and that 874 + 751 and 1258 + 826, each with a step of
+    1e-14 s)."""
     m = mjcenic.load_model(PILE_125)
     assert sum(m.geom_type == mujoco.mjtGeom.mjGEOM_MESH) == 125
     d = mjcenic.make_data(m)

@@ -1,0 +1,126 @@
+// The penetration check's measure (docs/cenic-math.md §11.10): a contact's
+// growth since x_t is at most that of its geom pair's deepest start depth and
+// at most that of its own material points, carried back to x_t with their
+// geoms' rigid motion. A collider reporting several points per pair picks
+// them anew at every query, so the end state may report a point its start
+// query did not, as deep at x_t as now: no step made that depth.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <mujoco/mujoco.h>
+
+#include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/adapter/penetration_check.h"
+#include "mjcenic/icf/icf_model.h"
+#include "test_util.h"
+
+namespace mjcenic::adapter {
+namespace {
+
+// A 10 cm box tilted 0.02 rad about y on a plane: its two lower corners at
+// +x 2.5 mm deep, the two at −x 0.5 mm.
+const char* kXml = R"(
+<mujoco>
+  <compiler angle="radian"/>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1"/>
+    <body pos="0 0 0.04848993366799555" euler="0 0.02 0">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+
+struct Scene {
+  test_util::ModelPtr m;
+  test_util::DataPtr d;
+  ContactOptions options;
+  std::unique_ptr<MujocoAdapter> builder;
+  BuildRecords start;
+  PenetrationCheck check;
+
+  explicit Scene(test_util::ModelPtr model)
+      : m(std::move(model)), d(mj_makeData(m.get())),
+        builder(std::make_unique<MujocoAdapter>(m.get(), options)), check(m.get()) {
+    mj_forward(m.get(), d.get());
+    icf::IcfModel problem;
+    BuildInfo info;
+    builder->Build(m.get(), d.get(), 2e-3, icf::IcfParameters{}, nullptr, &problem, &start, &info);
+    check.CaptureStart(m.get(), d.get());
+  }
+  // The box moved down by dz (stages at the new state).
+  void Lower(double dz) {
+    d->qpos[2] -= dz;
+    mj_forward(m.get(), d.get());
+  }
+  // The largest tolerance x_nom of d's contacts (all equal here).
+  double Tolerance() {
+    double tol = 0;
+    for (int i = 0; i < d->ncon; ++i)
+      tol = std::max(tol, std::max(builder->NominalPenetration(m.get(), d->contact[i]), 1e-3));
+    return tol;
+  }
+  double Ratio() { return check.Ratio(m.get(), d.get(), start, builder.get(), 1.0, 1.0); }
+};
+
+Scene Make() {
+  std::string err;
+  test_util::ModelPtr m = test_util::ModelFromXml(kXml, &err);
+  EXPECT_NE(m, nullptr) << err;
+  return Scene(std::move(m));
+}
+
+TEST(PenetrationCheck, DepthAtTheStartIsNoGrowth) {
+  Scene s = Make();
+  ASSERT_EQ(s.d->ncon, 4);
+  EXPECT_EQ(s.Ratio(), 0.0);
+  // The start query reported only the shallow corners: the deep ones are as
+  // deep as they were at x_t, though deeper than any start point of the pair.
+  const double deep = 2e-3;
+  auto& recs = s.start.contacts;
+  recs.erase(std::remove_if(recs.begin(), recs.end(),
+                            [](const ContactRecord& r) { return r.depth > 2e-3; }),
+             recs.end());
+  ASSERT_EQ(recs.size(), 2u);
+  s.check.CaptureStart(s.m.get(), s.d.get());  // (a new start build: its records)
+  const double tol = s.Tolerance();
+  ASSERT_GT(deep / tol, 1.5);  // the pair's deepest start point: would reject
+  EXPECT_LT(s.Ratio(), 1e-9);
+  // Lowered by 0.4 tolerances: every point's own growth (the pair's would be
+  // 2 mm more).
+  s.Lower(0.4 * tol);
+  EXPECT_NEAR(s.Ratio(), 0.4, 1e-6);
+}
+
+TEST(PenetrationCheck, GrowthOfThePairsDeepestPoint) {
+  Scene s = Make();
+  const double tol = s.Tolerance();
+  s.Lower(3 * tol);
+  EXPECT_NEAR(s.Ratio(), 3.0, 1e-6);
+  // Levelling the box by 0.01 rad about its deep edge sinks the shallow
+  // corners by 10 cm · sin 0.01 = 1 mm, to 1.5 mm, shallower than the deep
+  // corners were at x_t: the pair did not deepen (a rolling body's new
+  // lowest point is no growth either), though these points did.
+  Scene t = Make();
+  const double a = -0.01;  // about y [rad]
+  double* q = t.d->qpos + 3;
+  const double dq[4] = {std::cos(a / 2), 0, std::sin(a / 2), 0};
+  double out[4];
+  mju_mulQuat(out, dq, q);
+  // Keep the deep edge (x = +5 cm, z = −5 cm in the box frame) in place.
+  double edge[3] = {0.05, 0, -0.05}, before[3], after[3];
+  mju_rotVecQuat(before, edge, q);
+  mju_rotVecQuat(after, edge, out);
+  for (int k = 0; k < 3; ++k) t.d->qpos[k] += before[k] - after[k];
+  mju_copy4(q, out);
+  mj_forward(t.m.get(), t.d.get());
+  double shallow = 1;
+  for (int i = 0; i < t.d->ncon; ++i) shallow = std::min(shallow, -t.d->contact[i].dist);
+  ASSERT_NEAR(shallow, 1.5e-3, 2e-5);
+  EXPECT_EQ(t.Ratio(), 0.0);
+}
+
+}  // namespace
+}  // namespace mjcenic::adapter
