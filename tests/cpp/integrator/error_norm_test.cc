@@ -227,5 +227,64 @@ TEST(ErrorNorm, FullStateMeasuresTangentVelocities) {
                    1.4);
 }
 
+// propagated: max(|Δq| w_q, |Δv| w_v w_q) with w_v the propagation weight of
+// SetPropagation: M = 1, D = 10, h = 0.01 (H = 1.1), τ = 1:
+// w_v = h H / (H − M + h H/τ) = 0.011 / 0.111; L = 0.5 (the slide's w_q = 2).
+TEST(ErrorNorm, PropagatedNormWeighsVelocityByThePropagationWeight) {
+  Arm a = LoadArm();
+  ASSERT_TRUE(a.m);
+  const mjModel* m = a.m.get();
+  ErrorNorm norm(m, ErrorNormKind::kPropagated, 0.5, 1.0);
+  const double H[] = {1.1, 2.0}, M[] = {1.0, 2.0};
+  norm.SetPropagation(0.01, H, M);
+  const double w = 0.011 / 0.111;
+  EXPECT_NEAR(norm.velocity_weight(0), w, 1e-15);
+  EXPECT_DOUBLE_EQ(norm.velocity_weight(1), 1.0);  // a free dof: the horizon
+  const double q0[] = {0, 0}, v0[] = {0, 0}, a0[] = {0};
+  const double q[] = {1e-4, 0.0}, v[] = {0.3, 0.0}, act[] = {0.0};
+  int worst = -1;
+  EXPECT_NEAR(norm.Compute(m, q, v, act, q0, v0, a0, &worst), 0.3 * w * 2, 1e-14);
+  EXPECT_EQ(worst, 0);
+}
+
+// propagated_modes: the drift set by SetPropagatedDrift replaces |Δv| τ for
+// the next Compute only.
+TEST(ErrorNorm, PropagatedModesReadsTheDriftOnce) {
+  Arm a = LoadArm();
+  ASSERT_TRUE(a.m);
+  const mjModel* m = a.m.get();
+  ErrorNorm norm(m, ErrorNormKind::kPropagatedModes, 0.5, 2.0);
+  const double q0[] = {0, 0}, v0[] = {0, 0}, a0[] = {0};
+  const double q[] = {0.0, 0.0}, v[] = {0.0, 0.05}, act[] = {0.0};
+  int worst = -1;
+  // No drift: |Δv| τ on the hinge (radians): 0.05 · 2.
+  EXPECT_DOUBLE_EQ(norm.Compute(m, q, v, act, q0, v0, a0, &worst), 0.1);
+  EXPECT_EQ(worst, 1);
+  const double drift[] = {-0.03, 0.0};
+  norm.SetPropagatedDrift(drift);
+  // |drift| / L on the slide: 0.06 (the hinge's drift is 0).
+  EXPECT_DOUBLE_EQ(norm.Compute(m, q, v, act, q0, v0, a0, &worst), 0.06);
+  EXPECT_EQ(worst, 0);
+  EXPECT_DOUBLE_EQ(norm.Compute(m, q, v, act, q0, v0, a0, &worst), 0.1);
+}
+
+// A NaN in any coordinate is the norm's value, whatever the later coordinates
+// hold (a non-finite attempt is never measured as finite and accepted).
+TEST(ErrorNorm, ANanCoordinateIsTheNormsValue) {
+  Arm a = LoadArm();
+  ASSERT_TRUE(a.m);
+  const mjModel* m = a.m.get();
+  for (ErrorNormKind kind : {ErrorNormKind::kWeighted, ErrorNormKind::kFullState,
+                             ErrorNormKind::kPropagatedModes}) {
+    ErrorNorm norm(m, kind, 0.5, 1.0);
+    const double q0[] = {0, 0}, v0[] = {0, 0}, a0[] = {0};
+    const double q[] = {std::nan(""), 0.3}, v[] = {0.0, 0.4}, act[] = {0.1};
+    int worst = -1;
+    EXPECT_TRUE(std::isnan(norm.Compute(m, q, v, act, q0, v0, a0, &worst)))
+        << ToString(kind);
+    EXPECT_EQ(worst, 0) << ToString(kind);
+  }
+}
+
 }  // namespace
 }  // namespace mjcenic
