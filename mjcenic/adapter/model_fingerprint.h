@@ -1,8 +1,9 @@
 // The mjModel arrays a stepper's problem reads, watched for edits between two
 // calls (m->opt is compared by StateSnapshot): a copy of their bytes, compared
 // with memcmp at every call (docs/limitations.md). Which arrays:
-// model_fingerprint.cc, Watched (not meshes, flexes, textures, colours,
-// names or user data).
+// model_fingerprint.cc, RoleOf (not meshes, flexes, textures, colours,
+// names, user data, nor what the compiler derives; the fluid coefficients
+// only while the fluid model is on).
 #pragma once
 
 #include <cstddef>
@@ -28,7 +29,9 @@ class ModelFingerprint {
     std::size_t bytes;
     std::size_t offset;  // into copy_
   };
+  const mjModel* m_;
   std::vector<Span> spans_;
+  std::vector<Span> fluid_spans_;  // compared while opt.density or opt.viscosity is nonzero
   std::vector<unsigned char> copy_;
 };
 

@@ -108,6 +108,15 @@ void MujocoAdapter::ScanModel(const mjModel* m) {
   std::vector<std::string> w_flex;
   for (int f = 0; f < m->nflex; ++f) w_flex.push_back(Name(m, mjOBJ_FLEX, f, "flex"));
   Warn(&warnings_, "flex objects are not simulated by mjcenic", w_flex);
+  std::vector<std::string> w_surfacevel;
+  for (int g = 0; g < m->ngeom; ++g)
+    for (int k = 0; k < 6; ++k)
+      if (m->geom_surfacevel[6 * g + k] != 0) {
+        w_surfacevel.push_back(Name(m, mjOBJ_GEOM, g, "geom"));
+        break;
+      }
+  Warn(&warnings_, "surface velocity (geom surfacevel) is ignored: contacts see the geom's own motion",
+       w_surfacevel);
   ScanActuators(m);
   if (m->opt.enableflags & mjENBL_SLEEP)
     warnings_.push_back("sleeping (enableflags sleep) is ignored: every body is simulated");

@@ -52,7 +52,23 @@ TEST(ModelFingerprint, ReportsEveryEditOfAWatchedArrayOnceAndIgnoresDisplayArray
   m->geom_rgba[0] = 0.5f;
   m->geom_user[0] = 7;
   m->sensor_noise[0] = 0.1;
+  m->geom_group[1] = 3;
   EXPECT_FALSE(watch.Changed());
+}
+
+TEST(ModelFingerprint, WatchesTheFluidCoefficientsWhileTheFluidModelIsOn) {
+  std::string err;
+  test_util::ModelPtr m = test_util::ModelFromXml(kXml, &err);
+  ASSERT_NE(m, nullptr) << err;
+  ModelFingerprint watch(m.get());
+  m->geom_fluid[12] = 1;  // the capsule's ellipsoid-model switch
+  EXPECT_FALSE(watch.Changed());
+  // Turning the fluid on makes the coefficients count, the earlier edit too.
+  m->opt.density = 1.2;
+  EXPECT_TRUE(watch.Changed());
+  EXPECT_FALSE(watch.Changed());
+  m->geom_fluid[13] = 0.5;
+  EXPECT_TRUE(watch.Changed());
 }
 
 }  // namespace

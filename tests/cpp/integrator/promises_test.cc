@@ -762,6 +762,27 @@ TEST(Promises, FlexIsOneWarning) {
   EXPECT_EQ(n, 1);
 }
 
+TEST(Promises, SurfaceVelocityIsOneWarning) {
+  ModelPtr m = Xml(R"(
+<mujoco>
+  <worldbody>
+    <geom name="belt" type="box" size="1 1 .1" surfacevel="0.5 0 0"/>
+    <geom name="still" type="box" pos="3 0 0" size="1 1 .1"/>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  auto s = Make(m.get(), StepperOptions{});
+  ASSERT_TRUE(s);
+  int n = 0;
+  for (const std::string& w : s->warnings())
+    if (w.find("surfacevel") != std::string::npos) {
+      ++n;
+      EXPECT_NE(w.find("belt"), std::string::npos) << w;
+      EXPECT_EQ(w.find("still"), std::string::npos) << w;
+    }
+  EXPECT_EQ(n, 1);
+}
+
 TEST(Promises, ActuatorDelayIsRefused) {
   ModelPtr m = Oscillator(0, 0, R"(<general name="late" joint="x" nsample="3" interp="zoh" delay="0.002"/>)");
   ASSERT_TRUE(m);
