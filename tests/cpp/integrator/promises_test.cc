@@ -19,6 +19,7 @@
 #include <memory>
 #include <numbers>
 #include <string>
+#include <vector>
 
 #include <mujoco/mujoco.h>
 
@@ -538,6 +539,23 @@ TEST(Promises, CtrlIsClampedToCtrlrange) {
   EXPECT_NEAR(d->qvel[0], 3 * 0.2 / 2, 1e-9);
 }
 
+// The stepper for m warns once about `feature`, naming each of `named` and
+// none of `unnamed`.
+void ExpectOneWarning(const mjModel* m, const std::string& feature,
+                      const std::vector<std::string>& named,
+                      const std::vector<std::string>& unnamed = {}) {
+  auto s = Make(m, StepperOptions{});
+  ASSERT_TRUE(s);
+  int n = 0;
+  for (const std::string& w : s->warnings()) {
+    if (w.find(feature) == std::string::npos) continue;
+    ++n;
+    for (const std::string& name : named) EXPECT_NE(w.find(name), std::string::npos) << w;
+    for (const std::string& name : unnamed) EXPECT_EQ(w.find(name), std::string::npos) << w;
+  }
+  EXPECT_EQ(n, 1) << feature;
+}
+
 TEST(Promises, OneWarningPerUnsupportedFeatureNamingTheElements) {
   ModelPtr m = Xml(R"(
 <mujoco>
@@ -551,16 +569,7 @@ TEST(Promises, OneWarningPerUnsupportedFeatureNamingTheElements) {
   </actuator>
 </mujoco>)");
   ASSERT_TRUE(m);
-  auto s = Make(m.get(), StepperOptions{});
-  ASSERT_TRUE(s);
-  int n = 0;
-  for (const std::string& w : s->warnings()) {
-    if (w.find("actearly") == std::string::npos) continue;
-    ++n;
-    EXPECT_NE(w.find("early1"), std::string::npos) << w;
-    EXPECT_NE(w.find("early2"), std::string::npos) << w;
-  }
-  EXPECT_EQ(n, 1);
+  ExpectOneWarning(m.get(), "actearly", {"early1", "early2"});
 }
 
 TEST(Promises, MarginContactsRestAtMujocosDistance) {
@@ -751,15 +760,7 @@ TEST(Promises, FlexIsOneWarning) {
 </mujoco>)");
   ASSERT_TRUE(m);
   ASSERT_GT(m->nflex, 0);
-  auto s = Make(m.get(), StepperOptions{});
-  ASSERT_TRUE(s);
-  int n = 0;
-  for (const std::string& w : s->warnings())
-    if (w.find("flex") != std::string::npos) {
-      ++n;
-      EXPECT_NE(w.find("cloth"), std::string::npos) << w;
-    }
-  EXPECT_EQ(n, 1);
+  ExpectOneWarning(m.get(), "flex", {"cloth"});
 }
 
 TEST(Promises, SurfaceVelocityIsOneWarning) {
@@ -771,16 +772,7 @@ TEST(Promises, SurfaceVelocityIsOneWarning) {
   </worldbody>
 </mujoco>)");
   ASSERT_TRUE(m);
-  auto s = Make(m.get(), StepperOptions{});
-  ASSERT_TRUE(s);
-  int n = 0;
-  for (const std::string& w : s->warnings())
-    if (w.find("surfacevel") != std::string::npos) {
-      ++n;
-      EXPECT_NE(w.find("belt"), std::string::npos) << w;
-      EXPECT_EQ(w.find("still"), std::string::npos) << w;
-    }
-  EXPECT_EQ(n, 1);
+  ExpectOneWarning(m.get(), "surfacevel", {"belt"}, {"still"});
 }
 
 TEST(Promises, ActuatorDelayIsRefused) {
