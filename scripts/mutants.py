@@ -144,7 +144,7 @@ MUTANTS = [
     Mutant("frame-rows-transpose", A,
            "      J[r * n + q] =\n          frame[3 * r] * diff[0] + frame[3 * r + 1] * diff[1]",
            "      J[r * n + q] =\n          frame[r] * diff[0] + frame[3 + r] * diff[1]",
-           "contact frame transposed"),
+           "contact frame transposed", "ContactMapping.RowsAreTheFrameTimesTheRelativePointJacobian"),
     # --- limits, equalities, gains, tendons ---
     Mutant("joint-limit-upper-sign", A, "c = model->limits.PutSingle(limit_rows_++, dof, -1.0,",
            "c = model->limits.PutSingle(limit_rows_++, dof, 1.0,",

@@ -5,7 +5,9 @@
 // §8.9). Truth: MapContact on each contact's own numbers.
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
@@ -131,5 +133,66 @@ TEST(ContactMapping, DeepContactSeparatesAtMujocosSpeed) {
   EXPECT_EQ(d_of[1][1], d_of[0][1]);          // 1 µm deep: unchanged
 }
 
+// A contact's rows are J = frame · (J₂ − J₁) at the contact point (mapping
+// §5.6), frame = (normal, tangent 1, tangent 2) from geom 1 to geom 2, also
+// when one dof moves both bodies (the cart's slide carries the table and the
+// arm: the general rows over the union of both chains, not the disjoint-chains
+// shortcut). Truth: mj_jac of each body at the contact point.
+TEST(ContactMapping, RowsAreTheFrameTimesTheRelativePointJacobian) {
+  const char* xml = R"(
+<mujoco>
+  <option><flag filterparent="disable"/></option>
+  <worldbody>
+    <body name="cart">
+      <joint type="slide" axis="1 1 0"/>
+      <geom name="table" type="box" size="0.5 0.4 0.05" euler="10 20 0" mass="5"/>
+      <body name="arm" pos="0 0 0.3">
+        <joint type="hinge" axis="1 2 0.5"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.1"/>
+        <geom name="tip" type="sphere" pos="0.1 0 -0.2514" size="0.03" mass="0.5"/>
+      </body>
+    </body>
+    <body name="ball" pos="0.3 0.2 0.086">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+  std::string err;
+  test_util::ModelPtr m = test_util::ModelFromXml(xml, &err);
+  ASSERT_NE(m, nullptr) << err;
+  test_util::DataPtr d = test_util::MakeData(m.get());
+  ASSERT_EQ(d->ncon, 2);  // tip–table (one tree), ball–table (two trees)
+  MujocoAdapter builder(m.get(), ContactOptions{});
+  icf::IcfModel problem;
+  BuildRecords records;
+  BuildInfo info;
+  builder.Build(m.get(), d.get(), 2e-3, icf::IcfParameters{}, nullptr, &problem, &records, &info);
+  ASSERT_EQ(problem.contacts.size(), 2);
+  const int nv = static_cast<int>(m->nv);
+  for (int c = 0; c < 2; ++c) {
+    const mjContact* con = nullptr;
+    for (int i = 0; i < d->ncon; ++i)
+      if (d->contact[i].geom[0] == records.contacts[c].geom[0] &&
+          d->contact[i].geom[1] == records.contacts[c].geom[1])
+        con = &d->contact[i];
+    ASSERT_NE(con, nullptr);
+    std::vector<double> jac1(3 * nv), jac2(3 * nv), built(3 * nv, 0.0);
+    mj_jac(m.get(), d.get(), jac1.data(), nullptr, con->pos, m->geom_bodyid[con->geom[0]]);
+    mj_jac(m.get(), d.get(), jac2.data(), nullptr, con->pos, m->geom_bodyid[con->geom[1]]);
+    const std::span<const int> dofs = problem.contacts.rows.dofs(c);
+    const double* J = problem.contacts.rows.J(c);
+    for (int r = 0; r < 3; ++r)
+      for (size_t k = 0; k < dofs.size(); ++k) built[r * nv + dofs[k]] = J[r * dofs.size() + k];
+    for (int r = 0; r < 3; ++r)
+      for (int q = 0; q < nv; ++q) {
+        double truth = 0;
+        for (int i = 0; i < 3; ++i)
+          truth += con->frame[3 * r + i] * (jac2[i * nv + q] - jac1[i * nv + q]);
+        EXPECT_NEAR(built[r * nv + q], truth, 1e-12) << "contact " << c << " row " << r
+                                                      << " dof " << q;
+      }
+  }
+}
 }  // namespace
 }  // namespace mjcenic::adapter
