@@ -49,16 +49,12 @@ const char* kSlides = R"(
   </actuator>
 </mujoco>)";
 
-struct Built {
-  icf::IcfModel problem;
-  BuildRecords records;
-  BuildInfo info;
-};
+using test_util::BuiltProblem;
 
-Built Build(const mjModel* m, mjData* d, const ContactOptions& options = {}) {
-  Built b;
+BuiltProblem Build(const mjModel* m, mjData* d, const ContactOptions& options = {}) {
+  BuiltProblem b;
   MujocoAdapter builder(m, options);
-  builder.Build(m, d, kH, icf::IcfParameters{}, nullptr, &b.problem, &b.records, &b.info);
+  test_util::BuildProblem(&builder, m, d, kH, &b);
   return b;
 }
 
@@ -89,7 +85,7 @@ class SlidesBuild : public ::testing::Test {
   }
   test_util::ModelPtr m_;
   test_util::DataPtr d_;
-  Built b_;
+  BuiltProblem b_;
 };
 
 TEST_F(SlidesBuild, MassMatrixDampingAndStiffness) {
@@ -208,7 +204,7 @@ TEST(BoxBuild, ContactPerCornerWithItsRowsAndLaw) {
   options.stiffness = 5000;  // k and d given: the law is then known by hand
   options.dissipation = 0.3;
   options.mu_static_ratio = 1.5;
-  const Built b = Build(m.get(), d.get(), options);
+  const BuiltProblem b = Build(m.get(), d.get(), options);
   const icf::IcfModel& p = b.problem;
   ASSERT_EQ(p.nv, 6);
   // M = diag(m, m, m, I, I, I), I = m (0.2² + 0.2²)/12; gravity in f.
