@@ -9,7 +9,7 @@
 //    joint equality as a coupling row, a motor as a gain row.
 //  * A free box 1 mm into a plane: a contact per corner with its normal
 //    and tangent rows, stiffness, dissipation, elastic force, friction and
-//    regularization, and gravity in f.
+//    regularization, and gravity in f and in the free velocity A⁻¹ r.
 #include <cmath>
 #include <vector>
 
@@ -212,6 +212,11 @@ TEST(BoxBuild, ContactPerCornerWithItsRowsAndLaw) {
   M << 1, 1, 1, 0.08 / 12, 0.08 / 12, 0.08 / 12;
   EXPECT_LT((DenseM(p) - Eigen::MatrixXd(M.asDiagonal())).cwiseAbs().maxCoeff(), 1e-12);
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(p.f[i], i == 2 ? -9.81 : 0.0, 1e-12) << i;
+  // The free velocity A⁻¹ r (no damping or stiffness: A = M) of the box at
+  // rest: one step of free fall, v_z = −h g.
+  const Eigen::VectorXd v_free =
+      DenseM(p).llt().solve(Eigen::Map<const Eigen::VectorXd>(p.r.data(), 6));
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(v_free[i], i == 2 ? -kH * 9.81 : 0.0, 1e-12) << i;
   EXPECT_EQ(b.info.ncontact, 4);
   EXPECT_NEAR(b.info.max_penetration, 0.001, 1e-12);
   ASSERT_EQ(p.contacts.size(), 4);
