@@ -121,8 +121,8 @@ inline Eigen::MatrixXd DenseA(const IcfModel& m) {
 }
 
 // A problem for the linear solvers on trees of the given sizes (MakeBase,
-// h = 0.1, so that h² K is comparable to M): a violated limit on each tree's
-// first dof (G > 0), a gain row (G = h (h kq + kv) > 0 unclamped) over each
+// h = 0.1, so that h² K is comparable to M): a limit violated by 0.05 on
+// each tree's first dof (G > 0 at the small velocities used), a gain row (G = h (h kq + kv) > 0 unclamped) over each
 // dof list of `gains`, and a compressed contact with friction over each dof
 // list of `contacts` (G a full 3 × 3 block near v = 0); every J random.
 // A row over dofs of several trees joins them into one island.
@@ -228,8 +228,9 @@ inline IcfModel CoupledTreesProblem(unsigned seed, int trees, int dofs,
   return LinearProblem(seed, std::vector<int>(trees, dofs), gains, contacts);
 }
 
-// The pairs (k, k + step mod trees) for k = first, first + 2·… up to trees:
-// every tree (every other tree with `every` = 2) coupled to its neighbour.
+// The pairs (k, k + step mod trees) for k = first, first + every, … below
+// trees: every tree (every other one with `every` = 2) coupled to the tree
+// `step` ahead, around a ring.
 inline std::vector<std::pair<int, int>> Ring(int trees, int every = 1, int first = 0,
                                              int step = 1) {
   std::vector<std::pair<int, int>> pairs;
