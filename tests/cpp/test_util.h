@@ -1,5 +1,5 @@
 // Shared helpers of the C++ tests: owning pointers for MuJoCo objects, model
-// loaders, data at a keyframe, a stepper from options.
+// loaders, data at a keyframe, a stepper from options, a problem build.
 #pragma once
 
 #include <cstdlib>
@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
+#include "mjcenic/adapter/mujoco_adapter.h"
+#include "mjcenic/icf/icf_model.h"
+#include "mjcenic/icf/parameters.h"
 #include "mjcenic/integrator/stepper.h"
 
 namespace mjcenic::test_util {
@@ -112,6 +115,24 @@ inline std::unique_ptr<Stepper> MakeStepper(const mjModel* m, const StepperOptio
   auto s = Stepper::Create(m, o);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(s).value() : nullptr;
+}
+
+// What one MujocoAdapter::Build made: the ICF problem, where its rows came
+// from, and what the build saw.
+struct BuiltProblem {
+  icf::IcfModel problem;
+  adapter::BuildRecords records;
+  adapter::BuildInfo info;
+};
+
+// builder->Build at the state of d (stages computed) for step h, with the
+// default ICF parameters and no controller, into *out (its problem rebuilt
+// in place, as the stepper's is).
+inline void BuildProblem(adapter::MujocoAdapter* builder, const mjModel* m, mjData* d, double h,
+                         BuiltProblem* out) {
+  out->records = adapter::BuildRecords{};
+  builder->Build(m, d, h, icf::IcfParameters{}, nullptr, &out->problem, &out->records,
+                 &out->info);
 }
 
 }  // namespace mjcenic::test_util

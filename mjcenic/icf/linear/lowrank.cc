@@ -170,7 +170,11 @@ class LowRankSolver final : public LinearSolver {
       const size_t o = boff_[c], len = boff_[c + 1] - o;
       if (std::memcmp(H_.data() + o, Hf_.data() + o, len * sizeof(double)) == 0) continue;
       std::copy(H_.begin() + o, H_.begin() + o + len, L_.begin() + o);
-      if (!FactorLower(L_.data() + o, n, dinv_.data() + clique_start_[c])) return false;
+      if (!FactorLower(L_.data() + o, n, dinv_.data() + clique_start_[c])) {
+        // L_'s block is partly overwritten: no values may keep it.
+        std::fill(Hf_.begin() + o, Hf_.begin() + o + len, std::numeric_limits<double>::quiet_NaN());
+        return false;
+      }
       std::copy(H_.begin() + o, H_.begin() + o + len, Hf_.begin() + o);
     }
     return true;

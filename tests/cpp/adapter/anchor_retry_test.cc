@@ -34,15 +34,10 @@ const char* kStack = R"(
   </worldbody>
 </mujoco>)";
 
-struct Built {
-  icf::IcfModel problem;
-  BuildRecords records;
-};
+using test_util::BuiltProblem;
 
-void Build(MujocoAdapter* builder, const mjModel* m, mjData* d, Built* b) {
-  BuildInfo info;
-  b->records = BuildRecords{};
-  builder->Build(m, d, kH, icf::IcfParameters{}, nullptr, &b->problem, &b->records, &info);
+void Build(MujocoAdapter* builder, const mjModel* m, mjData* d, BuiltProblem* b) {
+  test_util::BuildProblem(builder, m, d, kH, b);
 }
 
 TEST(StictionAnchorRetry, RebuildAtTheSameStateDoesNotGrowTheAnchorAgain) {
@@ -58,7 +53,7 @@ TEST(StictionAnchorRetry, RebuildAtTheSameStateDoesNotGrowTheAnchorAgain) {
   ASSERT_GE(d->ncon, 8);
   MujocoAdapter builder(m.get(), ContactOptions{});
   StictionAnchors anchors;
-  Built first, retry, next;
+  BuiltProblem first, retry, next;
   Build(&builder, m.get(), d.get(), &first);
   anchors.Apply(m.get(), d.get(), first.records.contacts, kH, true, first.problem.v0.data(),
                 &first.problem);
@@ -100,7 +95,7 @@ TEST(FrictionRegularization, TwoBodyContactUsesBothMasses) {
   test_util::DataPtr d(mj_makeData(m.get()));
   mj_forward(m.get(), d.get());
   MujocoAdapter builder(m.get(), ContactOptions{});
-  Built b;
+  BuiltProblem b;
   Build(&builder, m.get(), d.get(), &b);
   const double sigma_R = icf::IcfParameters{}.sigma_R;
   int box_box = 0, floor_box = 0;

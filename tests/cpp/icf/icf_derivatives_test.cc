@@ -1120,7 +1120,7 @@ TEST(IcfSolverFacts, TinyQuadraticProblemsTakeOneNewtonStep) {
   ASSERT_EQ(m.num_islands, 2);
   const Eigen::VectorXd v_star = TightSolution(m, rng);
   Eigen::VectorXd guess = v_star;
-  guess.head(2) += rng.Vec(2, 0.3);  // island 0 off its minimum, island 1 at it
+  for (int i = 0; i < 2; ++i) guess[i] += 0.3 * rng.N();  // island 0 off its minimum, 1 at it
   SolveRun r = SolveFrom(m, guess);
   EXPECT_EQ(r.st.islands_iterated, 1);
   EXPECT_EQ(r.v.tail(3), guess.tail(3));  // the frozen island did not move
