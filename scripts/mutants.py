@@ -349,6 +349,11 @@ MUTANTS = [
            "growth = std::min(growth, -c.dist);",
            "a contact point the start query did not report counts as growth though its material "
            "points were as deep at x_t", "PenetrationCheck.*"),
+    Mutant("limit-spring-scale-ignored", "mjcenic/adapter/penetration_check.cc",
+           "if (start_violation > violation_tolerance && length_scale > 0)",
+           "if (false)",
+           "a limit on its large-violation spring is checked against 10⁻³ U, not the spring's "
+           "nominal violation g τ_r²", "PenetrationCheck.*:TendonSpring.*"),
     Mutant("snapshot-ctrl-ignored", "mjcenic/adapter/state_snapshot.cc",
            "    fn(d->ctrl, m->nu);\n", "", "a changed ctrl does not restart dense output",
            "DenseOutput.*"),

@@ -706,6 +706,13 @@ void MujocoAdapter::ContactKey(const mjModel* m, const mjContact& con, double ke
   std::copy(in, in + 11, key);
 }
 
+double MujocoAdapter::LimitSpringNominal(const mjModel* m, int type, int id) {
+  const double* solref = type == mjCNSTR_LIMIT_JOINT ? m->jnt_solref + mjNREF * id
+                                                      : m->tendon_solref_lim + mjNREF * id;
+  const double tau_r = RecoveryTime(m, solref);
+  return ReferenceGravity(m) * tau_r * tau_r;
+}
+
 double MujocoAdapter::NominalPenetration(const mjModel* m, const mjContact& con) {
   // x_nom = m_c g_ref / k: the depth at which the contact carries its share
   // m_c g_ref of weight (mapping §5.7), with the stiffness Build gives it

@@ -83,6 +83,11 @@ class MujocoAdapter {
   // carries its share of weight. Used by the penetration check
   // (cenic-math §11.10).
   double NominalPenetration(const mjModel* m, const mjContact& con);
+  // The nominal violation g_ref τ_r² [m] of the large-violation spring
+  // (cenic-math §5.2) of a joint (type mjCNSTR_LIMIT_JOINT) or tendon limit:
+  // the violation at which the spring K = 1/(w τ_r²) carries the weight of
+  // its effective mass 1/w. Used by the penetration check (cenic-math §11.10).
+  static double LimitSpringNominal(const mjModel* m, int type, int id);
 
   // Warnings about unsupported or approximated features, one per feature.
   const std::vector<std::string>& warnings() const { return warnings_; }

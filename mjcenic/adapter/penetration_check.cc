@@ -98,7 +98,8 @@ void PenetrationCheck::StartDepths(const BuildRecords& start) {
 }
 
 double PenetrationCheck::Ratio(const mjModel* m, const mjData* d, const BuildRecords& start,
-                               MujocoAdapter* builder, double tolerance, double length_scale) {
+                               MujocoAdapter* builder, double tolerance, double length_scale,
+                               double violation_tolerance) {
   // Contacts: growth over the deepest start depth of the geom pair (0 for a
   // pair not in contact at x_t). Floor: the position resolution of the
   // default accuracy, 10⁻³ L (stiff contacts have x_nom of micrometres and
@@ -123,15 +124,22 @@ double PenetrationCheck::Ratio(const mjModel* m, const mjData* d, const BuildRec
     ratio = std::max(ratio, growth / tol);
   }
   if (!has_limits_) return ratio;
-  // Limits: growth of each row's violation over its violation at x_t.
+  // Limits: growth of each row's violation over its violation at x_t, in
+  // units of 10⁻³ U, or, for a row on its large-violation spring at x_t
+  // (violated by more than δ, §5.2), of the spring's own nominal violation
+  // g_ref τ_r² (in U: × U/L) where that is larger.
   LimitViolations(m, d, &check_limits_);
   for (const auto& [key, violation] : check_limits_) {
-    const double growth = violation - Lookup(start_limits_, key);
+    const double start_violation = Lookup(start_limits_, key);
+    const double growth = violation - start_violation;
     if (!(growth > 0)) continue;
-    const int type = static_cast<int>(key >> 62), id = static_cast<int>((key >> 1) & 0x7fffffff);
-    const double tol =
-        tolerance * kDepthFloor *
-        LimitUnit(m, type == 0 ? mjCNSTR_LIMIT_JOINT : mjCNSTR_LIMIT_TENDON, id, length_scale);
+    const int type = key >> 62 ? mjCNSTR_LIMIT_TENDON : mjCNSTR_LIMIT_JOINT;
+    const int id = static_cast<int>((key >> 1) & 0x7fffffff);
+    const double unit = LimitUnit(m, type, id, length_scale);
+    double scale = kDepthFloor * unit;
+    if (start_violation > violation_tolerance && length_scale > 0)
+      scale = std::max(scale, MujocoAdapter::LimitSpringNominal(m, type, id) * unit / length_scale);
+    const double tol = tolerance * scale;
     if (tol > 0) ratio = std::max(ratio, growth / tol);
   }
   return ratio;

@@ -5,9 +5,10 @@
 // picks anew at every query), in units of its tolerance c·max(x_nom, 10⁻³ L),
 // and of a joint/tendon limit's violation
 // over its violation at x_t, in units of c·10⁻³ (L for lengths, 1 rad for
-// angles). A limit first met inside a step (a ball joint's row, present only
-// once violated, or a nonlinear tendon's) is reached too late exactly like a
-// contact.
+// angles), or, for a limit violated at x_t by more than the violation
+// tolerance (on its spring, §5.2), of c·max(g_ref τ_r² U/L, 10⁻³ U). A limit
+// first met inside a step (a ball joint's row, present only once violated, or
+// a nonlinear tendon's) is reached too late exactly like a contact.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,11 @@ class PenetrationCheck {
   // depths are rebuilt on the next Ratio; the limit violations and the poses
   // of the geoms in contact are read now.
   void CaptureStart(const mjModel* m, const mjData* d);
-  // The growth ratio at the state in d (stages current) against the start.
+  // The growth ratio at the state in d (stages current) against the start;
+  // violation_tolerance: δ of the limit spring (IcfParameters).
   double Ratio(const mjModel* m, const mjData* d, const BuildRecords& start,
-               MujocoAdapter* builder, double tolerance, double length_scale);
+               MujocoAdapter* builder, double tolerance, double length_scale,
+               double violation_tolerance);
 
   // The positive violations efc_margin − efc_pos of d's joint and tendon
   // limit rows (MuJoCo's rows at d's stages), keyed by type, object and side,

@@ -303,7 +303,8 @@ bool Stepper::PenetrationCheck() const { return step_size_.rules().depth_limit; 
 
 double Stepper::DepthGrowthRatio(const mjData* d) {
   return mujoco_->depth_check.Ratio(m_, d, mujoco_->records_start, &mujoco_->builder,
-                                    options_.penetration_tolerance, norm_.length_scale());
+                                    options_.penetration_tolerance, norm_.length_scale(),
+                                    options_.icf.violation_tolerance);
 }
 
 bool Stepper::FullStep(double h, double tolerance) {

@@ -62,7 +62,7 @@ struct Scene {
       tol = std::max(tol, std::max(builder->NominalPenetration(m.get(), d->contact[i]), 1e-3));
     return tol;
   }
-  double Ratio() { return check.Ratio(m.get(), d.get(), start, builder.get(), 1.0, 1.0); }
+  double Ratio() { return check.Ratio(m.get(), d.get(), start, builder.get(), 1.0, 1.0, 1e-3); }
 };
 
 Scene Make() {
@@ -120,6 +120,45 @@ TEST(PenetrationCheck, GrowthOfThePairsDeepestPoint) {
   for (int i = 0; i < t.d->ncon; ++i) shallow = std::min(shallow, -t.d->contact[i].dist);
   ASSERT_NEAR(shallow, 1.5e-3, 2e-5);
   EXPECT_EQ(t.Ratio(), 0.0);
+}
+
+// A slide joint limited to [0, 0.1] m (solreflimit time constant 0.02 s),
+// started at qpos = -start (violated by `start`).
+Scene SlideLimit(double start) {
+  std::string err;
+  test_util::ModelPtr m = test_util::ModelFromXml(R"(
+<mujoco>
+  <worldbody>
+    <body>
+      <joint name="s" type="slide" axis="0 0 1" limited="true" range="0 0.1" solreflimit="0.02 1"/>
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>)", &err);
+  EXPECT_NE(m, nullptr) << err;
+  m->qpos0[0] = -start;
+  return Scene(std::move(m));
+}
+
+TEST(PenetrationCheck, LimitOnItsSpringGrowsAgainstTheSpringsNominalViolation) {
+  // cenic-math §11.10 on limits: a row violated at x_t by more than δ = 10⁻³
+  // moves on its spring (§5.2); its growth is measured in units of the
+  // spring's nominal violation g τ_r² = 9.81 · 0.02² = 3.924 mm (L = 1 m),
+  // a near-rigid row's (violated by less than δ) in units of 10⁻³ L.
+  const double growth = 1e-4, g_tau2 = 9.81 * 0.02 * 0.02;
+  Scene spring = SlideLimit(2e-3);
+  spring.d->qpos[0] -= growth;
+  mj_forward(spring.m.get(), spring.d.get());
+  EXPECT_NEAR(spring.Ratio(), growth / g_tau2, 1e-9);
+  Scene rigid = SlideLimit(5e-4);
+  rigid.d->qpos[0] -= growth;
+  mj_forward(rigid.m.get(), rigid.d.get());
+  EXPECT_NEAR(rigid.Ratio(), growth / 1e-3, 1e-9);
+  // A shrinking violation is no growth.
+  Scene back = SlideLimit(2e-3);
+  back.d->qpos[0] += growth;
+  mj_forward(back.m.get(), back.d.get());
+  EXPECT_EQ(back.Ratio(), 0.0);
 }
 
 }  // namespace

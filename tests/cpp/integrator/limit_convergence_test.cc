@@ -221,6 +221,53 @@ TEST(FourBarConvergence, GlobalAccuracyKeepsLargeStepsAndConverges) {
   EXPECT_LT(Distance(m.get(), t[2], ref), 1e-4);
 }
 
+// The box started 2 cm past its tendon limit hangs on the limit's spring
+// (cenic-math §5.2), which settles at the violation where it carries the
+// box's weight, g τ_r² m w (τ_r = 0.02 s, m w = 27 g × the tendon's
+// invweight0: 11.4 mm), while the box swings and turns about it. The
+// penetration check (§11.10) measures such a row's growth against that
+// spring's own nominal violation g τ_r², not 10⁻³ L (26 µm here, which the
+// swing's ±0.5 mm passed at every step: 693 attempted steps over 1 s
+// instead of the 304 without the check). The violation still decays as the
+// spring's and stays within 0.4 mm of a 10⁻⁵-accuracy reference.
+TEST(TendonSpring, PenetrationCheckMeasuresASpringRowAgainstItsOwnScale) {
+  ModelPtr m = TendonBox(0.116443454);
+  ASSERT_TRUE(m);
+  auto run = [&](double accuracy, double c_pen, std::vector<double>* violation) {
+    DataPtr d = MakeData(m.get());
+    StepperOptions o;
+    o.accuracy = accuracy;
+    o.penetration_tolerance = c_pen;
+    auto s = MakeStepper(m.get(), o);
+    if (!s) return -1L;
+    for (int k = 1; k <= 20; ++k) {
+      if (!s->AdvanceTo(d.get(), 0.05 * k).ok()) return -1L;
+      violation->push_back(d->ten_length[0] - m->tendon_range[1]);
+    }
+    return s->stats().steps + s->stats().rejected_steps;
+  };
+  std::vector<double> with, without, ref;
+  const long n_with = run(1e-3, 1.0, &with), n_without = run(1e-3, 0.0, &without);
+  ASSERT_GT(run(1e-5, 1.0, &ref), 0);
+  std::printf("  attempts over 1 s: %ld with the check, %ld without\n", n_with, n_without);
+  ASSERT_GT(n_with, 0);
+  ASSERT_GT(n_without, 0);
+  EXPECT_LE(n_with, 1.1 * n_without);
+  const double e_eq = 9.81 * 0.02 * 0.02 * m->body_mass[1] * m->tendon_invweight0[0];
+  ASSERT_NEAR(e_eq, 0.0114, 1e-4);
+  double worst = 0;
+  for (int k = 0; k < 20; ++k) {
+    EXPECT_LT(with[k], 0.02) << k;  // (the start violation)
+    if (k >= 4) {
+      EXPECT_NEAR(with[k], e_eq, 1e-3) << k;  // t ≥ 0.25 s = 12.5 τ_r
+    }
+    worst = std::max(worst, std::abs(with[k] - ref[k]));
+  }
+  std::printf("  violation at 0.05 s %.2f mm, at 1 s %.2f mm; worst error %.3f mm\n",
+              1e3 * with[0], 1e3 * with[19], 1e3 * worst);
+  EXPECT_LT(worst, 4e-4);
+}
+
 // The Robotiq 2F-85 scene: its box hangs from a spatial tendon limit that
 // starts violated by 2.09 cm. Fixed steps converge at first order and the
 // global-accuracy levels 1e-4 and 1e-5 agree within 1e-3 over 0.3 s at fewer
