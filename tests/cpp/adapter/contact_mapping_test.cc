@@ -133,8 +133,8 @@ TEST(ContactMapping, DeepContactSeparatesAtMujocosSpeed) {
   EXPECT_EQ(d_of[1][1], d_of[0][1]);          // 1 µm deep: unchanged
 }
 
-// A contact's rows are J = frame · (J₂ − J₁) at the contact point (mapping
-// §5.6), frame = (normal, tangent 1, tangent 2) from geom 1 to geom 2, also
+// A contact's rows are J = frame · (J₂ − J₁) at the contact point
+// (mapping §5.6), frame = (normal, tangent 1, tangent 2) from geom 1 to geom 2, also
 // when one dof moves both bodies (the cart's slide carries the table and the
 // arm: the general rows over the union of both chains, not the disjoint-chains
 // shortcut). Truth: mj_jac of each body at the contact point.
