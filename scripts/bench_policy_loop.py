@@ -4,6 +4,7 @@ call, one call per opt.timestep, against mj_step in the same loop.
 
     python3 scripts/bench_policy_loop.py [--duration 1] [--reps 3] [--models a.xml,b.xml]
                                          [--configs default,embedded,fixed] [--out-dir DIR]
+                                         [--parts loop,rollout] [--rollout-reps 10]
 
 Per model (first keyframe, or the model's initial state), interleaved in one
 process, the minimum over --reps of the process CPU time (this machine is
@@ -22,15 +23,28 @@ shared: CPU time is what a loaded machine can still compare):
 Reports CPU ratios to mj_step in the same loop, mjcenic's accepted and rejected
 steps, convex solves, Newton iterations per solve, and the deepest penetration
 of each run. Writes DIR/policy_loop.json, DIR/policy_loop.png (DIR defaults
-to docs/policy_loop) and the "policy_loop" section of docs/benchmarks.md;
---from-json DIR/policy_loop.json regenerates the plot and the section without
-measuring, --no-page prints the section instead. Not a test: it only measures.
+to docs/policy_loop) and the "policy_loop" section of docs/benchmarks.md.
+
+The rollout part (--parts rollout) runs the same loop as a batch: mjcenic.rollout
+against mujoco.rollout.rollout on --rollout-model (the Shadow hand), --nbatch
+initial states (the first keyframe, hinge and slide joints jittered by up to
+0.02) x --nstep steps, the control array (nbatch x nstep x nu) the ``every``
+loop's wave, --nthread threads and one MjData per thread for both, both
+returning state and sensordata; interleaved, the minimum over --rollout-reps of
+the wall and the process CPU time of each call, and mjcenic's ratios to
+mujoco's. Writes DIR/rollout.json, DIR/rollout.png and the
+"policy_loop_rollout" section.
+
+--from-json DIR/policy_loop.json (or DIR/rollout.json) regenerates that part's
+plot and section without measuring, --no-page prints the section instead. Not
+a test: it only measures.
 """
 import argparse
 import json
 import math
 import os
 import pathlib
+import resource
 import statistics
 import sys
 import time
@@ -60,6 +74,8 @@ ROBOTS = [
     "mujoco_warp/aloha_pot/scene.xml",
 ]
 PILE = ROOT / "models" / "mesh_pile_125.xml"
+ROLLOUT_MODEL = "menagerie/shadow_hand/scene_right.xml"
+PARTS = ("loop", "rollout")
 CONFIGS = {"default": {}, "embedded": {"error_estimate": "embedded"}, "fixed": {"mode": "fixed"}}
 
 
@@ -139,6 +155,118 @@ def bench(path, duration, reps, configs, log):
             f"{k} {ratios[k]:5.2f}x ({info[k]['steps']}+{info[k]['rejected_steps']} steps)"
             for k in configs))
     return rec
+
+
+def jittered_states(m, d0, nbatch, seed=0):
+    """nbatch mjSTATE_FULLPHYSICS states: d0's with every hinge and slide joint moved by up to
+    0.02 (rad or m), clamped to its range where limited."""
+    full = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    x0 = np.empty(mujoco.mj_stateSize(m, full))
+    mujoco.mj_getState(m, d0, x0, full)
+    x = np.tile(x0, (nbatch, 1))
+    rng = np.random.default_rng(seed)
+    for j in range(m.njnt):
+        if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            i = 1 + m.jnt_qposadr[j]  # the state starts with time
+            x[:, i] += rng.uniform(-0.02, 0.02, nbatch)
+            if m.jnt_limited[j]:
+                x[:, i] = np.clip(x[:, i], *m.jnt_range[j])
+    return x
+
+
+def cpu_time():
+    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread of the process
+    return r.ru_utime + r.ru_stime
+
+
+def bench_rollout(path, nbatch, nstep, nthread, reps, configs, log):
+    """mjcenic.rollout in each configuration against mujoco.rollout.rollout (module docstring)."""
+    import mujoco.rollout
+    m = mjcenic.load_model(str(path))
+    d0 = initial_state(m)
+    x = jittered_states(m, d0, nbatch)
+    wave = control_wave(m, d0)
+    control = np.array([[wave(d0.time + t * m.opt.timestep) for t in range(nstep)]] * nbatch)
+    datas = [mujoco.MjData(m) for _ in range(nthread)]
+    calls = {"mujoco": lambda: mujoco.rollout.rollout(m, datas, x, control)}
+    for k in configs:
+        calls[k] = lambda k=k: mjcenic.rollout(m, datas, x, control, **CONFIGS[k])
+    results = {k: fn() for k, fn in calls.items()}  # warm-up, not timed
+    wall = {k: math.inf for k in calls}
+    cpu = {k: math.inf for k in calls}
+    for rep in range(reps):
+        for k in (list(calls) if rep % 2 == 0 else list(reversed(calls))):
+            c0, t0 = cpu_time(), time.perf_counter()
+            calls[k]()
+            wall[k] = min(wall[k], time.perf_counter() - t0)
+            cpu[k] = min(cpu[k], cpu_time() - c0)
+    info = {}
+    for k in configs:
+        st = results[k].stats
+        info[k] = {s: float(np.mean(st[s])) for s in ("steps", "rejected_steps", "solves")}
+        info[k]["failed"] = int(results[k].failed.sum())
+    rec = {"model": str(path.relative_to(SHARED) if SHARED in path.parents else path.name),
+           "nv": int(m.nv), "nu": int(m.nu), "dt": m.opt.timestep, "nbatch": nbatch,
+           "nstep": nstep, "nthread": nthread, "reps": reps, "mujoco": mujoco.__version__,
+           "configs": {k: CONFIGS[k] for k in configs}, "wall": wall, "cpu": cpu,
+           "ratio": {k: {"wall": wall[k] / wall["mujoco"], "cpu": cpu[k] / cpu["mujoco"]}
+                     for k in configs}, "info": info}
+    log(f"rollout {rec['model']}: " + "  ".join(
+        f"{k} wall {rec['ratio'][k]['wall']:.2f}x cpu {rec['ratio'][k]['cpu']:.2f}x"
+        for k in configs))
+    return rec
+
+
+def rollout_section(r, link):
+    """The page section of the rollout part: the batch and the ratios."""
+    configs = list(r["configs"])
+    opts = "; ".join(f"{k}: " + (", ".join(f"`{o}={v}`" for o, v in r["configs"][k].items())
+                                 or "the defaults") for k in configs)
+    lines = [
+        f"The same loop as a batch: `mjcenic.rollout` against `mujoco.rollout.rollout` on "
+        f"{r['model']}, {r['nbatch']} initial states (the first keyframe, every hinge and slide "
+        f"joint moved by up to 0.02) × {r['nstep']} steps, the control array "
+        f"({r['nbatch']} × {r['nstep']} × {r['nu']}) the wave above, {r['nthread']} threads and "
+        "one `MjData` per thread for both, both returning `state` and `sensordata`. mjcenic's "
+        f"configurations ({opts}); wall and process CPU time of a call, minimum of {r['reps']} "
+        "interleaved repetitions (`python3 scripts/bench_policy_loop.py --parts rollout`; "
+        f"MuJoCo {r['mujoco']}).", "",
+        "| | wall time | CPU time | wall / mujoco's | CPU / mujoco's | steps + rejected per "
+        "rollout | solves per rollout |", "|---|---:|---:|---:|---:|---:|---:|",
+        f"| `mujoco.rollout.rollout` | {1e3 * r['wall']['mujoco']:.1f} ms | "
+        f"{1e3 * r['cpu']['mujoco']:.1f} ms | 1 | 1 | {r['nstep']} | |"]
+    for k in configs:
+        i = r["info"][k]
+        lines.append(f"| `mjcenic.rollout`, {k} | {1e3 * r['wall'][k]:.1f} ms | "
+                     f"{1e3 * r['cpu'][k]:.1f} ms | {r['ratio'][k]['wall']:.2f} | "
+                     f"{r['ratio'][k]['cpu']:.2f} | {i['steps']:.1f} + {i['rejected_steps']:.1f} | "
+                     f"{i['solves']:.1f} |")
+    lines += ["", f"![rollout against mujoco.rollout]({link}/rollout.png)"]
+    return "\n".join(lines)
+
+
+def rollout_plot(r, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    configs = list(r["configs"])
+    y = np.arange(len(configs))
+    fig, ax = plt.subplots(figsize=(6.4, 0.5 * len(configs) + 1.6))
+    for j, what in enumerate(("wall", "cpu")):
+        ax.barh(y - 0.2 + 0.4 * j, [r["ratio"][k][what] for k in configs], 0.4,
+                label="wall time" if what == "wall" else "process CPU time")
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels([f"mjcenic.rollout, {k}" for k in configs], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("time / mujoco.rollout.rollout's")
+    ax.set_title(f"{r['model']}: {r['nbatch']} rollouts × {r['nstep']} steps, "
+                 f"{r['nthread']} threads", fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out_dir / "rollout.png", dpi=90)
+    plt.close(fig)
 
 
 def summarize(records, configs):
@@ -222,34 +350,63 @@ def main():
                    help="comma-separated paths under the shared models folder, or MJCF files")
     p.add_argument("--configs", default="default,embedded,fixed")
     p.add_argument("--out-dir", default=str(ROOT / "docs" / "policy_loop"))
+    p.add_argument("--parts", default=",".join(PARTS),
+                   help="loop (the per-call loop on every model), rollout (mjcenic.rollout "
+                        "against mujoco.rollout.rollout), or both")
+    p.add_argument("--rollout-model", default=ROLLOUT_MODEL,
+                   help="the rollout part's model: a path under the shared models folder, or a file")
+    p.add_argument("--nbatch", type=int, default=16, help="rollout part: initial states")
+    p.add_argument("--nstep", type=int, default=200, help="rollout part: steps per rollout")
+    p.add_argument("--nthread", type=int, default=2, help="rollout part: threads (both)")
+    p.add_argument("--rollout-reps", type=int, default=10)
     _page.add_arguments(p)
     a = p.parse_args()
     configs = [c for c in a.configs.split(",") if c]
     bad = [c for c in configs if c not in CONFIGS]
     if bad or not configs:
         p.error(f"--configs: choose from {', '.join(CONFIGS)} (got {a.configs!r})")
-    if not a.duration > 0 or a.reps < 1:
-        p.error("--duration must be > 0 and --reps >= 1")
+    parts = [c for c in a.parts.split(",") if c]
+    if not parts or any(c not in PARTS for c in parts):
+        p.error(f"--parts: choose from {', '.join(PARTS)} (got {a.parts!r})")
+    if not a.duration > 0 or a.reps < 1 or a.rollout_reps < 1:
+        p.error("--duration must be > 0, --reps and --rollout-reps >= 1")
+    if a.nbatch < 1 or a.nstep < 1 or a.nthread < 1:
+        p.error("--nbatch, --nstep and --nthread must be >= 1")
     names = [s for s in a.models.split(",") if s] or ROBOTS + [str(PILE)]
     paths = [pathlib.Path(s) if pathlib.Path(s).is_file() else SHARED / s for s in names]
-    missing = [str(q) for q in paths if not q.is_file()]
+    rollout_path = (pathlib.Path(a.rollout_model) if pathlib.Path(a.rollout_model).is_file()
+                    else SHARED / a.rollout_model)
+    missing = [str(q) for q in paths if "loop" in parts and not q.is_file()]
+    missing += [str(rollout_path)] if "rollout" in parts and not rollout_path.is_file() else []
     if missing and not a.from_json:
         p.error(f"no such model(s): {missing} (shared models: {SHARED}, MJCENIC_SHARED_MODELS)")
     out_dir = pathlib.Path(a.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    link = _page.link_dir(a, out_dir) or out_dir
     if a.from_json:
         data = json.loads(pathlib.Path(a.from_json).read_text())
-    else:
-        records = [bench(q, a.duration, a.reps, configs, print) for q in paths]
-        summary = summarize(records, configs)
-        print(json.dumps(summary))
-        data = {"duration": a.duration, "reps": a.reps, "configs": {k: CONFIGS[k] for k in configs},
-                "mujoco": mujoco.__version__, "summary": summary, "records": records}
-        (out_dir / "policy_loop.json").write_text(json.dumps(data, indent=1))
-    plot(data["records"], list(data["configs"]), out_dir)
-    print(f"wrote {out_dir}/policy_loop.png")
-    _page.publish(a, out_dir, "policy_loop", "bench_policy_loop.py",
-                  section(data, _page.link_dir(a, out_dir) or out_dir))
+        parts = ["rollout" if "nbatch" in data else "loop"]
+    if "loop" in parts:
+        if not a.from_json:
+            records = [bench(q, a.duration, a.reps, configs, print) for q in paths]
+            summary = summarize(records, configs)
+            print(json.dumps(summary))
+            data = {"duration": a.duration, "reps": a.reps,
+                    "configs": {k: CONFIGS[k] for k in configs}, "mujoco": mujoco.__version__,
+                    "summary": summary, "records": records}
+            (out_dir / "policy_loop.json").write_text(json.dumps(data, indent=1))
+        plot(data["records"], list(data["configs"]), out_dir)
+        print(f"wrote {out_dir}/policy_loop.png")
+        _page.publish(a, out_dir, "policy_loop", "bench_policy_loop.py", section(data, link))
+    if "rollout" in parts:
+        if not a.from_json:
+            data = bench_rollout(rollout_path, a.nbatch, a.nstep, a.nthread, a.rollout_reps,
+                                 configs, print)
+            (out_dir / "rollout.json").write_text(json.dumps(data, indent=1))
+        rollout_plot(data, out_dir)
+        print(f"wrote {out_dir}/rollout.png")
+        _page.publish(a, out_dir, "policy_loop_rollout", "bench_policy_loop.py",
+                      rollout_section(data, link))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ SECTIONS = [
     ("bench_step_loop.py", "docs/step_loop/per_unit_step_0.3s/step_loop.json", "--out-dir"),
     ("bench_anchor_eps_cap.py", "docs/step_loop/anchor_eps_cap.json", None),
     ("bench_policy_loop.py", "docs/policy_loop/policy_loop.json", "--out-dir"),
+    ("bench_policy_loop.py", "docs/policy_loop/rollout.json", "--out-dir"),
     ("bench_rollout.py", "docs/rollout/rollout.json", "--out"),
     ("bench_creep.py", "docs/creep/creep.json", "--out-dir"),
     ("bench_creep_cost.py", "docs/creep/cost.json", "--out"),
