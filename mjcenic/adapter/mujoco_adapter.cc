@@ -294,7 +294,9 @@ void MujocoAdapter::Build(const mjModel* m, mjData* d, double h,
 void MujocoAdapter::SetMassAndPassive(const mjModel* m, const mjData* d,
                                       const icf::IcfParameters& params, icf::IcfModel* model) {
   const int nv = static_cast<int>(m->nv);
-  const bool pools_only = model->nv == nv && !model->M_colind.empty();
+  // (A model Reset to nv holds its cliques, at least {0, nv}, also at nv = 0:
+  // a scene of static geoms keeps its empty problem.)
+  const bool pools_only = model->nv == nv && !model->clique_start.empty();
   if (!pools_only) {
     model->Reset(nv);
     model->clique_start = clique_start_;

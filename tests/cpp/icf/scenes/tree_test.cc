@@ -27,9 +27,13 @@ using icf::IcfSolver;
 using icf::LinearSolverKind;
 
 // `cross`: an equality couples the two knees (a constraint between two
-// branches of the tree).
-std::string Robot(bool cross) {
-  const std::string eq = cross ? "<equality><joint joint1=\"lknee\" joint2=\"rknee\"/></equality>" : "";
+// branches of the tree). `chain`: one couples the left hip and knee (one
+// root-to-leaf chain, skipping the free joint's dofs and lhipx).
+std::string Robot(bool cross, bool chain = false) {
+  const std::string eq =
+      cross   ? "<equality><joint joint1=\"lknee\" joint2=\"rknee\"/></equality>"
+      : chain ? "<equality><joint joint1=\"lhip\" joint2=\"lknee\"/></equality>"
+              : "";
   return R"(<mujoco>
   <option timestep="0.002"/>
   <default><geom friction="0.8 0.01 0.001"/></default>
@@ -184,6 +188,31 @@ TEST(TreeSolver, SameHessianAndDirectionAsDense) {
     dense->Solve(b.data(), xd.data());
     EXPECT_LT((x - xd).norm(), 1e-10 * xd.norm());
   }
+}
+
+// A constraint on part of a chain (the hip–knee coupling: not the dofs
+// from the root) adds its terms at the dofs' positions in the rows, as the
+// contacts on whole chains do at consecutive ones: the same H as dense.
+TEST(TreeSolver, PartialChainConstraintSameHessianAsDense) {
+  const IcfModel m = ProblemAfter(Robot(false, true), 0.3);
+  ASSERT_EQ(m.nv, 13);
+  ASSERT_EQ(m.couplings.size(), 1);
+  const auto dofs = m.couplings.rows.dofs(0);
+  ASSERT_EQ(dofs.size(), 2u);
+  EXPECT_NE(dofs[0], 0);  // not the chain from the root
+  ASSERT_GT(m.contacts.size(), 0);  // and contacts on whole chains
+  EXPECT_EQ(icf::ChooseLinearSolver(m, LinearSolverKind::kAuto), LinearSolverKind::kTree);
+  IcfSolver solver;
+  solver.Evaluate(m, m.v0.data());
+  ASSERT_GT(solver.data().couplings.G[0], 0.0);
+  auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
+  auto tree = icf::MakeLinearSolver(LinearSolverKind::kTree);
+  dense->Prepare(m);
+  tree->Prepare(m);
+  ASSERT_TRUE(dense->AssembleAndFactor(m, solver.data()));
+  ASSERT_TRUE(tree->AssembleAndFactor(m, solver.data()));
+  const Eigen::MatrixXd Hd = dense->DenseH(), Ht = tree->DenseH();
+  EXPECT_LE((Hd - Ht).cwiseAbs().maxCoeff(), 1e-14 * Hd.cwiseAbs().maxCoeff());
 }
 
 TEST(TreeSolver, SolvesLikeDense) {
