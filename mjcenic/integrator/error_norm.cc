@@ -47,50 +47,79 @@ void SolveBlock(const double* l, int n, double* x) {
 }  // namespace
 
 bool TangentProjection::Apply(const icf::IcfModel& model, const double* v, double* dv) {
-  // cenic-math §11.3, "Velocities on constrained motion".
+  // cenic-math §11.3, "Velocities on constrained motion": δv ← δv − Y S⁺ J δv
+  // with Y = M⁻¹Jᵀ and S = J M⁻¹ Jᵀ over the trees the rows touch.
+  model_ = &model;
+  CollectRows(v);
+  if (rows_.empty() || model.nv == 0) return false;
+  NumberTreeDofs();
+  if (!FactorMassBlocks()) return false;
+  SolveMassForRows();
+  if (!FactorRowProduct()) return false;
+  ProjectOut(dv);
+  return true;
+}
+
+int TangentProjection::TreeOf(int dof) const {
+  return model_->clique_of_dof.empty() ? 0 : model_->clique_of_dof[dof];
+}
+int TangentProjection::TreeBegin(int t) const {
+  return model_->clique_start.empty() ? 0 : model_->clique_start[t];
+}
+int TangentProjection::TreeEnd(int t) const {
+  return model_->clique_start.empty() ? model_->nv : model_->clique_start[t + 1];
+}
+
+double TangentProjection::RowDot(int c, const double* x) const {
+  // J_c x over the touched trees' local dofs.
+  const std::span<const int> dofs = rows_[c].dofs;
+  const double* J = rows_[c].J;
+  double sum = 0;
+  for (size_t k = 0; k < dofs.size(); ++k) sum += J[k] * x[local_[dofs[k]]];
+  return sum;
+}
+
+void TangentProjection::CollectRows(const double* v) {
+  // The equality rows, and the limits active at v, which hold like bilateral rows.
   rows_.clear();
-  const auto& couplings = model.couplings.rows;
+  const auto& couplings = model_->couplings.rows;
   for (int c = 0; c < couplings.size(); ++c)
     rows_.push_back({couplings.dofs(c), couplings.J(c)});
-  if (v != nullptr) {  // limits active at v, which hold like bilateral rows
-    const auto& limits = model.limits.rows;
-    for (int c = 0; c < limits.size(); ++c) {
-      double vc;
-      limits.Multiply(c, v, &vc);
-      if (model.limits.Active(c, vc)) rows_.push_back({limits.dofs(c), limits.J(c)});
-    }
+  if (v == nullptr) return;
+  const auto& limits = model_->limits.rows;
+  for (int c = 0; c < limits.size(); ++c) {
+    double vc;
+    limits.Multiply(c, v, &vc);
+    if (model_->limits.Active(c, vc)) rows_.push_back({limits.dofs(c), limits.J(c)});
   }
-  const Rows rows{rows_};
-  const int nr = rows.size(), nv = model.nv;
-  if (nr == 0 || nv == 0) return false;
-  const std::vector<int>& start = model.clique_start;
-  auto tree_of = [&](int dof) {
-    return model.clique_of_dof.empty() ? 0 : model.clique_of_dof[dof];
-  };
-  auto tree_begin = [&](int t) { return start.empty() ? 0 : start[t]; };
-  auto tree_end = [&](int t) { return start.empty() ? nv : start[t + 1]; };
+}
+
+void TangentProjection::NumberTreeDofs() {
   // The trees the rows touch, and their dofs numbered 0..n−1.
-  local_.assign(nv, -1);
+  local_.assign(model_->nv, -1);
   trees_.clear();
-  for (int c = 0; c < nr; ++c)
-    for (int dof : rows.dofs(c)) {
-      const int t = tree_of(dof);
-      if (local_[tree_begin(t)] == -1) {
-        local_[tree_begin(t)] = -2;
+  for (const Row& row : rows_)
+    for (int dof : row.dofs) {
+      const int t = TreeOf(dof);
+      if (local_[TreeBegin(t)] == -1) {
+        local_[TreeBegin(t)] = -2;
         trees_.push_back(t);
       }
     }
   std::sort(trees_.begin(), trees_.end());
-  int n = 0, mass_size = 0;
-  for (int t : trees_) {
-    const int b = tree_end(t) - tree_begin(t);
-    for (int i = tree_begin(t); i < tree_end(t); ++i) local_[i] = n++;
-    mass_size += b * b;
-  }
+  n_ = 0;
+  for (int t : trees_)
+    for (int i = TreeBegin(t); i < TreeEnd(t); ++i) local_[i] = n_++;
+}
+
+bool TangentProjection::FactorMassBlocks() {
   // Dense mass blocks from M's lower triangle (block diagonal over trees), factored.
+  int mass_size = 0;
+  for (int t : trees_) mass_size += (TreeEnd(t) - TreeBegin(t)) * (TreeEnd(t) - TreeBegin(t));
   mass_.assign(mass_size, 0.0);
+  const icf::IcfModel& model = *model_;
   for (int t = 0, off = 0; t < static_cast<int>(trees_.size()); ++t) {
-    const int t0 = tree_begin(trees_[t]), b = tree_end(trees_[t]) - t0;
+    const int t0 = TreeBegin(trees_[t]), b = TreeEnd(trees_[t]) - t0;
     double* a = mass_.data() + off;
     for (int i = t0; i < t0 + b; ++i)
       for (int k = 0; k < model.M_rownnz[i]; ++k) {
@@ -101,15 +130,19 @@ bool TangentProjection::Apply(const icf::IcfModel& model, const double* v, doubl
     if (!FactorBlock(a, b)) return false;
     off += b * b;
   }
-  // Y = M⁻¹Jᵀ, one column per row.
-  y_.assign(static_cast<size_t>(n) * nr, 0.0);
+  return true;
+}
+
+void TangentProjection::SolveMassForRows() {
+  // Y = M⁻¹Jᵀ, one column of n per row.
+  const int nr = static_cast<int>(rows_.size());
+  y_.assign(static_cast<size_t>(n_) * nr, 0.0);
   for (int c = 0; c < nr; ++c) {
-    double* y = y_.data() + static_cast<size_t>(c) * n;
-    const std::span<const int> dofs = rows.dofs(c);
-    const double* J = rows.J(c);
-    for (size_t k = 0; k < dofs.size(); ++k) y[local_[dofs[k]]] = J[k];
+    double* y = y_.data() + static_cast<size_t>(c) * n_;
+    const std::span<const int> dofs = rows_[c].dofs;
+    for (size_t k = 0; k < dofs.size(); ++k) y[local_[dofs[k]]] = rows_[c].J[k];
     for (int t = 0, off = 0, first = 0; t < static_cast<int>(trees_.size()); ++t) {
-      const int b = tree_end(trees_[t]) - tree_begin(trees_[t]);
+      const int b = TreeEnd(trees_[t]) - TreeBegin(trees_[t]);
       bool touched = false;
       for (int i = first; i < first + b && !touched; ++i) touched = y[i] != 0;
       if (touched) SolveBlock(mass_.data() + off, b, y + first);
@@ -117,21 +150,18 @@ bool TangentProjection::Apply(const icf::IcfModel& model, const double* v, doubl
       first += b;
     }
   }
+}
+
+bool TangentProjection::FactorRowProduct() {
   // S = J M⁻¹ Jᵀ (lower triangle) and its Cholesky factor; a row whose pivot
   // is round-off of its diagonal depends on the rows before it (or is zero,
   // as a connect's out-of-plane row on a planar chain) and is dropped.
-  auto row_dot = [&](int c, const double* x) {  // J_c x over the local dofs
-    const std::span<const int> dofs = rows.dofs(c);
-    const double* J = rows.J(c);
-    double sum = 0;
-    for (size_t k = 0; k < dofs.size(); ++k) sum += J[k] * x[local_[dofs[k]]];
-    return sum;
-  };
+  const int nr = static_cast<int>(rows_.size());
   s_.assign(static_cast<size_t>(nr) * nr, 0.0);
   diag_.resize(nr);
   double largest = 0;
   for (int i = 0; i < nr; ++i) {
-    for (int j = 0; j <= i; ++j) s_[i * nr + j] = row_dot(i, y_.data() + static_cast<size_t>(j) * n);
+    for (int j = 0; j <= i; ++j) s_[i * nr + j] = RowDot(i, y_.data() + static_cast<size_t>(j) * n_);
     diag_[i] = s_[i * nr + i];
     largest = std::max(largest, diag_[i]);
   }
@@ -153,14 +183,18 @@ bool TangentProjection::Apply(const icf::IcfModel& model, const double* v, doubl
       s_[i * nr + k] = x / l;
     }
   }
+  return true;
+}
+
+void TangentProjection::ProjectOut(double* dv) {
   // z = S⁺ J δv (dropped rows: 0), δv ← δv − Y z.
+  const int nr = static_cast<int>(rows_.size());
   z_.resize(nr);
   for (int i = 0; i < nr; ++i) {
     if (dropped_[i]) { z_[i] = 0; continue; }
-    const std::span<const int> dofs = rows.dofs(i);
-    const double* J = rows.J(i);
+    const std::span<const int> dofs = rows_[i].dofs;
     double x = 0;
-    for (size_t k = 0; k < dofs.size(); ++k) x += J[k] * dv[dofs[k]];
+    for (size_t k = 0; k < dofs.size(); ++k) x += rows_[i].J[k] * dv[dofs[k]];
     for (int j = 0; j < i; ++j) x -= s_[i * nr + j] * z_[j];
     z_[i] = x / s_[i * nr + i];
   }
@@ -171,15 +205,14 @@ bool TangentProjection::Apply(const icf::IcfModel& model, const double* v, doubl
     z_[i] = x / s_[i * nr + i];
   }
   for (int t = 0, first = 0; t < static_cast<int>(trees_.size()); ++t) {
-    const int t0 = tree_begin(trees_[t]), b = tree_end(trees_[t]) - t0;
+    const int t0 = TreeBegin(trees_[t]), b = TreeEnd(trees_[t]) - t0;
     for (int i = 0; i < b; ++i) {
       double x = 0;
-      for (int c = 0; c < nr; ++c) x += y_[static_cast<size_t>(c) * n + first + i] * z_[c];
+      for (int c = 0; c < nr; ++c) x += y_[static_cast<size_t>(c) * n_ + first + i] * z_[c];
       dv[t0 + i] -= x;
     }
     first += b;
   }
-  return true;
 }
 
 const char* ToString(ErrorNormKind k) {

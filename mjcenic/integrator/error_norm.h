@@ -42,12 +42,20 @@ class TangentProjection {
     std::span<const int> dofs;
     const double* J;
   };
-  struct Rows {
-    const std::vector<Row>& r;
-    int size() const { return static_cast<int>(r.size()); }
-    std::span<const int> dofs(int c) const { return r[c].dofs; }
-    const double* J(int c) const { return r[c].J; }
-  };
+  // The stages of Apply, in order (error_norm.cc).
+  void CollectRows(const double* v);
+  void NumberTreeDofs();
+  bool FactorMassBlocks();
+  void SolveMassForRows();
+  bool FactorRowProduct();
+  void ProjectOut(double* dv);
+  int TreeOf(int dof) const;
+  int TreeBegin(int t) const;
+  int TreeEnd(int t) const;
+  double RowDot(int c, const double* x) const;
+
+  const icf::IcfModel* model_ = nullptr;  // the model of the current Apply
+  int n_ = 0;                             // dofs of the touched trees
   std::vector<Row> rows_;
   std::vector<int> local_;        // dof → index among the touched trees' dofs, or −1
   std::vector<int> trees_;        // touched trees, ascending
