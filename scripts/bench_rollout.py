@@ -15,14 +15,8 @@ The "rollout" section of docs/benchmarks.md is rewritten from the run (for an --
 --from-json docs/rollout/rollout.json regenerates plot and section without measuring, --no-page
 prints the section instead.
 
-    nice python3 scripts/bench_rollout.py --against-mujoco [--reps 7] [--json FILE]
-
-instead times mjcenic against mujoco.rollout on the Shadow hand (../shared/models, the first
-keyframe): 16 initial states x 200 steps and x 1 step (where the per-call and per-rollout
-machinery is all there is), 2 threads, default options; for each, the function (mujoco.rollout.rollout
-and mjcenic.rollout, the same two MjData) and the persistent pool (mujoco.rollout.Rollout and
-mjcenic.Rollout, nthread=2), interleaved, the minimum wall and process CPU time of --reps
-repetitions, and the ratios mjcenic / mujoco. It prints JSON (and writes it to --json).
+mjcenic.rollout against mujoco.rollout.rollout (the Shadow hand, ctrl per step): the rollout
+part of scripts/bench_policy_loop.py (--parts rollout).
 """
 import argparse
 import json
@@ -143,56 +137,6 @@ def section(r):
     return "\n".join(lines)
 
 
-SHADOW_HAND = ROOT.parent / "shared" / "models" / "menagerie" / "shadow_hand" / "scene_right.xml"
-
-
-def cpu_time():
-    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread of the process
-    return r.ru_utime + r.ru_stime
-
-
-def against_mujoco(reps, path=SHADOW_HAND, nbatch=16, nthread=2):
-    """{nstep: {config: {wall, cpu}}} and the ratios to mujoco's (see the module docstring)."""
-    import mujoco.rollout
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mjcenic.make_data(m)
-    x = np.empty(mujoco.mj_stateSize(m, FULL))
-    mujoco.mj_getState(m, d, x, FULL)
-    x0 = np.tile(x, (nbatch, 1))
-    datas = [mujoco.MjData(m) for _ in range(nthread)]
-    report = {"model": str(path), "nbatch": nbatch, "nthread": nthread, "reps": reps,
-              "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}
-    with mujoco.rollout.Rollout(nthread=nthread) as theirs, \
-            mjcenic.Rollout(nthread=nthread) as ours:
-        for nstep in (200, 1):
-            configs = {
-                "mujoco.rollout.rollout": lambda: mujoco.rollout.rollout(m, datas, x0,
-                                                                         nstep=nstep),
-                "mujoco.rollout.Rollout": lambda: theirs.rollout(m, datas, x0, nstep=nstep),
-                "mjcenic.rollout": lambda: mjcenic.rollout(m, datas, x0, nstep=nstep),
-                "mjcenic.Rollout": lambda: ours.rollout(m, None, x0, nstep=nstep),
-            }
-            inner = 1 if nstep > 1 else 20  # calls per timed sample
-            wall = {k: [] for k in configs}
-            cpu = {k: [] for k in configs}
-            for fn in configs.values():
-                fn()  # warm-up: the persistent pools build their per-thread data here
-            for rep in range(reps):
-                for k in (list(configs) if rep % 2 == 0 else list(reversed(configs))):
-                    c0, t0 = cpu_time(), time.perf_counter()
-                    for _ in range(inner):
-                        configs[k]()
-                    wall[k].append((time.perf_counter() - t0) / inner)
-                    cpu[k].append((cpu_time() - c0) / inner)
-            best = {k: {"wall": min(wall[k]), "cpu": min(cpu[k])} for k in configs}
-            ratio = {f"{a} / {b}": {t: best[a][t] / best[b][t] for t in ("wall", "cpu")}
-                     for a, b in (("mjcenic.rollout", "mujoco.rollout.rollout"),
-                                  ("mjcenic.Rollout", "mujoco.rollout.Rollout"))}
-            report[f"nstep={nstep}"] = {"best": best, "ratio": ratio}
-    report["loadavg_after"] = os.getloadavg()
-    return report
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=str(ROOT / "models/clutter.xml"))
@@ -204,18 +148,8 @@ def main():
                     help="before each rep, wait until this many cores were idle for 1 s "
                          "(shared machine; up to --wait-timeout s per rep)")
     ap.add_argument("--wait-timeout", type=float, default=120.0)
-    ap.add_argument("--against-mujoco", action="store_true",
-                    help="time mjcenic against mujoco.rollout on the Shadow hand instead")
-    ap.add_argument("--json", help="--against-mujoco: also write the report here")
     _page.add_arguments(ap)
     a = ap.parse_args()
-    if a.against_mujoco:
-        report = against_mujoco(a.reps)
-        text = json.dumps(report, indent=1)
-        print(text)
-        if a.json:
-            pathlib.Path(a.json).write_text(text + "\n")
-        return 0
     if a.from_json:
         report = json.loads(pathlib.Path(a.from_json).read_text())
         pathlib.Path(a.out).mkdir(parents=True, exist_ok=True)
