@@ -173,5 +173,48 @@ TEST(ErrorEstimate, EmbeddedControlledRunMeetsTheAccuracyInFreeFall) {
   EXPECT_EQ(s->stats().solves, s->stats().steps + s->stats().rejected_steps);
 }
 
+// Free fall in the loop a controller runs: one Step (a call of opt.timestep)
+// at a time, calls shorter than the proposal, each ending on its target (no
+// dense output: as when the controller writes a new ctrl every call). Every step is h = 0.01 s from
+// a state with the exact velocity, so each step's error adds up: g h²/4 per
+// doubled step (its half steps), g h²/2 per step whose estimate was skipped
+// (the full step x̂). `ratio`: the doubling estimate g h²/(4 L) over the
+// accuracy. Returns the final position error over the doubled steps' N g h²/4.
+double EveryCallFallError(double ratio, double* solves_per_call) {
+  ModelPtr m = Load(kFreeFall);
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  const double h = 0.01, g = 9.81;
+  StepperOptions o;
+  o.accuracy = 1;
+  const double L = Stepper::Create(m.get(), o).value()->length_scale();
+  o.accuracy = 0.25 * g * h * h / L / ratio;
+  o.dense_output = false;
+  auto s = Stepper::Create(m.get(), o).value();
+  const int n = 60;
+  for (int k = 0; k < n; ++k) EXPECT_TRUE(s->Step(d.get()).ok());
+  EXPECT_EQ(s->stats().steps, n);
+  *solves_per_call = static_cast<double>(s->stats().solves) / n;
+  const double t = n * h;
+  return std::abs(d->qpos[2] - (1 - 0.5 * g * t * t)) / (n * 0.25 * g * h * h);
+}
+
+TEST(ErrorEstimate, SkippedEstimatesKeepTheLoopAtTheHalfStepsError) {
+  // cenic-math §11.13. Estimate 0.35 ε: x̂'s predicted error 0.7 ε is within
+  // the accuracy but above ε/4, so every call doubles (three solves) and the
+  // trajectory keeps the half steps' error. Skipping there (accepting x̂ at
+  // twice the error) would double the trajectory's error.
+  double solves;
+  EXPECT_NEAR(EveryCallFallError(0.35, &solves), 1.0, 0.02);
+  EXPECT_DOUBLE_EQ(solves, 3.0);
+  // Estimate ε/20: predicted ε/10 per call, so the ten calls after each
+  // estimate skip it (their predictions sum to the budget ε): 6 of the 60
+  // calls double, (6 · 3 + 54)/60 = 1.2 solves per call, and the error is
+  // (6 + 54 · 2)/60 = 1.9 times the half steps'.
+  const double e = EveryCallFallError(0.05, &solves);
+  EXPECT_NEAR(solves, 1.2, 1e-12);
+  EXPECT_NEAR(e, 1.9, 0.03);
+}
+
 }  // namespace
 }  // namespace mjcenic
