@@ -187,6 +187,10 @@ class Stepper {
   bool EmbeddedHistory(const mjData* d) const;
   void RecordEmbeddedHistory(const mjData* d, double h);
   void Extrapolate();  // options_.extrapolate: x ← 2x − x̂
+  // Whether ‖v − v̂‖_M ≤ kRichardsonRatio ‖v − v_t‖_M (cenic-math §11.1):
+  // extrapolate only then.
+  bool CorrectionIsSmall() const;
+  static constexpr double kRichardsonRatio = 0.25;
   // End force of an accepted trapezoid step, F_end = 2 M̂ (v − v_t)/h − F_t.
   void TrapezoidEndForce(const mjData* d, double h);
 

@@ -124,8 +124,24 @@ bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error,
   PropagateDrift(s.v_full.data(), s.v_end.data());
   *error = norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(),
                          s.q_end.data(), s.v_end.data(), s.act_end.data(), worst);
-  if (options_.extrapolate) Extrapolate();
+  if (options_.extrapolate && CorrectionIsSmall()) Extrapolate();
   return true;
+}
+
+bool Stepper::CorrectionIsSmall() const {
+  // cenic-math §11.1: on a smooth step the correction v − v̂ is O(h²), the
+  // step's velocity change v − v_t O(h); a correction above a quarter of
+  // the change (M-weighted) marks a step through a kink of the forces
+  // (contact made or broken, a limit or a force range engaged) or a stiff
+  // mode neither h nor h/2 resolves, where 2x − x̂ is no more accurate.
+  const Scratch& s = scratch_;
+  double correction = 0, change = 0;
+  for (int i = 0; i < n_.nv; ++i) {
+    const double c = s.v_end[i] - s.v_full[i], dv = s.v_end[i] - s.v_start[i];
+    correction += model_start_.M_diag[i] * c * c;
+    change += model_start_.M_diag[i] * dv * dv;
+  }
+  return correction <= kRichardsonRatio * kRichardsonRatio * change;
 }
 
 void Stepper::EmbeddedError(double h, bool history, double* error, int* worst) {

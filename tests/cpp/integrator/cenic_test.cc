@@ -318,6 +318,44 @@ TEST(CenicExtrapolation, FreeFallIsExactWhereThePlainSchemeIsHalfOrder) {
   }
 }
 
+// cenic-math §11.1: a step whose Richardson correction v − v̂ is large
+// against its velocity change v − v_t keeps the two-half-step result. In
+// the step of an impact the full step falls freely while the second half
+// step bounces (v̂ − v is the whole rebound), so 2x − x̂ would send the ball
+// up faster than it came down; a free-fall step, whose correction is 0, is
+// extrapolated (exact).
+TEST(CenicExtrapolation, ImpactStepKeepsTheHalfStepResultFreeFallIsExtrapolated) {
+  ModelPtr m = LoadModel(ModelPath("sphere_plane.xml"));
+  ASSERT_TRUE(m);
+  const double h = 0.02, g = -m->opt.gravity[2];
+  struct End { double z, vz; };
+  auto one_step = [&](bool extrapolate, double z, double vz) {
+    StepperOptions o = Cenic(1e-3);
+    o.error_control = false;  // one step of max_step, doubling still runs
+    o.max_step = h;
+    o.extrapolate = extrapolate;
+    std::unique_ptr<Stepper> s = MakeStepper(m.get(), o);
+    DataPtr d = MakeData(m.get());
+    d->qpos[2] = z;
+    d->qvel[2] = vz;
+    EXPECT_TRUE(s->StepOnce(d.get()).ok());
+    return End{d->qpos[2], d->qvel[2]};
+  };
+  // Free fall from 1 m at rest: exact with extrapolation, not without.
+  const End fall_p = one_step(false, 1.0, 0.0), fall_e = one_step(true, 1.0, 0.0);
+  std::printf("  free fall: z plain %.9f extrapolated %.9f exact %.9f\n", fall_p.z, fall_e.z,
+              1.0 - 0.5 * g * h * h);
+  EXPECT_NEAR(fall_e.z, 1.0 - 0.5 * g * h * h, 1e-12);
+  EXPECT_GT(std::abs(fall_p.z - fall_e.z), 0.1 * g * h * h);
+  // The impact: 15 mm above the floor at 2 m/s down, on the floor by the midpoint.
+  const End hit_p = one_step(false, 0.115, -2.0), hit_e = one_step(true, 0.115, -2.0);
+  std::printf("  impact: vz plain %.6f extrapolated %.6f; z plain %.6f extrapolated %.6f\n",
+              hit_p.vz, hit_e.vz, hit_p.z, hit_e.z);
+  EXPECT_EQ(hit_e.vz, hit_p.vz);
+  EXPECT_EQ(hit_e.z, hit_p.z);
+  EXPECT_LT(hit_e.vz, 2.0);  // no faster rebound than the fall
+}
+
 TEST(CenicExtrapolation, SphereDropWithinTheAccuracyAndHardClutterStable) {
   // Through the impact and the settling (T = 0.8 s), against the plain
   // scheme's tight reference: the error stays within 10× the accuracy.
