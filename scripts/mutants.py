@@ -223,6 +223,11 @@ MUTANTS = [
     Mutant("norm-length-scale", MST, "(*weight)[i] = rotational[i] ? 1.0 : 1.0 / *L;",
            "(*weight)[i] = 1.0;", "translations not scaled by L", "ErrorNorm.*"),
     # --- step-size controller and error norm: their own unit tests ---
+    Mutant("skip-budget-unchecked", SC,
+           "if (!(e <= tol / kSkipMargin && skip_budget_ + e / tol <= 1)) return false;",
+           "if (!(e <= tol / kSkipMargin)) return false;",
+           "skipped estimates not bounded by their summed prediction",
+           "StepSizeController.*:ErrorEstimate.*"),
     Mutant("ssc-growth-uncapped", SC, "hn = std::clamp(hn, c.min_shrink * h, c.max_growth * h);",
            "hn = std::max(hn, c.min_shrink * h);", "growth not capped at max_growth",
            "StepSizeController.*:AdjustStepSize.*"),
