@@ -451,8 +451,9 @@ MUTANTS = [
     Mutant("warm-start-smooth-rule", WS, "c = dd < aa ? 1.0 : 0.0;", "c = 1.0;",
            "an island with contact rows extrapolates an acceleration that changed by more than "
            "its size", "WarmStart.*"),
-    Mutant("warm-start-lsq-factor", WS, "std::clamp(ao / oo, -1.0, 1.0)", "1.0",
-           "a piecewise-quadratic island extrapolates with c = 1, not the least-squares factor",
+    Mutant("warm-start-quadratic-island", WS, "c_[k] = smooth_[k] ? GuessFactor(s[0], s[1], s[2], h, tolerance) : 0.0;",
+           "c_[k] = GuessFactor(s[0], s[1], s[2], h, tolerance);",
+           "an island of piecewise-quadratic rows extrapolates like one with contacts",
            "WarmStart.*"),
     Mutant("warm-start-continues", WS, "continues_ = valid_ && std::equal(", "continues_ = valid_ || std::equal(",
            "the history applies to a step that does not start where the last one ended",

@@ -154,63 +154,6 @@ void IcfModel::MarkSmoothIslands(char* smooth) const {
   for (int c = 0; c < dry_friction.size(); ++c) smooth[IslandOf(dry_friction.rows.dofs(c))] = 1;
 }
 
-namespace {
-// Calls changed(c) for each row c of a one-row pool whose piece at v_c = J v1
-// differs from its piece at J v0 (piece(c, v_c)), in row order, until it
-// returns true; returns whether one did. A pool of one-dof rows forms v_c
-// as RowStore::Multiply's one-dof shortcut does (0 + J_c v[dof], the same
-// bits) without the per-row call and its tests (cenic-math §8.9).
-template <class Pool, class Skip, class Piece, class Changed>
-bool ForPieceChanges(const Pool& pool, const double* v0, const double* v1, Skip skip,
-                     Piece piece, Changed changed) {
-  const int n = pool.size();
-  if (pool.rows.all_single()) {
-    const int* dof = pool.rows.single_dofs();
-    const double* J = pool.rows.single_J();
-    for (int c = 0; c < n; ++c) {
-      if (skip(c)) continue;
-      const double a = 0.0 + J[c] * v0[dof[c]], b = 0.0 + J[c] * v1[dof[c]];
-      if (piece(c, a) != piece(c, b) && changed(c)) return true;
-    }
-    return false;
-  }
-  for (int c = 0; c < n; ++c) {
-    if (skip(c)) continue;
-    double a, b;
-    pool.rows.Multiply(c, v0, &a);
-    pool.rows.Multiply(c, v1, &b);
-    if (piece(c, a) != piece(c, b) && changed(c)) return true;
-  }
-  return false;
-}
-}  // namespace
-
-void IcfModel::MarkPieceChanges(const double* v0, const double* v1, char* changed) const {
-  // The pieces of the limit and gain rows' costs (LimitPool::Active,
-  // GainPool::Piece) at v_c = J v0 and J v1.
-  std::fill(changed, changed + std::max(num_islands, 1), 0);
-  auto never = [](int) { return false; };
-  ForPieceChanges(
-      limits, v0, v1, never, [&](int c, double x) { return limits.Active(c, x); },
-      [&](int c) { return changed[IslandOf(limits.rows.dofs(c))] = 1, false; });
-  // (An explicit gain row, κ ≤ 0, is linear in v_c: one piece.)
-  ForPieceChanges(
-      gains, v0, v1, [&](int i) { return !(gains.kappa[i] > 0); },
-      [&](int i, double x) { return gains.Piece(i, x); },
-      [&](int i) { return changed[IslandOf(gains.rows.dofs(i))] = 1, false; });
-}
-
-bool IcfModel::PieceChanges(const double* v0, const double* v1) const {
-  // MarkPieceChanges' tests, row by row in its order, for one island.
-  auto never = [](int) { return false; };
-  auto stop = [](int) { return true; };
-  return ForPieceChanges(limits, v0, v1, never,
-                         [&](int c, double x) { return limits.Active(c, x); }, stop) ||
-         ForPieceChanges(
-             gains, v0, v1, [&](int i) { return !(gains.kappa[i] > 0); },
-             [&](int i, double x) { return gains.Piece(i, x); }, stop);
-}
-
 void IcfModel::ShiftConfiguration(const double* dq) {
   double x[3];
   for (int c = 0; c < contacts.size(); ++c) {

@@ -69,21 +69,13 @@ struct IcfModel {
   }
   void SetTimeStep(double h);
   // Initial guess of a fixed step (cenic-math §8.1.1), per island (num_islands
-  // entries, or one). MarkSmoothIslands: smooth[i] = 1 if island i has a
-  // contact, contact-torque or dry-friction row (a cost that is not piecewise
-  // quadratic), else 0. MarkPieceChanges: changed[i] = 1 if some limit or
-  // gain row of island i lies in another piece of its piecewise-quadratic
-  // cost (§3.5, §6) at v1 than at v0, else 0. After SetTimeStep.
+  // entries, or one): smooth[i] = 1 if island i has a contact, contact-torque
+  // or dry-friction row (a cost that is not piecewise quadratic), else 0;
+  // HasSmoothRows: the same test for the whole model.
   void MarkSmoothIslands(char* smooth) const;
-  void MarkPieceChanges(const double* v0, const double* v1, char* changed) const;
-  // The same tests for the whole model as one island (the stepper's
-  // one-island guess, cenic-math §8.1.3): HasSmoothRows is
-  // MarkSmoothIslands' flag, PieceChanges MarkPieceChanges' (stops at the
-  // first row that changes piece).
   bool HasSmoothRows() const {
     return contacts.size() > 0 || contact_torques.size() > 0 || dry_friction.size() > 0;
   }
-  bool PieceChanges(const double* v0, const double* v1) const;
   // Moves the configuration at which position-dependent terms are linearized
   // by dq (velocity coordinates): contact gaps, limit and coupling residuals,
   // actuator lengths and springs. Call after Finalize(), then SetTimeStep().

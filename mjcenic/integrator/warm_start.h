@@ -11,11 +11,10 @@
 // (≤ 1e-7) when the step starts at the last accepted end velocity and a_old
 // is known, else v_t:
 //   v_t + c h a, c from the island's M-weighted sums (GuessFactor): on an
-//   island of piecewise-quadratic rows only (limits, gains, couplings) the
-//   least-squares factor of a ≈ c a_old clamped to [−1, 1], kept if it
-//   explains half of |a|²_M and no limit or gain row changes piece; on an
-//   island with contacts c = 1 if |a − a_old|_M < |a|_M, else 0; c = 0 near
-//   rest (h |a|_M below the island's tolerance).
+//   island with contact, contact-torque or dry-friction rows c = 1 if
+//   |a − a_old|_M < |a|_M, else 0; c = 0 near rest (h |a|_M below the
+//   island's tolerance) and on an island of piecewise-quadratic rows only
+//   (limits, gains, couplings), which one exact Newton step from v_t solves.
 #pragma once
 
 #include <vector>
@@ -47,22 +46,19 @@ class WarmStart {
   void Accept(const double* v_start, const double* v_end, double h);
 
  private:
-  // The factor c of each island, from the sums of Propose.
-  void IslandFactors(const icf::IcfModel& mm, const double* v_start, double h, double tolerance,
-                     double* v_guess);
+  // The factor c of each island (c_), for a model with smooth rows.
+  void IslandFactors(const icf::IcfModel& mm, double h, double tolerance);
   // IslandFactors for a model of one island (num_islands ≤ 1).
-  void OneIslandFactor(const icf::IcfModel& mm, const double* v_start, double h,
-                       double tolerance, double* v_guess);
+  void OneIslandFactor(const icf::IcfModel& mm, double h, double tolerance);
 
   int nv_ = 0;
   bool fixed_steps_ = true;
   std::vector<double> accel_, accel_old_, v_end_;
   bool valid_ = false, old_valid_ = false, continues_ = false;
   // Per island k (sized max(nv, 1)): the sums Σ M a², Σ M (a − a_old)²,
-  // Σ M a a_old, Σ M a_old², Σ r²/M at 5k; the factor c (of h a); whether it
-  // has smooth rows, whether a limit or gain row changes piece.
+  // Σ r²/M at 3k; the factor c (of h a); whether it has smooth rows.
   std::vector<double> sums_, c_;
-  std::vector<char> smooth_, piece_;
+  std::vector<char> smooth_;
 };
 
 }  // namespace mjcenic
