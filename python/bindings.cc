@@ -250,11 +250,7 @@ class PyStepper {
 
   void Step(const py::object& data, int nstep) {
     mjData* d = Data(data);
-    Run(data, d, [&] {
-      absl::Status s;
-      for (int i = 0; i < nstep && s.ok(); ++i) s = stepper_->Step(d);
-      return s;
-    });
+    Run(data, d, [&] { return stepper_->Step(d, nstep); });
   }
 
   void AdvanceTo(const py::object& data, double t) {

@@ -476,10 +476,10 @@ void Stepper::ModelEdited() {
   model_start_.damper_spring_source = model_mid_.damper_spring_source = -1;  // D, K refilled
 }
 
-absl::Status Stepper::Advance(mjData* d, double t, bool single_step) {
+absl::Status Stepper::Advance(mjData* d, double t, bool single_step, bool check_model) {
   // One outer call: checks, control inputs once (zero-order hold), internal
   // steps until t (or one step), then the post-step contract.
-  if (model_arrays_.Changed()) ModelEdited();
+  if (check_model && model_arrays_.Changed()) ModelEdited();
   const bool by_ticks = kHaveTicks && !options_.phase_timers;
   const std::uint64_t start_ticks = by_ticks ? StartTicks() : 0;
   const auto start = by_ticks ? Clock::time_point{} : Clock::now();
@@ -572,11 +572,17 @@ absl::Status Stepper::AdvanceTo(mjData* d, double t) {
   return Advance(d, t, false);
 }
 
-absl::Status Stepper::Step(mjData* d) {
+absl::Status Stepper::Step(mjData* d) { return Step(d, 1); }
+
+absl::Status Stepper::Step(mjData* d, int nstep) {
   const double dt = adapter::Timestep(m_);
-  if (absl::Status s = StepSizeController::CheckTimestep(adapter::Time(d), dt); !s.ok())
-    return s;
-  return AdvanceTo(d, adapter::Time(d) + dt);
+  for (int i = 0; i < nstep; ++i) {
+    if (absl::Status s = StepSizeController::CheckTimestep(adapter::Time(d), dt); !s.ok())
+      return s;
+    if (absl::Status s = Advance(d, adapter::Time(d) + dt, false, /*check_model=*/i == 0); !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Stepper::StepOnce(mjData* d) {

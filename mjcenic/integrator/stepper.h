@@ -67,6 +67,9 @@ class Stepper {
   // Advances d by m->opt.timestep (the mj_step contract), with as many
   // internal steps as the mode and accuracy need; ends exactly on the target.
   absl::Status Step(mjData* d);
+  // Step nstep times (nstep <= 0 does nothing), like mj_step's nstep: the
+  // model is compared for edits once, since it cannot change inside a call.
+  absl::Status Step(mjData* d, int nstep);
   // Advances d to time t (≥ d->time), ending exactly on t.
   absl::Status AdvanceTo(mjData* d, double t);
   // Takes exactly one accepted internal step (size chosen by the controller).
@@ -131,8 +134,9 @@ class Stepper {
   };
 
   Stepper(const mjModel* m, const StepperOptions& options);
-  // The outer loop behind AdvanceTo (to t) and StepOnce (single_step).
-  absl::Status Advance(mjData* d, double t, bool single_step);
+  // The outer loop behind AdvanceTo (to t) and StepOnce (single_step); the
+  // model's arrays are compared for edits first unless check_model is false.
+  absl::Status Advance(mjData* d, double t, bool single_step, bool check_model = true);
   // The accepted steps of one call (after its checks and inputs).
   absl::Status AdvanceSteps(mjData* d, double t, bool single_step, bool overshoot);
   // One internal step from the state in d, limited to end at t_limit:

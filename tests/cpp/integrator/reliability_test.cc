@@ -326,5 +326,37 @@ TEST(Reliability, ModelEditsBetweenCallsTakeEffectWithDenseOutput) {
   }
 }
 
+// Step(d, nstep) compares the model for edits once per call: its steps are
+// those of nstep calls of Step(d), bit for bit, and an edit made before the
+// call takes effect in its first step.
+TEST(Reliability, StepWithNstepEqualsSingleStepsAndSeesAnEditBeforeTheCall) {
+  for (Mode mode : {Mode::kCenic, Mode::kFixed}) {
+    ModelPtr ma = Pendulum(), mb = Pendulum();
+    DataPtr da(mj_makeData(ma.get())), db(mj_makeData(mb.get()));
+    da->qpos[0] = db->qpos[0] = 1.0;
+    StepperOptions o;
+    o.mode = mode;
+    o.accuracy = 1e-2;
+    auto sa = Stepper::Create(ma.get(), o).value();
+    auto sb = Stepper::Create(mb.get(), o).value();
+    auto same = [&] {
+      return da->time == db->time && da->qpos[0] == db->qpos[0] && da->qvel[0] == db->qvel[0];
+    };
+    da->ctrl[0] = db->ctrl[0] = 0.5;
+    ASSERT_TRUE(sa->Step(da.get(), 50).ok());
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(sb->Step(db.get()).ok());
+    ASSERT_TRUE(same()) << static_cast<int>(mode) << ": " << da->qvel[0] << " vs " << db->qvel[0];
+    const double v_before = da->qvel[0];
+    ASSERT_GT(std::abs(v_before), 0.5);
+    ma->dof_damping[0] = mb->dof_damping[0] = 1e6;  // stops the pendulum within a timestep
+    ASSERT_TRUE(sa->Step(da.get(), 5).ok());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(sb->Step(db.get()).ok());
+    EXPECT_TRUE(same()) << static_cast<int>(mode) << ": " << da->qvel[0] << " vs " << db->qvel[0];
+    EXPECT_LT(std::abs(da->qvel[0]), 1e-2 * std::abs(v_before)) << static_cast<int>(mode);
+    EXPECT_TRUE(sa->Step(da.get(), 0).ok());  // nstep <= 0: nothing
+    EXPECT_EQ(da->time, db->time);
+  }
+}
+
 }  // namespace
 }  // namespace mjcenic
