@@ -169,7 +169,9 @@ class PyStepper {
  public:
   PyStepper(py::object model, py::dict options, py::object controller)
       : model_(std::move(model)), controller_(std::move(controller)), m_(AsModel(model_)),
-        guard_(m_) {
+        guard_(m_),
+        mjdata_type_(py::module_::import("mujoco").attr("MjData")),
+        address_name_(py::reinterpret_steal<py::object>(PyUnicode_InternFromString("_address"))) {
     mjcenic::StepperOptions o;
     Check(mjcenic::plugin::OptionsFromModel(m_, &o));
     for (auto item : options) Check(mjcenic::SetOption(&o, ToText(item.first), ToText(item.second)));
@@ -230,7 +232,11 @@ class PyStepper {
   // when the signatures differ (an unpickled MjModel carries signature 0), an
   // mjData of exactly the size one made for the model has.
   mjData* Data(const py::object& data) {
-    mjData* d = AsData(data);
+    // A mujoco.MjData (the common case) by one attribute read with an
+    // interned name; anything else through AsData's checks.
+    mjData* d = Py_TYPE(data.ptr()) == reinterpret_cast<PyTypeObject*>(mjdata_type_.ptr())
+                    ? reinterpret_cast<mjData*>(data.attr(address_name_).cast<std::uintptr_t>())
+                    : AsData(data);
     if (d->signature != m_->signature && !SameLayout(d))
       throw py::value_error("mjcenic: this MjData was not made for the stepper's MjModel");
     return d;
@@ -287,6 +293,8 @@ class PyStepper {
   long long layout_nbuffer_ = -1, layout_narena_ = -1;  // of an mjData for m_ (SameLayout)
   const mjModel* m_;
   mjcenic::plugin::FatalErrorGuard guard_;
+  py::object mjdata_type_;   // mujoco.MjData
+  py::object address_name_;  // "_address", interned
   std::unique_ptr<mjcenic::Stepper> stepper_;
 };
 

@@ -154,7 +154,12 @@ class Stepper:
     def step(self, data=None, nstep=1):
         """Advances by model.opt.timestep (nstep times), like mujoco.mj_step:
         nstep is an integer (nstep <= 0 does nothing)."""
-        self._impl.step(self._d(data), _int_arg("step", "nstep", nstep))
+        d = self.data if data is None else data
+        if d.__class__ is not mujoco.MjData:  # the checks, off the per-call path
+            d = self._d(data)
+        if nstep.__class__ is not int or not -2**31 <= nstep < 2**31:
+            nstep = _int_arg("step", "nstep", nstep)
+        self._impl.step(d, nstep)
 
     def advance_to(self, time, data=None):
         """Advances to `time` (a real number), ending exactly on it."""
