@@ -575,12 +575,15 @@ absl::Status Stepper::AdvanceTo(mjData* d, double t) {
 absl::Status Stepper::Step(mjData* d) { return Step(d, 1); }
 
 absl::Status Stepper::Step(mjData* d, int nstep) {
+  // The model is compared before the first step only: nothing but a control
+  // callback or the user controller, run between the steps, can edit it.
+  const bool callbacks = mujoco_->stages.HasControlCallback() || mujoco_->controller.installed();
   const double dt = adapter::Timestep(m_);
   for (int i = 0; i < nstep; ++i) {
     if (absl::Status s = StepSizeController::CheckTimestep(adapter::Time(d), dt); !s.ok())
       return s;
-    if (absl::Status s = Advance(d, adapter::Time(d) + dt, false, /*check_model=*/i == 0); !s.ok())
-      return s;
+    const bool check_model = i == 0 || callbacks;
+    if (absl::Status s = Advance(d, adapter::Time(d) + dt, false, check_model); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -68,7 +68,8 @@ class Stepper {
   // internal steps as the mode and accuracy need; ends exactly on the target.
   absl::Status Step(mjData* d);
   // Step nstep times (nstep <= 0 does nothing), like mj_step's nstep: the
-  // model is compared for edits once, since it cannot change inside a call.
+  // model is compared for edits before the first step (before every step
+  // while a control callback or the user controller could edit it).
   absl::Status Step(mjData* d, int nstep);
   // Advances d to time t (≥ d->time), ending exactly on t.
   absl::Status AdvanceTo(mjData* d, double t);

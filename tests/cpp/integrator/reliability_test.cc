@@ -358,5 +358,32 @@ TEST(Reliability, StepWithNstepEqualsSingleStepsAndSeesAnEditBeforeTheCall) {
   }
 }
 
+// A user controller runs between the steps of one Step(d, nstep) call and may
+// edit the model: the edit takes effect at the next step, as with single
+// steps (the model is then compared before every step).
+TEST(Reliability, AModelEditByTheControllerInsideStepWithNstepTakesEffectAtTheNextStep) {
+  ModelPtr ma = Pendulum(), mb = Pendulum();
+  DataPtr da(mj_makeData(ma.get())), db(mj_makeData(mb.get()));
+  da->qpos[0] = db->qpos[0] = 1.0;
+  StepperOptions o;
+  o.mode = Mode::kFixed;
+  auto sa = Stepper::Create(ma.get(), o).value();
+  auto sb = Stepper::Create(mb.get(), o).value();
+  // At t = 0.1 s the controller raises the damping so far that the pendulum
+  // stops within a step (implicit damping).
+  auto brake = [](const mjModel* m, mjData* d) {
+    if (d->time >= 0.1) const_cast<mjModel*>(m)->dof_damping[0] = 1e6;
+    return true;
+  };
+  sa->SetController(brake);
+  sb->SetController(brake);
+  const int n = static_cast<int>(std::round(0.2 / ma->opt.timestep));
+  ASSERT_TRUE(sa->Step(da.get(), n).ok());
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(sb->Step(db.get()).ok());
+  EXPECT_EQ(da->qpos[0], db->qpos[0]);
+  EXPECT_EQ(da->qvel[0], db->qvel[0]);
+  EXPECT_LT(std::abs(da->qvel[0]), 1e-3) << da->qvel[0];
+}
+
 }  // namespace
 }  // namespace mjcenic
