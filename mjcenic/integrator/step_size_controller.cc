@@ -19,7 +19,7 @@ template <class... Args>
 }  // namespace
 
 StepDecision AdjustStepSize(const StepSizeControl& c, double e, double accuracy, double h,
-                            double h_max, double h_min, bool* at_minimum) {
+                            double h_max, double h_min, bool* at_minimum, bool after_rejection) {
   StepDecision out;
   if (!std::isfinite(e)) {
     out.h_next = c.min_shrink * h;
@@ -30,7 +30,8 @@ StepDecision AdjustStepSize(const StepSizeControl& c, double e, double accuracy,
                        : c.safety * h * std::pow(accuracy / e, 1.0 / c.order);
   if (hn > h) {
     *at_minimum = false;
-    if (hn < c.grow_threshold * h) hn = h;  // dead band: no small growth
+    // Dead band: no small growth; and none right after a rejection (§11.4).
+    if (hn < c.grow_threshold * h || after_rejection) hn = h;
   }
   if (hn < h && *at_minimum) {
     out.accept = true;
@@ -134,7 +135,7 @@ StepDecision StepSizeController::DecideError(bool solved, double error, double h
   }
   if (!(rules_.error_per_unit_step > 0))
     return AdjustStepSize(rules_.control, error, rules_.accuracy, h, h_max_, h_min_,
-                          &at_minimum_);
+                          &at_minimum_, rejections_ > 0);
   // Error per unit step (cenic-math §11.12): a step of h may make
   // accuracy·h/T of error, so the errors of the steps over T add up to the
   // accuracy; the scaled error is one order lower in h. A velocity jump
@@ -148,7 +149,7 @@ StepDecision StepSizeController::DecideError(bool solved, double error, double h
   StepSizeControl c = rules_.control;
   if (!jump_) c.order = std::max(1.0, c.order - 1);
   return AdjustStepSize(c, jump_ ? error : scaled, rules_.accuracy, h, h_max_, h_min_,
-                        &at_minimum_);
+                        &at_minimum_, rejections_ > 0);
 }
 
 bool StepSizeController::MaySkipEstimate(int ncontacts) const {

@@ -39,10 +39,12 @@ struct StepDecision {
 };
 
 // The error-based rule alone: accept iff ‖e‖ ≤ ε_acc (within the dead band),
-// the next size clamped to [min_shrink h, max_growth h], ≤ h_max, ≥ h_min.
+// the next size clamped to [min_shrink h, max_growth h], ≤ h_max, ≥ h_min;
+// an attempt accepted after a rejected one (after_rejection) does not grow h.
 // `at_minimum` persists over the retries of one outer step (reset by the caller).
 StepDecision AdjustStepSize(const StepSizeControl& c, double error, double accuracy, double h,
-                            double h_max, double h_min, bool* at_minimum);
+                            double h_max, double h_min, bool* at_minimum,
+                            bool after_rejection = false);
 
 // Progress guarantee bounds (docs/how-it-works.md, "Errors and progress").
 inline constexpr double kRelativeMinStep = 1e-14;  // no step below 1e-14 max(1, |t|)

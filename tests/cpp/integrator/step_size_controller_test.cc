@@ -173,6 +173,49 @@ TEST(StepSizeController, GrowthCappedAndRejectionShrinks) {
   EXPECT_EQ(d.h_next, 0.5 * h);
 }
 
+TEST(StepSizeController, AStepAcceptedAfterARejectionDoesNotGrow) {
+  // cenic-math §11.4: the attempt after a rejection is accepted with an
+  // error that alone would grow h (0.1 ε: 0.9 h/√0.1 = 2.85 h), but the
+  // next proposal keeps h; the next step, with no rejection, grows again.
+  StepSizeController c(Controlled(1e-3));
+  const double h0 = c.Propose(0.0, 0.01);
+  StepDecision d = c.Decide(true, 4e-3, h0);
+  ASSERT_FALSE(d.accept);
+  const double h1 = d.h_next;
+  ASSERT_DOUBLE_EQ(h1, 0.45 * h0);
+  EXPECT_EQ(c.LandOn(h1, 1.0, false), h1);
+  d = c.Decide(true, 1e-4, h1);
+  EXPECT_TRUE(d.accept);
+  EXPECT_EQ(d.h_next, h1);
+  ASSERT_TRUE(c.Accept(d.h_next));
+  EXPECT_EQ(c.next(), h1);
+  EXPECT_EQ(c.Propose(h1, 0.01), h1);
+  d = c.Decide(true, 1e-4, h1);
+  EXPECT_TRUE(d.accept);
+  EXPECT_DOUBLE_EQ(d.h_next, 0.9 * h1 / std::sqrt(0.1));
+  // The same after a rejection by the depth-growth limit (§11.10).
+  StepSizeRules r = Controlled(1e-3);
+  r.depth_limit = true;
+  StepSizeController depth(r);
+  const double g0 = depth.Propose(0.0, 0.01);
+  d = depth.Decide(true, 1e-4, g0);
+  ASSERT_TRUE(d.accept);
+  double g1;
+  ASSERT_TRUE(depth.LimitDepth(2.0, g0, &g1));
+  d = depth.Decide(true, 1e-4, g1);
+  EXPECT_TRUE(d.accept);
+  EXPECT_EQ(d.h_next, g1);
+  // The rule alone: after_rejection keeps h, the dead band and the
+  // shrinking side are unchanged.
+  bool at_min = false;
+  const StepSizeControl sc;
+  EXPECT_EQ(AdjustStepSize(sc, 1e-6, 1e-3, 0.01, 1.0, 1e-14, &at_min, true).h_next, 0.01);
+  EXPECT_DOUBLE_EQ(AdjustStepSize(sc, 1e-6, 1e-3, 0.01, 1.0, 1e-14, &at_min, false).h_next, 0.05);
+  const StepDecision again = AdjustStepSize(sc, 4e-3, 1e-3, 0.01, 1.0, 1e-14, &at_min, true);
+  EXPECT_FALSE(again.accept);
+  EXPECT_DOUBLE_EQ(again.h_next, 0.0045);
+}
+
 TEST(StepSizeController, UnderflowIsAnError) {
   StepSizeRules r = Controlled();
   r.min_step = 1e-6;
@@ -210,8 +253,9 @@ TEST(StepSizeController, DepthGrowthLimit) {
   // Twenty times: at least 0.1 h.
   EXPECT_TRUE(c.LimitDepth(20.0, h, &retry));
   EXPECT_DOUBLE_EQ(retry, 0.1 * h);
-  // Half its tolerance: accepted, the next step capped at 0.9 h / 0.5 = 1.8 h
-  // (the error alone would give 5 h).
+  // The next step, half its tolerance: accepted, the next step capped at
+  // 0.9 h / 0.5 = 1.8 h (the error alone would give 5 h).
+  ASSERT_EQ(c.Propose(0.0, 0.01), h);
   const StepDecision d = c.Decide(true, 0.0, h);
   EXPECT_FALSE(c.LimitDepth(0.5, h, &retry));
   ASSERT_TRUE(c.Accept(d.h_next));
@@ -406,10 +450,16 @@ TEST(StepSizeController, ErrorPerUnitStep) {
   EXPECT_DOUBLE_EQ(d.h_next, 0.225 * h);
   // The raw error did not shrink faster than h^1.5 with h (the same 4e-6 at
   // 0.225 h): a velocity jump, held to the per-step bound on the raw error
-  // (order 2): 4e-6 ≤ ε, accepted, growth capped at 5.
+  // (order 2): 4e-6 ≤ ε, accepted; after the rejection the step does not
+  // grow (§11.4).
   d = c.Decide(true, 4e-6, 0.225 * h);
   EXPECT_TRUE(d.accept);
-  EXPECT_DOUBLE_EQ(d.h_next, 5 * 0.225 * h);
+  EXPECT_EQ(d.h_next, 0.225 * h);
+  // Without that rejection the same raw bound grows the step, capped at 5.
+  bool at_min = false;
+  EXPECT_DOUBLE_EQ(
+      AdjustStepSize(r.control, 4e-6, 1e-3, 0.225 * h, 1.0, 1e-14, &at_min).h_next,
+      5 * 0.225 * h);
 }
 
 }  // namespace
