@@ -6,10 +6,10 @@ call, one call per opt.timestep, against mj_step in the same loop.
                                          [--configs default,embedded,fixed] [--out-dir DIR]
                                          [--parts loop,rollout] [--rollout-reps 10]
 
-Per model (first keyframe, or the model's initial state; the mesh pile for 2 s,
-its drop and rest), interleaved in one
-process, the minimum over --reps of the process CPU time (this machine is
-shared: CPU time is what a loaded machine can still compare):
+Per model (first keyframe, or the model's initial state; the mesh pile for at
+least 2 s, its drop and rest), interleaved in one process, the minimum over
+--reps of the process CPU time (this machine is shared: CPU time is what a
+loaded machine can still compare):
 
 * mj_step, and mjcenic in each configuration of --configs:
   default   the stepper's defaults (error-controlled step doubling, accuracy 1e-3,
