@@ -13,8 +13,11 @@ per simulator:
   shared with `mjcenic compare`). Its convergence is shown by the distance to
   the run at twice that step (the "check"): a first-order method's reference
   is then about that far from the exact trajectory, and errors below ~2x the
-  check are not resolved; the observed orders from the four finest levels and
-  --ref-tol decide whether it is printed as converged;
+  check are not resolved; the observed orders from the finest levels and
+  --ref-tol decide whether it is printed as converged. The five finest levels
+  also give Richardson extrapolations of consecutive pairs (the method's order:
+  1, RK4 4); where those converge with a smaller check, the reference is the
+  finest extrapolation (wp.reference, cenic-math §14.6);
 * the sweep: mj_step at dt/2^k, k = 0..5 with the model's own integrator
   ("mj_step"); with --integrators (default: all three), each of MuJoCo's
   integrators Euler, implicitfast and RK4 at dt x {4, 2, 1, 1/2, 1/4, 1/8}
@@ -191,24 +194,27 @@ def bench_scene(sc, reps, quick, log, budget, ref_tol, ref_cache=None, integrato
     for sim, mm in models.items():
         # --ref-cache: the references do not depend on the series (fixed steps),
         # so a second run of other series can reuse them (pickle per scene).
-        cache = (pathlib.Path(ref_cache) / f"{sc.name}_{sim.replace(':', '_')}.pkl"
+        cache = (pathlib.Path(ref_cache) / f"{sc.name}_{sc.horizon:g}s_{sim.replace(':', '_')}.pkl"
                  if ref_cache else None)
         if cache is not None and cache.exists():
             ref = pickle.loads(cache.read_bytes())
         else:
             kind = "mjcenic" if sim == "mjcenic" else "mj_step"
             ref = wp.reference(mm, wp.runner(kind, mm, sc.times, sc.data, ctrl=sc.ctrl), dt,
-                               levels=(sc.ref_level - 3, sc.ref_level), tol=ref_tol,
-                               stop_early=False, log=log, label=sim)
+                               levels=(sc.ref_level - 4, sc.ref_level), tol=ref_tol,
+                               stop_early=False, log=log, label=sim,
+                               order=wp.method_order(kind, mm))
             if cache is not None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 cache.write_bytes(pickle.dumps(ref))
         refs[sim] = ref
         order = f"{ref['order']:.2f}" if ref["order"] is not None else "—"
-        log(f"  {sim} reference: |x(2h) - x(h)| = {ref['check']:.3g} (end "
-            f"{ref['check_end']:.3g}), observed order {order}, "
+        check = "—" if ref["check"] is None else f"{ref['check']:.3g}"
+        end = "—" if ref["check_end"] is None else f"{ref['check_end']:.3g}"
+        log(f"  {sim} reference{' (Richardson)' if ref.get('extrapolated') else ''}: "
+            f"|x(2h) - x(h)| = {check} (end {end}), observed order {order}, "
             + ("converged" if ref["converged"] else f"NOT CONVERGED: {ref['note']}")
-            + f", {ref['wall']:.1f} s")
+            + f", {ref['wall'] or 0:.1f} s")
     runs = []
     levels = list(MJSTEP_LEVELS)[: 3 if quick else None]
     accs = ACCURACIES[: 3 if quick else None]
@@ -299,18 +305,22 @@ def summary_rows(results, series_list):
             if integrators:
                 row_extra = {"best_ratio": ours / best if ours and best else None,
                              "integrator_checks": [(res["references"][s]["check"],
-                                                    res["references"][s]["converged"])
+                                                    res["references"][s]["converged"],
+                                                    res["references"][s].get("extrapolated"))
                                                    for s in integrators]}
             rows.append({"scene": res["scene"], "series": series, "errors": errs, "target": target,
                          **row_extra,
                          "ratio": ours / theirs if ours and theirs else None,
                          "checks": [res["references"][k]["check"] for k in ("mj_step", "mjcenic")],
-                         "converged": [res["references"][k]["converged"] for k in ("mj_step", "mjcenic")]})
+                         "converged": [res["references"][k]["converged"] for k in ("mj_step", "mjcenic")],
+                         "extrapolated": [res["references"][k].get("extrapolated")
+                                          for k in ("mj_step", "mjcenic")]})
     return rows
 
 
-def _check(c, ok):
-    return ("—" if c is None else f"{c:.2g}") + ("" if ok else " (**n.c.**)")
+def _check(c, ok, extrapolated=False):
+    return (("—" if c is None else f"{c:.2g}") + (" ᴿ" if extrapolated else "")
+            + ("" if ok else " (**n.c.**)"))
 
 
 def summarize(results, log=print, series_list=None):
@@ -324,12 +334,13 @@ def summarize(results, log=print, series_list=None):
                 if integrators else ""),
              "|---|---|---|---|---|---|" + ("---|---|" if integrators else "")]
     for r in rows:
-        checks = [_check(c, ok) for c, ok in zip(r["checks"], r["converged"])]
+        checks = [_check(c, ok, x) for c, ok, x in
+                  zip(r["checks"], r["converged"], r.get("extrapolated", [False, False]))]
         errs = " / ".join("—" if e is None else f"{e:.2g}" for e in r["errors"])
         ratio = f"{r['ratio']:.2f} (at {r['target']:.2g})" if r["ratio"] is not None else "—"
         line = f"| {r['scene']} | {checks[0]} | {checks[1]} | {r['series']} | {errs} | {ratio} |"
         if integrators:
-            ichecks = " / ".join(_check(c, ok) for c, ok in r.get("integrator_checks", []))
+            ichecks = " / ".join(_check(*c) for c in r.get("integrator_checks", []))
             best = r.get("best_ratio")
             line += (f" {ichecks or '—'} | "
                      + (f"{best:.2f} (at {r['target']:.2g})" if best is not None else "—") + " |")
@@ -356,6 +367,8 @@ def section(data, link):
         if vals:
             best.append(f"{series} {_page.median(vals):.2f}")
     scenes = [res["scene"] for res in results]
+    any_extrapolated = any(ref.get("extrapolated") for res in results
+                           for ref in res["references"].values())
     cmd = "python3 scripts/work_precision.py"
     if link != "work_precision":
         cmd += (f" --out-dir docs/{link.split('/_')[0]} --scenes {','.join(scenes)}"
@@ -364,7 +377,10 @@ def section(data, link):
             "rad) of each series against its own simulator's converged reference, and wall time "
             "against `mj_step`'s at equal error (`" + cmd + f"`; MuJoCo {data['mujoco']}). "
             "**n.c.**: the reference is not converged (errors below about twice its check are not "
-            f"resolved). Median over the {len(scenes)} scenes of wall / `mj_step`'s at equal error: "
+            "resolved)" + ("; **ᴿ**: the reference is the Richardson extrapolation of its two "
+                           "finest levels, and its check is that of consecutive extrapolated "
+                           "levels" if any_extrapolated else "") + ". "
+            f"Median over the {len(scenes)} scenes of wall / `mj_step`'s at equal error: "
             + ", ".join(medians) + "."
             + (" Median of wall / the best of `mj_step`'s integrators (Euler, implicitfast, RK4 "
                "at dt × 4 … dt / 8, each against its own reference) at equal error: "
@@ -395,6 +411,8 @@ def main():
                         "converged (1e-3)")
     p.add_argument("--ref-cache", default=None,
                    help="directory: reuse (or store) each scene's references there")
+    p.add_argument("--horizon", type=float, default=None,
+                   help="[s] simulate every scene over this time instead of its own horizon")
     p.add_argument("--series", default=",".join(DEFAULT_SERIES),
                    help="mjcenic series to run (mj_step always runs)")
     p.add_argument("--integrators", default=",".join(MJ_INTEGRATORS),
@@ -434,7 +452,8 @@ def main():
             del CONFIGS[s]
     results = []
     for name in names:
-        sc = Scene(name, *SCENES[name])
+        file, key, horizon, *rest = SCENES[name]
+        sc = Scene(name, file, key, a.horizon or horizon, *rest)
         res = bench_scene(sc, a.reps, a.quick, log, a.budget, a.ref_tol, a.ref_cache, integrators)
         results.append(res)
         plot(res, out_dir)

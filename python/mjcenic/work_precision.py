@@ -19,6 +19,16 @@ converged, and the caller says so loudly (ReferenceNotConverged, or a warning
 in compare's report): a chaotic scene whose levels keep differing by O(1) is
 not a reference.
 
+Given the runner's order p (`method_order`: 1, RK4 4), `reference()` also
+extrapolates each pair of consecutive levels (Richardson: the finer level plus
+its difference from the coarser one over 2^p - 1, which cancels the leading
+error term) and checks consecutive extrapolations the same way. Where those
+checks converge and end below the plain ones, the reference is the finest
+extrapolation: a first-order scene whose plain check stays above the tolerance
+at an affordable step (a robot tipping over) can have a second-order one below
+it. The test needs no assumption: the extrapolations must converge on their
+own checks.
+
 Achieved error (`traj_error`): max over the sample times of the infinity norm
 of mj_differentiatePos(reference qpos -> run qpos): translations in m,
 rotations in rad; and the same at the last sample (end error).
@@ -273,20 +283,54 @@ def converged(checks, tol):
     return (len(last) == 2 and all(o is not None and o >= ORDER_MIN for o in last)), order
 
 
+def method_order(sim, m):
+    """The convergence order in h of a reference runner (`runner`): 4 for mj_step with
+    RK4, else 1 (mj_step's Euler and implicit integrators, mjcenic's fixed mode)."""
+    import mujoco
+    rk4 = sim == "mj_step" and m.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
+    return 4 if rk4 else 1
+
+
+def richardson(m, run_coarse, run_fine, order):
+    """Richardson extrapolation of two levels h and h/2 of a method of `order` p:
+    x* = x_fine ⊕ (x_fine ⊖ x_coarse) / (2^p − 1) at every sample (on the configuration
+    manifold), which cancels the leading error term C h^p. A copy of run_fine with q = x*."""
+    import mujoco
+    out = copy.copy(run_fine)
+    out.q = np.array(run_fine.q, float)
+    dq = np.empty(m.nv)
+    for i in range(len(out.q)):
+        mujoco.mj_differentiatePos(m, dq, 1.0, run_coarse.q[i], run_fine.q[i])
+        mujoco.mj_integratePos(m, out.q[i], dq, 1.0 / (2 ** order - 1))
+    return out
+
+
 def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
-              stop_early=True, log=None, label=""):
+              stop_early=True, log=None, label="", order=None):
     """The converged reference of one simulator: run_at(dt / 2^k) for k = lo..hi, stopping
     at the first converged level when stop_early, or before a level
     whose predicted wall time (twice the previous one's) would exceed `time_limit` (the sum
-    over the levels), or when a level fails.
+    over the levels), or when a level fails. A level that fails before any has completed
+    is skipped (a step too coarse for the method, e.g. RK4 on stiff fingers at dt/16).
 
-    Returns a dict: run (the finest Run), level, h, check / check_end (error of the previous
-    level against the finest), checks (per level after the first), order, converged, note
-    (why not converged, or None), wall (the finest level's wall time)."""
+    With `order` (the runner's order p, `method_order`) every level after the first also
+    gives its Richardson extrapolation with the level before (`richardson`), with checks of
+    its own between consecutive extrapolated levels. The reference is the finest
+    extrapolated level when those checks pass the convergence test and end below the plain
+    ones (the leading error term cancels only in the asymptotic regime, which the checks
+    show), else the finest level itself.
+
+    Returns a dict: run (the finest Run, or its extrapolation), level, h, check / check_end
+    (error of the previous level against the finest), checks (per level after the first, of
+    the levels used), order, converged, note (why not converged, or None), wall (the finest
+    level's wall time), extrapolated (whether run is the Richardson extrapolation),
+    plain_checks and extrapolated_checks (both sequences; [] without `order`)."""
     lo, hi = levels
     if lo > hi or lo < 0:
         raise ValueError(f"reference levels {levels}: need 0 <= lo <= hi")
     runs, checks, ends, used = [], [], [], 0.0
+    xruns, xchecks, xends = [], [], []  # Richardson-extrapolated levels (with `order`)
+    p = order
     note = None
     k = lo
     while k <= hi:
@@ -296,6 +340,11 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
             break
         r = run_at(dt / 2 ** k)
         used += r.wall
+        if not r.ok and not runs and k < hi:  # too coarse for this method: start finer
+            if log is not None:
+                log(f"  {label} reference level dt/{2 ** k} failed ({r.error}); starting finer")
+            k += 1
+            continue
         if not r.ok:
             note = f"level dt/{2 ** k} failed: {r.error}"
             break
@@ -303,21 +352,35 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
             c, e = traj_error(m, runs[-1][1].q, r.q)
             checks.append(c)
             ends.append(e)
+            if p:
+                x = richardson(m, runs[-1][1], r, p)
+                if xruns:
+                    c, e = traj_error(m, xruns[-1].q, x.q)
+                    xchecks.append(c)
+                    xends.append(e)
+                xruns.append(x)
         runs.append((k, r))
         if log is not None:
             log(f"  {label} reference level dt/{2 ** k}: "
                 + (f"|x(2h) - x(h)| = {checks[-1]:.3g} (end {ends[-1]:.3g})" if checks else
-                   "first level") + f", {r.wall:.2f} s")
-        ok, _ = converged(checks, tol)
+                   "first level")
+                + (f", extrapolated {xchecks[-1]:.3g}" if xchecks else "") + f", {r.wall:.2f} s")
+        ok = converged(checks, tol)[0] or converged(xchecks, tol)[0]
         if stop_early and ok:
             break
         k += 1
     if not runs:
         return {"run": None, "level": None, "h": None, "check": None, "check_end": None,
                 "checks": [], "order": None, "converged": False, "note": note,
-                "wall": None, "tol": tol}
-    ok, order = converged(checks, tol)
+                "wall": None, "tol": tol, "extrapolated": False, "plain_checks": [],
+                "extrapolated_checks": []}
+    plain_checks = list(checks)
     k, r = runs[-1]
+    extrapolated = (converged(xchecks, tol)[0]
+                    and (not converged(checks, tol)[0] or xchecks[-1] < checks[-1]))
+    if extrapolated:
+        r, checks, ends = xruns[-1], xchecks, xends
+    ok, order = converged(checks, tol)
     if not ok and note is None:
         if not checks:
             note = "a single level: no convergence check"
@@ -334,7 +397,8 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
             "check_end": ends[-1] if ends else None, "checks": checks, "order": order,
             "orders": orders(checks),
             "converged": ok, "note": None if ok else note, "wall": r.wall, "tol": tol,
-            "levels": [kk for kk, _ in runs]}
+            "levels": [kk for kk, _ in runs], "extrapolated": extrapolated,
+            "plain_checks": plain_checks, "extrapolated_checks": xchecks}
 
 
 def require_converged(ref, what=""):

@@ -45,8 +45,10 @@ def test_reference_that_does_not_converge_fails_loudly(tmp_path, capsys):
     times = _times(5.0)
     for sim in ("mj_step", "mjcenic"):
         run_at = wp.runner(sim, m, times, make)
-        ref = wp.reference(m, run_at, m.opt.timestep, levels=(0, 5), tol=100.0)
+        ref = wp.reference(m, run_at, m.opt.timestep, levels=(0, 5), tol=100.0,
+                           order=wp.method_order(sim, m))
         assert ref["level"] == 5 and len(ref["checks"]) == 5
+        assert not ref["extrapolated"]  # neither do the Richardson extrapolations
         assert 1.0 < ref["check"] <= 100.0      # within the tolerance: the order decides
         assert ref["converged"] is False and "do not converge" in ref["note"], ref["note"]
         assert any(o < wp.ORDER_MIN for o in ref["orders"][-2:])
@@ -92,6 +94,72 @@ def test_mjstep_error_against_its_own_reference_is_first_order():
     orders = [math.log2(a / b) for a, b in zip(errs[:-1], errs[1:])]
     assert all(0.7 <= o <= 1.3 for o in orders), (errs, orders)
 
+
+
+def test_reference_starts_finer_when_its_coarsest_levels_fail():
+    """A synthetic first-order runner x(h) = x0 + a h + b h² that fails above dt/4 (a
+    coarse step too large for the method): the reference starts at dt/4, the plain checks
+    are |a| h/2 + O(h²) (order 1), the Richardson checks 2|b|(h_(k-1)² − h_k²) (order 2)."""
+    m = mjcenic.load_model(str(PENDULUM))
+    dt, n = 0.01, 5
+    x0 = np.linspace(0.1, 0.5, n)[:, None] * np.ones((n, m.nq))
+    a, b = 0.3, 40.0
+    log = []
+
+    def run_at(h):
+        r = wp.Run(n, m.nq)
+        if h > dt / 4:
+            r.error = "unstable"
+            return r
+        r.q = x0 + a * h + b * h * h
+        r.n, r.completed = n, True
+        return r
+    ref = wp.reference(m, run_at, dt, levels=(0, 6), tol=1e-3, stop_early=False, order=1,
+                       log=log.append)
+    assert ref["levels"] == [2, 3, 4, 5, 6]
+    assert sum("starting finer" in line for line in log) == 2
+    hs = [dt / 2 ** k for k in ref["levels"]]
+    plain = [a * (h1 - h2) + b * (h1 * h1 - h2 * h2) for h1, h2 in zip(hs, hs[1:])]
+    extra = [2 * b * (h1 * h1 - h2 * h2) for h1, h2 in zip(hs[1:], hs[2:])]
+    assert ref["plain_checks"] == pytest.approx(plain, rel=1e-9)
+    assert ref["extrapolated_checks"] == pytest.approx(extra, rel=1e-6)
+    assert ref["extrapolated"] and ref["converged"]
+    assert ref["run"].q == pytest.approx(x0 - 2 * b * hs[-1] ** 2, abs=1e-12)
+
+
+@pytest.mark.parametrize("sim", ["mj_step", "mjcenic"])
+def test_richardson_reference_is_second_order_and_closer(sim):
+    """Both first-order references on the contact-free double pendulum, 1 s, levels
+    dt/1 … dt/16: the plain checks fall at first order, the checks of the Richardson
+    extrapolations of consecutive levels at second order, so the reference is the finest
+    extrapolation; against a reference 64 times finer it is at most its check away, where
+    the plain finest level is its own check away (first order: about that far)."""
+    m = mjcenic.load_model(str(PENDULUM))
+
+    def make():
+        return mjcenic.make_data(m, "start")
+    times = _times(1.0)
+    dt = m.opt.timestep
+    run_at = wp.runner(sim, m, times, make)
+    assert wp.method_order(sim, m) == 1
+    ref = wp.reference(m, run_at, dt, levels=(0, 4), tol=1e-3, stop_early=False, order=1)
+    plain, extra = ref["plain_checks"], ref["extrapolated_checks"]
+    assert len(plain) == 4 and len(extra) == 3
+    assert all(0.8 <= o <= 1.2 for o in wp.orders(plain)), plain
+    assert all(o >= 1.7 for o in wp.orders(extra)), extra
+    assert ref["extrapolated"] and ref["converged"], ref["note"]
+    assert ref["check"] == extra[-1] and ref["check"] < plain[-1] / 10, (plain, extra)
+    # An independent, much finer reference: the extrapolation of dt/512 and dt/1024.
+    fine = wp.richardson(m, run_at(dt / 512), run_at(dt / 1024), 1)
+    finest_plain = run_at(dt / 16)
+    e_extra = wp.traj_error(m, ref["run"].q, fine.q)[0]
+    e_plain = wp.traj_error(m, finest_plain.q, fine.q)[0]
+    assert e_extra <= ref["check"], (e_extra, ref["check"])
+    assert e_plain == pytest.approx(plain[-1], rel=0.2), (e_plain, plain[-1])
+    # Without an order the reference is the finest level itself.
+    ref0 = wp.reference(m, run_at, dt, levels=(0, 4), tol=1e-3, stop_early=False)
+    assert not ref0["extrapolated"] and ref0["extrapolated_checks"] == []
+    assert ref0["checks"] == pytest.approx(plain, rel=1e-12)
 
 def _settings(T, accuracies, reps=1):
     return {"times": list(_times(T)), "accuracies": accuracies, "reference_accuracy": 1e-4,
@@ -192,7 +260,8 @@ def test_reference_flags_checked_before_work(capsys):
 
 def test_work_precision_script_outputs(tmp_path):
     """scripts/work_precision.py on the shared core: the pinch grasp, 3 levels per series; its
-    JSON, summary and PNG, both references converged (first order), the mj_step errors above
+    JSON, summary and PNG, both references converged (first order; their Richardson
+    extrapolations faster, so those are the references), the mj_step errors above
     their reference's check and falling with dt; one of MuJoCo's integrators as its own series
     (implicitfast at dt x 4, 2, 1) against its own converged reference."""
     import subprocess
@@ -210,14 +279,18 @@ def test_work_precision_script_outputs(tmp_path):
     assert "pinch_grasp" in (tmp_path / "summary.md").read_text()
     for sim in ("mj_step", "mjcenic"):
         ref = res["references"][sim]
-        assert ref["converged"] and ref["level"] == 8 and len(ref["checks"]) == 3, ref
-        assert all(0.7 <= o <= 1.3 for o in ref["orders"]), ref
+        assert ref["converged"] and ref["level"] == 8 and len(ref["plain_checks"]) == 4, ref
+        assert all(0.7 <= o <= 1.3 for o in wp.orders(ref["plain_checks"])), ref
+        # Richardson: the extrapolated levels converge faster, so they are the reference.
+        assert ref["extrapolated"] and ref["checks"] == ref["extrapolated_checks"], ref
+        assert ref["check"] < ref["plain_checks"][-1] / 4, ref
     mj = [r for r in res["runs"] if r["series"] == "mj_step"]
     errs = [r["traj_error"] for r in sorted(mj, key=lambda r: -r["dt"])]
     assert len(errs) == 3 and errs[0] > errs[1] > errs[2] > 2 * res["references"]["mj_step"]["check"]
     assert {r["accuracy"] for r in res["runs"] if r["series"] == "doubling"} == {0.1, 0.01, 0.001}
     ref = res["references"]["mj_step:implicitfast"]
-    assert ref["converged"] and ref["level"] == 8 and all(0.7 <= o <= 1.3 for o in ref["orders"]), ref
+    assert ref["converged"] and ref["level"] == 8, ref
+    assert all(0.7 <= o <= 1.3 for o in wp.orders(ref["plain_checks"])), ref
     fast = sorted((r for r in res["runs"] if r["series"] == "mj_step:implicitfast"), key=lambda r: -r["dt"])
     dt = res["dt"]
     assert [r["dt"] for r in fast] == [4 * dt, 2 * dt, dt]
