@@ -2,7 +2,9 @@
 """Writes the options and statistics tables from the one table in
 mjcenic/integrator/options_table.h (through the built Python bindings), between
 marker comments: the public options in README.md, the expert options in
-docs/options.md (block `expert_options`), the statistics in docs/statistics.md:
+docs/options.md (block `expert_options`), the statistics in docs/statistics.md;
+and README.md's achieved-error table (block `accuracy`) from the committed
+work-precision run, docs/work_precision/work_precision.json:
 
     <!-- BEGIN GENERATED options (scripts/gen_readme_tables.py) -->
     <!-- END GENERATED options -->
@@ -13,6 +15,7 @@ Run after `make build`:
     python3 scripts/gen_readme_tables.py --check    # exit 1 if either is out of date
 """
 import argparse
+import json
 import os
 import pathlib
 import sys
@@ -53,7 +56,42 @@ def public_options():
             "[docs/options.md](docs/options.md).")
 
 
-TABLES = {"options": public_options, "stats": stats_table,
+# The shared robots of scripts/work_precision.py, in the README's order.
+ROBOTS = {"panda": "Franka Panda", "allegro": "Allegro hand", "shadow_hand": "Shadow hand",
+          "robotiq_2f85": "Robotiq 2F-85", "humanoid": "humanoid (falling)",
+          "barkour": "Barkour", "unitree_g1_flat": "Unitree G1", "aloha": "ALOHA"}
+WORK_PRECISION = ROOT / "docs" / "work_precision" / "work_precision.json"
+
+
+def accuracy_table():
+    """Per shared robot: the default's achieved error at accuracy 1e-2 … 1e-5 next to
+    mj_step's at the model's own dt, each against its own reference (the committed run)."""
+    data = json.loads(WORK_PRECISION.read_text())
+    accs = (1e-2, 1e-3, 1e-4, 1e-5)
+    rows = ["| robot | horizon | mjcenic at accuracy 1e-2 / 1e-3 (default) / 1e-4 / 1e-5 "
+            "| `mj_step` at the model's dt |", "|---|---|---|---|"]
+
+    def err(run, converged):
+        if run is None or "traj_error" not in run:
+            return "—"
+        return f"{run['traj_error']:.2g}" + ("" if converged else " (n.c.)")
+    by_scene = {res["scene"]: res for res in data["results"]}
+    for scene, name in ROBOTS.items():
+        res = by_scene.get(scene)
+        if res is None:
+            continue
+        ours = res["references"]["mjcenic"]["converged"]
+        theirs = res["references"]["mj_step"]["converged"]
+        runs = {x.get("accuracy"): x for x in res["runs"] if x["series"] == "doubling"}
+        mj = next((x for x in res["runs"] if x["series"] == "mj_step"
+                   and abs(x["dt"] - res["dt"]) <= 1e-12 * res["dt"]), None)
+        rows.append(f"| {name} | {res['horizon']:g} s | "
+                    + " / ".join(err(runs.get(a), ours) for a in accs)
+                    + f" | {err(mj, theirs)} (dt = {res['dt'] * 1e3:g} ms) |")
+    return "\n".join(rows)
+
+
+TABLES = {"options": public_options, "stats": stats_table, "accuracy": accuracy_table,
           "expert_options": lambda: options_table(expert=True)}
 
 
@@ -73,7 +111,7 @@ def main(argv=None):
     p.add_argument("--options-doc", default=str(ROOT / "docs" / "options.md"))
     a = p.parse_args(argv)
     stale = 0
-    for path, names in ((pathlib.Path(a.readme), ("options",)),
+    for path, names in ((pathlib.Path(a.readme), ("options", "accuracy")),
                         (pathlib.Path(a.options_doc), ("expert_options",)),
                         (pathlib.Path(a.stats_page), ("stats",))):
         text = path.read_text()

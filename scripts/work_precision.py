@@ -472,6 +472,10 @@ def publish(a, out_dir, data, stem):
     name = link + stem[len("work_precision"):]
     _page.publish(a, out_dir, name, "work_precision.py",
                   section(data, link + ("/_" + stem if stem != "work_precision" else "")))
+    if name == "work_precision" and not a.no_page and not a.page and not a.from_json:
+        # README.md's achieved-error table is read from the committed run just written.
+        import gen_readme_tables
+        gen_readme_tables.main([])
 
 
 if __name__ == "__main__":
