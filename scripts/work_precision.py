@@ -428,6 +428,8 @@ def main():
             plot(res, out_dir, pathlib.Path(a.from_json).stem[len("work_precision"):])
         publish(a, out_dir, data, pathlib.Path(a.from_json).stem)
         return
+    if a.horizon is not None and not (a.horizon >= SAMPLE and math.isfinite(a.horizon)):
+        p.error(f"--horizon {a.horizon:g}: must be at least one sample ({SAMPLE:g} s)")
     names = [s for s in a.scenes.split(",") if s]
     bad = [s for s in names if s not in SCENES]
     if bad:

@@ -258,6 +258,17 @@ def test_reference_flags_checked_before_work(capsys):
         assert args[0] in err.err and err.out == "", args
 
 
+def test_work_precision_script_refuses_a_horizon_below_one_sample():
+    import subprocess
+    import sys
+    from conftest import python_env
+    for h in ("-1", "0.01", "nan"):
+        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "work_precision.py"),
+                               "--scenes", "pinch_grasp", "--horizon", h],
+                              capture_output=True, text=True, timeout=60, env=python_env())
+        assert proc.returncode == 2 and "--horizon" in proc.stderr, (h, proc.stderr)
+
+
 def test_work_precision_script_outputs(tmp_path):
     """scripts/work_precision.py on the shared core: the pinch grasp, 3 levels per series; its
     JSON, summary and PNG, both references converged (first order; their Richardson
