@@ -330,7 +330,6 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
         raise ValueError(f"reference levels {levels}: need 0 <= lo <= hi")
     runs, checks, ends, used = [], [], [], 0.0
     xruns, xchecks, xends = [], [], []  # Richardson-extrapolated levels (with `order`)
-    p = order
     note = None
     k = lo
     while k <= hi:
@@ -352,8 +351,8 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
             c, e = traj_error(m, runs[-1][1].q, r.q)
             checks.append(c)
             ends.append(e)
-            if p:
-                x = richardson(m, runs[-1][1], r, p)
+            if order:
+                x = richardson(m, runs[-1][1], r, order)
                 if xruns:
                     c, e = traj_error(m, xruns[-1].q, x.q)
                     xchecks.append(c)
@@ -380,7 +379,7 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
                     and (not converged(checks, tol)[0] or xchecks[-1] < checks[-1]))
     if extrapolated:
         r, checks, ends = xruns[-1], xchecks, xends
-    ok, order = converged(checks, tol)
+    ok, observed = converged(checks, tol)
     if not ok and note is None:
         if not checks:
             note = "a single level: no convergence check"
@@ -394,7 +393,7 @@ def reference(m, run_at, dt, levels=(4, 10), tol=1e-4, time_limit=math.inf,
     elif not ok and checks:
         note += f"; check {checks[-1]:.3g} at dt/{2 ** k}"
     return {"run": r, "level": k, "h": dt / 2 ** k, "check": checks[-1] if checks else None,
-            "check_end": ends[-1] if ends else None, "checks": checks, "order": order,
+            "check_end": ends[-1] if ends else None, "checks": checks, "order": observed,
             "orders": orders(checks),
             "converged": ok, "note": None if ok else note, "wall": r.wall, "tol": tol,
             "levels": [kk for kk, _ in runs], "extrapolated": extrapolated,

@@ -310,10 +310,6 @@ def test_work_precision_script_outputs(tmp_path):
     assert "wall / best integrator's" in (tmp_path / "summary.md").read_text()
 
 
-SHARED_ROBOTS = ["panda", "allegro", "shadow_hand", "robotiq_2f85", "humanoid", "barkour",
-                 "unitree_g1_flat", "aloha"]
-
-
 @pytest.mark.shared_models
 def test_every_shared_robot_has_a_converged_mjcenic_reference_over_0_3_s():
     """The work-precision scenes of the shared robots over 0.3 s: mjcenic's fixed-step
@@ -324,7 +320,8 @@ def test_every_shared_robot_has_a_converged_mjcenic_reference_over_0_3_s():
     import sys
     sys.path.insert(0, str(ROOT / "scripts"))
     import work_precision as bench
-    for name in SHARED_ROBOTS:
+    from gen_readme_tables import ROBOTS  # the shared robots of the README's table
+    for name in ROBOTS:
         file, key, _, control, *_ = bench.SCENES[name]
         sc = bench.Scene(name, file, key, 0.3, control)
         dt = sc.m.opt.timestep
