@@ -83,6 +83,10 @@ void IcfModel::JoinIslands() {
   join(contact_torques);
 }
 
+namespace {
+double Cube(int n) { return static_cast<double>(n) * n * n; }
+}  // namespace
+
 void IcfModel::ComputeIslands() {
   const int ncl = std::max(static_cast<int>(clique_start.size()) - 1, 0);
   // One clique (a chain, a free body), or no row over two cliques (each
@@ -93,12 +97,15 @@ void IcfModel::ComputeIslands() {
     island_of_clique.resize(ncl);
     island_parent_.resize(ncl);
     largest_island = 0;
+    clique_cubes = 0;
     for (int c = 0; c < ncl; ++c) {
       island_of_clique[c] = c;
       const int n = clique_start[c + 1] - clique_start[c];
       island_parent_[c] = n;
       largest_island = std::max(largest_island, n);
+      clique_cubes += Cube(n);
     }
+    island_cubes = clique_cubes;
     num_islands = ncl;
     return;
   }
@@ -116,10 +123,16 @@ void IcfModel::ComputeIslands() {
   // Dofs per island (reusing the union–find workspace).
   island_parent_.assign(num_islands, 0);
   largest_island = 0;
+  clique_cubes = 0;
   for (int c = 0; c < ncl; ++c) {
-    int& n = island_parent_[island_of_clique[c]];
-    n += clique_start[c + 1] - clique_start[c];
-    largest_island = std::max(largest_island, n);
+    const int n = clique_start[c + 1] - clique_start[c];
+    island_parent_[island_of_clique[c]] += n;
+    clique_cubes += Cube(n);
+  }
+  island_cubes = 0;
+  for (int k = 0; k < num_islands; ++k) {
+    largest_island = std::max(largest_island, island_parent_[k]);
+    island_cubes += Cube(island_parent_[k]);
   }
 }
 

@@ -30,6 +30,8 @@ struct IcfModel {
   std::vector<int> island_of_clique;
   int num_islands = 0;
   int largest_island = 0;  // dofs of the largest island
+  double island_cubes = 0;  // Σ over islands of (dofs)³: 3× the flops of dense island factors
+  double clique_cubes = 0;  // Σ over cliques of (dofs)³: the same for dense clique blocks
   // M: symmetric, lower triangle in CSR (columns ascending, diagonal last).
   std::vector<int> M_rowadr, M_rownnz, M_colind;
   std::vector<double> M;

@@ -204,8 +204,9 @@ struct FrictionlossName {
     "> 48 dofs of small trees by `block`), `pcg` (conjugate gradients, symmetric block " \
     "Gauss–Seidel over the trees; no factorization), `lowrank` (dense LLT per tree plus a Woodbury correction " \
     "for the rows coupling trees), `block` (block Cholesky over the graph of coupled trees), "     \
-    "`auto` (`islands` when there are several islands of ≤ 128 dofs, or ≤ 320 dofs when the "    \
-    "trees average ≥ 12 dofs; else `pcg` when an island has ≥ 1000 dofs and no tree more than "  \
+    "`auto` (`islands` when there are several islands of ≤ 128 dofs; when the trees average ≥ 12 "  \
+    "dofs, `lowrank` if its factorization (Σ trees³ + coupling rows³) is cheaper than the islands' "  \
+    "(Σ islands³), else `islands` up to 320 dofs; else `pcg` when an island has ≥ 1000 dofs and no tree more than "  \
     "12; else, when nv ≥ 64 and the tree blocks cover < 25 % of the matrix: `lowrank` if a "     \
     "constraint spans ≥ 3 trees and the coupling constraints have ≤ min(160, nv) rows, else "     \
     "`block` for ≤ 128 trees of ≤ 12 dofs, else `lowrank` under the same row limit, else "        \

@@ -64,10 +64,15 @@ LinearSolverKind ChooseLinearSolver(const IcfModel& m, LinearSolverKind requeste
     return ConstraintsFollowTree(m) ? LinearSolverKind::kTree : LinearSolverKind::kDense;
   if (requested != LinearSolverKind::kAuto) return requested;
   if (m.num_islands > 1) {
+    if (m.largest_island <= kMaxIslandDofs) return LinearSolverKind::kIslands;
     const int trees = std::max<int>(static_cast<int>(m.clique_start.size()) - 1, 1);
-    const bool large_trees = m.nv >= kMinTreeDofsForLargeIslands * trees;
-    if (m.largest_island <= (large_trees ? kMaxIslandDofsLargeTrees : kMaxIslandDofs))
-      return LinearSolverKind::kIslands;
+    if (m.nv >= kMinTreeDofsForLargeIslands * trees) {
+      // Islands of whole robots (a crowd in contact): dense island blocks
+      // cost Σ nᵢ³/3, the Woodbury form Σ n_c³/3 + r³/3 (§8.6); the cheaper.
+      const double r = CouplingRank(m, nullptr);
+      if (m.clique_cubes + r * r * r < m.island_cubes) return LinearSolverKind::kLowRank;
+      if (m.largest_island <= kMaxIslandDofsLargeTrees) return LinearSolverKind::kIslands;
+    }
   }
   if (m.nv < 64)
     return ConstraintsFollowTree(m) ? LinearSolverKind::kTree : LinearSolverKind::kDense;

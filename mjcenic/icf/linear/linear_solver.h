@@ -27,11 +27,14 @@ enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, 
 
 // Decides kAuto, first row that applies (docs/architecture.md, "The automatic
 // linear solver", names the scenes measured for each row):
-//   several islands, each ≤ kMaxIslandDofs dofs (≤ kMaxIslandDofsLargeTrees
-//     when the trees average ≥ kMinTreeDofsForLargeIslands)  → kIslands
+//   several islands, each ≤ kMaxIslandDofs dofs                → kIslands
 //     (humanoid100, 100_humanoids, clutter, mesh_pile, stonehenge, leaves,
 //     particle_free2d, Allegro and aloha scenes, slider_crank; an island of
 //     > 48 dofs of small trees is factorized by kBlock inside it, §8.7)
+//   several islands, trees averaging ≥ kMinTreeDofsForLargeIslands:
+//     Σ n_c³ + r³ < Σ nᵢ³ (trees n_c, coupling rows r, islands nᵢ) → kLowRank
+//     else each island ≤ kMaxIslandDofsLargeTrees dofs            → kIslands
+//     (100_humanoids once its robots pile up, islands of 5–20 humanoids)
 //   nv < 64, every constraint on one root-to-leaf chain       → kTree
 //     (pendulum, servo_arm, kuka_iiwa_14, shadow hand, unitree_g1, tumbling_box)
 //   nv < 64 otherwise                                          → kDense
@@ -52,7 +55,10 @@ enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, 
 // when the trees average at least kMinTreeDofsForLargeIslands dofs (dense
 // within themselves): 100_humanoids (27-dof trees, islands ≤ 297 dofs) is 18 %
 // faster with dense island blocks than with CHOLMOD, stonehenge (6-dof stones,
-// an island of ~250) 1.6× slower.
+// an island of ~250) 1.6× slower. Between islands of large trees and the
+// Woodbury form (dense tree blocks, r × r capacitance) the factorizations'
+// flop counts decide: islands of 243 dofs coupled by r ≈ 240 rows factorize
+// 3× faster by lowrank (docs/architecture.md, "The automatic linear solver").
 inline constexpr int kMaxIslandDofs = 128;
 inline constexpr int kMaxIslandDofsLargeTrees = 320;
 inline constexpr int kMinTreeDofsForLargeIslands = 12;

@@ -241,5 +241,82 @@ TEST(LowRank, AutoPicksItOnlyForFewCouplingRows) {
   EXPECT_EQ(icf::ChooseLinearSolver(few, LinearSolverKind::kSparse), LinearSolverKind::kSparse);
 }
 
+// A crowd: `islands` islands of `per_island` trees of 27 dofs (a humanoid's
+// size; dense SPD mass blocks), consecutive trees of an island coupled by
+// `rows` gain rows each (contacts between neighbours).
+IcfModel Crowd(int islands, int per_island, int rows) {
+  constexpr int kTreeDofs = 27;
+  std::mt19937 gen(5);
+  std::normal_distribution<double> n01(0, 1);
+  const int trees = islands * per_island, nv = trees * kTreeDofs;
+  IcfModel m;
+  m.Reset(nv);
+  m.clique_start.resize(trees + 1);
+  for (int t = 0; t <= trees; ++t) m.clique_start[t] = t * kTreeDofs;
+  for (int i = 0; i < nv; ++i) m.clique_of_dof[i] = i / kTreeDofs;
+  for (int t = 0; t < trees; ++t) {
+    const int s = t * kTreeDofs;
+    const Eigen::MatrixXd X =
+        Eigen::MatrixXd::NullaryExpr(kTreeDofs, kTreeDofs, [&] { return n01(gen); });
+    const Eigen::MatrixXd Mt = X * X.transpose() + Eigen::MatrixXd::Identity(kTreeDofs, kTreeDofs);
+    for (int a = 0; a < kTreeDofs; ++a) {
+      m.M_rowadr[s + a] = static_cast<int>(m.M.size());
+      m.M_rownnz[s + a] = a + 1;
+      for (int b = 0; b <= a; ++b) {
+        m.M_colind.push_back(s + b);
+        m.M.push_back(Mt(a, b));
+      }
+      m.M_diag[s + a] = Mt(a, a);
+      m.v0[s + a] = n01(gen);
+    }
+  }
+  for (int k = 0; k < islands; ++k)
+    for (int j = 0; j + 1 < per_island; ++j) {
+      const int t = k * per_island + j;
+      std::vector<int> dofs;
+      for (int i = t * kTreeDofs; i < (t + 2) * kTreeDofs; ++i) dofs.push_back(i);
+      for (int r = 0; r < rows; ++r) {
+        const int c = m.gains.Add(dofs, n01(gen), 0.0, 10.0 + std::abs(n01(gen)), -1e9, 1e9);
+        for (size_t q = 0; q < dofs.size(); ++q) m.gains.rows.J(c)[q] = n01(gen);
+      }
+    }
+  m.Finalize(0.01);
+  return m;
+}
+
+TEST(LowRank, AutoWeighsItAgainstDenseIslandsOfLargeTrees) {
+  // Islands of 10 humanoid-sized trees (270 dofs, above kMaxIslandDofs):
+  // dense island blocks cost Σ nᵢ³/3 = 3 · 270³/3, the Woodbury form
+  // Σ n_c³/3 + r³/3 = 30 · 27³/3 + r³/3.
+  const IcfModel few = Crowd(3, 10, 2);
+  ASSERT_EQ(few.num_islands, 3);
+  ASSERT_EQ(few.largest_island, 270);
+  EXPECT_DOUBLE_EQ(few.island_cubes, 3 * 270.0 * 270 * 270);
+  EXPECT_DOUBLE_EQ(few.clique_cubes, 30 * 27.0 * 27 * 27);
+  EXPECT_EQ(icf::CouplingRank(few), 3 * 9 * 2);
+  EXPECT_EQ(icf::ChooseLinearSolver(few, LinearSolverKind::kAuto), LinearSolverKind::kLowRank);
+  // The Woodbury solve is H⁻¹ (dense Cholesky of the same H as truth).
+  IcfSolver s;
+  s.Evaluate(few, few.v0.data());
+  auto low = icf::MakeLinearSolver(LinearSolverKind::kLowRank);
+  auto dense = icf::MakeLinearSolver(LinearSolverKind::kDense);
+  for (auto* f : {low.get(), dense.get()}) {
+    f->Prepare(few);
+    ASSERT_TRUE(f->AssembleAndFactor(few, s.data()));
+  }
+  Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(few.nv, -1, 1), xd(few.nv), xl(few.nv);
+  dense->Solve(b.data(), xd.data());
+  low->Solve(b.data(), xl.data());
+  EXPECT_LT(RelDiff(xd, xl), 1e-10);
+  // 30 rows per coupled pair: r = 810, r³ above the islands' cubes; islands
+  // of ≤ kMaxIslandDofsLargeTrees dofs stay dense.
+  const IcfModel many = Crowd(3, 10, 30);
+  EXPECT_GT(std::pow(icf::CouplingRank(many), 3) + many.clique_cubes, many.island_cubes);
+  EXPECT_EQ(icf::ChooseLinearSolver(many, LinearSolverKind::kAuto), LinearSolverKind::kIslands);
+  // Trees of 27 dofs in islands of ≤ kMaxIslandDofs: dense islands, whatever r.
+  EXPECT_EQ(icf::ChooseLinearSolver(Crowd(6, 4, 2), LinearSolverKind::kAuto),
+            LinearSolverKind::kIslands);
+}
+
 }  // namespace
 }  // namespace mjcenic
