@@ -39,21 +39,19 @@ double RelDiff(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
 // A random problem on `trees` trees of 1..7 dofs: random SPD mass blocks,
 // damping, and gain rows (G = h κ > 0 when unclamped) that are wide (every
 // dof), narrow across two or three trees, or inside one tree.
-IcfModel RandomProblem(unsigned seed, int trees, int wide, int narrow, int local) {
-  std::mt19937 gen(seed);
+// Trees with dof ranges [start[t], start[t+1]): random dense SPD mass blocks,
+// damping and start velocities (no constraint yet).
+IcfModel RandomTrees(const std::vector<int>& start, std::mt19937* gen) {
   std::normal_distribution<double> n01(0, 1);
-  std::uniform_int_distribution<int> size(1, 7);
-  std::vector<int> start = {0};
-  for (int t = 0; t < trees; ++t) start.push_back(start.back() + size(gen));
-  const int nv = start.back();
+  const int trees = static_cast<int>(start.size()) - 1;
   IcfModel m;
-  m.Reset(nv);
+  m.Reset(start.back());
   m.clique_start = start;
   for (int t = 0; t < trees; ++t)
     for (int i = start[t]; i < start[t + 1]; ++i) m.clique_of_dof[i] = t;
   for (int t = 0; t < trees; ++t) {
     const int s = start[t], w = start[t + 1] - s;
-    const Eigen::MatrixXd X = Eigen::MatrixXd::NullaryExpr(w, w, [&] { return n01(gen); });
+    const Eigen::MatrixXd X = Eigen::MatrixXd::NullaryExpr(w, w, [&] { return n01(*gen); });
     const Eigen::MatrixXd Mt = X * X.transpose() + 0.5 * Eigen::MatrixXd::Identity(w, w);
     for (int a = 0; a < w; ++a) {
       m.M_rowadr[s + a] = static_cast<int>(m.M.size());
@@ -63,10 +61,21 @@ IcfModel RandomProblem(unsigned seed, int trees, int wide, int narrow, int local
         m.M.push_back(Mt(a, b));
       }
       m.M_diag[s + a] = Mt(a, a);
-      m.D[s + a] = std::abs(n01(gen));
-      m.v0[s + a] = n01(gen);
+      m.D[s + a] = std::abs(n01(*gen));
+      m.v0[s + a] = n01(*gen);
     }
   }
+  return m;
+}
+
+IcfModel RandomProblem(unsigned seed, int trees, int wide, int narrow, int local) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> n01(0, 1);
+  std::uniform_int_distribution<int> size(1, 7);
+  std::vector<int> start = {0};
+  for (int t = 0; t < trees; ++t) start.push_back(start.back() + size(gen));
+  const int nv = start.back();
+  IcfModel m = RandomTrees(start, &gen);
   auto add_gain = [&](const std::vector<int>& dofs) {
     const int c = m.gains.Add(dofs, n01(gen), 0.0, 10.0 + 100.0 * std::abs(n01(gen)), -1e9, 1e9);
     for (size_t k = 0; k < dofs.size(); ++k) m.gains.rows.J(c)[k] = n01(gen);
@@ -242,34 +251,16 @@ TEST(LowRank, AutoPicksItOnlyForFewCouplingRows) {
 }
 
 // A crowd: `islands` islands of `per_island` trees of 27 dofs (a humanoid's
-// size; dense SPD mass blocks), consecutive trees of an island coupled by
+// size), consecutive trees of an island coupled by
 // `rows` gain rows each (contacts between neighbours).
 IcfModel Crowd(int islands, int per_island, int rows) {
   constexpr int kTreeDofs = 27;
   std::mt19937 gen(5);
   std::normal_distribution<double> n01(0, 1);
-  const int trees = islands * per_island, nv = trees * kTreeDofs;
-  IcfModel m;
-  m.Reset(nv);
-  m.clique_start.resize(trees + 1);
-  for (int t = 0; t <= trees; ++t) m.clique_start[t] = t * kTreeDofs;
-  for (int i = 0; i < nv; ++i) m.clique_of_dof[i] = i / kTreeDofs;
-  for (int t = 0; t < trees; ++t) {
-    const int s = t * kTreeDofs;
-    const Eigen::MatrixXd X =
-        Eigen::MatrixXd::NullaryExpr(kTreeDofs, kTreeDofs, [&] { return n01(gen); });
-    const Eigen::MatrixXd Mt = X * X.transpose() + Eigen::MatrixXd::Identity(kTreeDofs, kTreeDofs);
-    for (int a = 0; a < kTreeDofs; ++a) {
-      m.M_rowadr[s + a] = static_cast<int>(m.M.size());
-      m.M_rownnz[s + a] = a + 1;
-      for (int b = 0; b <= a; ++b) {
-        m.M_colind.push_back(s + b);
-        m.M.push_back(Mt(a, b));
-      }
-      m.M_diag[s + a] = Mt(a, a);
-      m.v0[s + a] = n01(gen);
-    }
-  }
+  const int trees = islands * per_island;
+  std::vector<int> start(trees + 1);
+  for (int t = 0; t <= trees; ++t) start[t] = t * kTreeDofs;
+  IcfModel m = RandomTrees(start, &gen);
   for (int k = 0; k < islands; ++k)
     for (int j = 0; j + 1 < per_island; ++j) {
       const int t = k * per_island + j;
