@@ -36,9 +36,6 @@ double RelDiff(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
   return (a - b).norm() / a.norm();
 }
 
-// A random problem on `trees` trees of 1..7 dofs: random SPD mass blocks,
-// damping, and gain rows (G = h κ > 0 when unclamped) that are wide (every
-// dof), narrow across two or three trees, or inside one tree.
 // Trees with dof ranges [start[t], start[t+1]): random dense SPD mass blocks,
 // damping and start velocities (no constraint yet).
 IcfModel RandomTrees(const std::vector<int>& start, std::mt19937* gen) {
@@ -68,6 +65,9 @@ IcfModel RandomTrees(const std::vector<int>& start, std::mt19937* gen) {
   return m;
 }
 
+// A random problem on `trees` trees of 1..7 dofs: random SPD mass blocks,
+// damping, and gain rows (G = h κ > 0 when unclamped) that are wide (every
+// dof), narrow across two or three trees, or inside one tree.
 IcfModel RandomProblem(unsigned seed, int trees, int wide, int narrow, int local) {
   std::mt19937 gen(seed);
   std::normal_distribution<double> n01(0, 1);
@@ -251,8 +251,8 @@ TEST(LowRank, AutoPicksItOnlyForFewCouplingRows) {
 }
 
 // A crowd: `islands` islands of `per_island` trees of 27 dofs (a humanoid's
-// size), consecutive trees of an island coupled by
-// `rows` gain rows each (contacts between neighbours).
+// size), consecutive trees of an island coupled by `rows` gain rows each
+// (contacts between neighbours).
 IcfModel Crowd(int islands, int per_island, int rows) {
   constexpr int kTreeDofs = 27;
   std::mt19937 gen(5);
