@@ -90,7 +90,11 @@ void TangentProjection::CollectRows(const double* v) {
   for (int c = 0; c < limits.size(); ++c) {
     double vc;
     limits.Multiply(c, v, &vc);
-    if (model_->limits.Active(c, vc)) rows_.push_back({limits.dofs(c), limits.J(c)});
+    if (!model_->limits.Active(c, vc)) continue;
+    if (spring_violation_ > 0 && model_->limits.g0[c] < -spring_violation_ &&
+        model_->limits.tau_r[c] > 0)
+      continue;  // §5.2's spring zone
+    rows_.push_back({limits.dofs(c), limits.J(c)});
   }
 }
 
@@ -153,15 +157,21 @@ void TangentProjection::SolveMassForRows() {
 }
 
 bool TangentProjection::FactorRowProduct() {
-  // S = J M⁻¹ Jᵀ (lower triangle) and its Cholesky factor; a row whose pivot
-  // is round-off of its diagonal depends on the rows before it (or is zero,
-  // as a connect's out-of-plane row on a planar chain) and is dropped.
+  // S = J M⁻¹ Jᵀ (lower triangle) and its Cholesky factor.
   const int nr = static_cast<int>(rows_.size());
   s_.assign(static_cast<size_t>(nr) * nr, 0.0);
+  for (int i = 0; i < nr; ++i)
+    for (int j = 0; j <= i; ++j) s_[i * nr + j] = RowDot(i, y_.data() + static_cast<size_t>(j) * n_);
+  return FactorDroppingDependentRows(nr);
+}
+
+bool TangentProjection::FactorDroppingDependentRows(int nr) {
+  // A row whose pivot is round-off of its diagonal depends on the rows
+  // before it (or is zero, as a connect's out-of-plane row on a planar
+  // chain) and is dropped.
   diag_.resize(nr);
   double largest = 0;
   for (int i = 0; i < nr; ++i) {
-    for (int j = 0; j <= i; ++j) s_[i * nr + j] = RowDot(i, y_.data() + static_cast<size_t>(j) * n_);
     diag_[i] = s_[i * nr + i];
     largest = std::max(largest, diag_[i]);
   }
@@ -186,15 +196,10 @@ bool TangentProjection::FactorRowProduct() {
   return true;
 }
 
-void TangentProjection::ProjectOut(double* dv) {
-  // z = S⁺ J δv (dropped rows: 0), δv ← δv − Y z.
-  const int nr = static_cast<int>(rows_.size());
-  z_.resize(nr);
+void TangentProjection::SolveRowProduct(int nr) {
   for (int i = 0; i < nr; ++i) {
     if (dropped_[i]) { z_[i] = 0; continue; }
-    const std::span<const int> dofs = rows_[i].dofs;
-    double x = 0;
-    for (size_t k = 0; k < dofs.size(); ++k) x += rows_[i].J[k] * dv[dofs[k]];
+    double x = z_[i];
     for (int j = 0; j < i; ++j) x -= s_[i * nr + j] * z_[j];
     z_[i] = x / s_[i * nr + i];
   }
@@ -204,6 +209,19 @@ void TangentProjection::ProjectOut(double* dv) {
     for (int j = i + 1; j < nr; ++j) x -= s_[j * nr + i] * z_[j];
     z_[i] = x / s_[i * nr + i];
   }
+}
+
+void TangentProjection::ProjectOut(double* dv) {
+  // z = S⁺ J δv (dropped rows: 0), δv ← δv − Y z.
+  const int nr = static_cast<int>(rows_.size());
+  z_.resize(nr);
+  for (int i = 0; i < nr; ++i) {
+    const std::span<const int> dofs = rows_[i].dofs;
+    double x = 0;
+    for (size_t k = 0; k < dofs.size(); ++k) x += rows_[i].J[k] * dv[dofs[k]];
+    z_[i] = x;
+  }
+  SolveRowProduct(nr);
   for (int t = 0, first = 0; t < static_cast<int>(trees_.size()); ++t) {
     const int t0 = TreeBegin(trees_[t]), b = TreeEnd(trees_[t]) - t0;
     for (int i = 0; i < b; ++i) {
@@ -212,6 +230,34 @@ void TangentProjection::ProjectOut(double* dv) {
       dv[t0 + i] -= x;
     }
     first += b;
+  }
+}
+
+void TangentProjection::ProjectOutEuclidean(double* dq) {
+  // The rows as dense columns over the touched trees' dofs (in y_, Apply's
+  // M⁻¹Jᵀ no longer needed), E = J Jᵀ in s_, z = E⁺ J dq, dq ← dq − Jᵀ z.
+  const int nr = static_cast<int>(rows_.size());
+  y_.assign(static_cast<size_t>(n_) * nr, 0.0);
+  for (int c = 0; c < nr; ++c) {
+    double* y = y_.data() + static_cast<size_t>(c) * n_;
+    const std::span<const int> dofs = rows_[c].dofs;
+    for (size_t k = 0; k < dofs.size(); ++k) y[local_[dofs[k]]] = rows_[c].J[k];
+  }
+  s_.assign(static_cast<size_t>(nr) * nr, 0.0);
+  for (int i = 0; i < nr; ++i)
+    for (int j = 0; j <= i; ++j) s_[i * nr + j] = RowDot(i, y_.data() + static_cast<size_t>(j) * n_);
+  if (!FactorDroppingDependentRows(nr)) return;
+  z_.resize(nr);
+  for (int i = 0; i < nr; ++i) {
+    const std::span<const int> dofs = rows_[i].dofs;
+    double x = 0;
+    for (size_t k = 0; k < dofs.size(); ++k) x += rows_[i].J[k] * dq[dofs[k]];
+    z_[i] = x;
+  }
+  SolveRowProduct(nr);
+  for (int c = 0; c < nr; ++c) {
+    const std::span<const int> dofs = rows_[c].dofs;
+    for (size_t k = 0; k < dofs.size(); ++k) dq[dofs[k]] -= rows_[c].J[k] * z_[c];
   }
 }
 

@@ -24,7 +24,8 @@ struct IcfModel;
 }
 
 // The M-orthogonal projection of a velocity onto the tangent space of the
-// rows that hold a problem's motion, cenic-math §11.3:
+// rows that hold a problem's motion, cenic-math §11.3 (and §11.1, where an
+// extrapolation's correction leaves those rows out):
 //   δv ← δv − M⁻¹Jᵀ (J M⁻¹ Jᵀ)⁺ J δv,
 // J the model's coupling (equality) rows and its limit rows active at the
 // solve's velocity v (none without v), M its mass matrix (dense factors of
@@ -36,6 +37,15 @@ class TangentProjection {
   // false (dv unchanged) if there is no such row or a mass block is not
   // positive definite.
   bool Apply(const icf::IcfModel& model, const double* v, double* dv);
+  // After an Apply that returned true: the Euclidean projection of a
+  // configuration difference (tangent space, nv) onto the same rows' null
+  // space, dq ← dq − Jᵀ (J Jᵀ)⁺ J dq (cenic-math §11.1: the position part of
+  // an extrapolation's correction). Reuses Apply's factor workspace.
+  void ProjectOutEuclidean(double* dq);
+  // δ > 0: the limit rows violated by more than δ at the problem's
+  // configuration (g0 < −δ with a time scale: cenic-math §5.2's critically
+  // damped spring, not a near-rigid row) are left out. 0 (default): none is.
+  void LeaveOutSpringsBeyond(double delta) { spring_violation_ = delta; }
 
  private:
   struct Row {
@@ -48,12 +58,18 @@ class TangentProjection {
   bool FactorMassBlocks();
   void SolveMassForRows();
   bool FactorRowProduct();
+  // The Cholesky factor of s_ (nr × nr, lower triangle) in place; a row that
+  // depends on earlier ones is dropped (dropped_). False if s_ is zero.
+  bool FactorDroppingDependentRows(int nr);
+  // z_ ← S⁺ z_ with that factor (dropped rows: 0).
+  void SolveRowProduct(int nr);
   void ProjectOut(double* dv);
   int TreeOf(int dof) const;
   int TreeBegin(int t) const;
   int TreeEnd(int t) const;
   double RowDot(int c, const double* x) const;
 
+  double spring_violation_ = 0;           // LeaveOutSpringsBeyond
   const icf::IcfModel* model_ = nullptr;  // the model of the current Apply
   int n_ = 0;                             // dofs of the touched trees
   std::vector<Row> rows_;

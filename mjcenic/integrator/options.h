@@ -90,8 +90,9 @@ struct StepperOptions {
   Mode mode = Mode::kCenic;          // default: error-controlled step doubling
   double accuracy = 1e-3;            // ε_acc (error-controlled modes), dimensionless
   ErrorEstimate error_estimate = ErrorEstimate::kDoubling;  // cenic: see ErrorEstimate
-  bool extrapolate = false;          // cenic: propagate 2·x_half − x_full (local
-                                     // Richardson extrapolation) instead of x_half
+  bool extrapolate = false;          // cenic: propagate x_half + P(x_half − x_full)
+                                     // (local Richardson extrapolation, cenic-math
+                                     // §11.1) instead of x_half
   bool global_accuracy = false;      // cenic: the end error should track the accuracy
                                      // (docs/how-it-works.md): sets error_norm = full_state,
                                      // extrapolate = true and, if 0, speculative_margin

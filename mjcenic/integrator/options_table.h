@@ -185,10 +185,11 @@ struct FrictionlossName {
   X(global_accuracy, global_accuracy, Flag, kPublic,                          \
     "cenic: make the end error track the accuracy (docs/how-it-works.md, \"Accuracy: local and global error\"); ≈50× the steps") \
   X(extrapolate, extrapolate, Flag, kExpert, \
-    "cenic: propagate 2·x_half − x_full (local Richardson extrapolation, beyond the paper) on "   \
-    "steps whose correction is under a quarter of their velocity change (not through impacts, "  \
-    "limits, saturations or unresolved stiff modes; cenic-math §11.1): exact in free fall, "      \
-    "global error ∝ accuracy in smooth phases; same estimate (refused in other modes)") \
+    "cenic: propagate x_half + (x_half − x_full) (local Richardson extrapolation, beyond the "    \
+    "paper) on steps whose correction is under a quarter of their velocity change (not through " \
+    "impacts, limits, saturations or unresolved stiff modes), outside the directions of the "     \
+    "equalities and limits that hold the motion (cenic-math §11.1): exact in free fall, global "  \
+    "error ∝ accuracy in smooth phases; same estimate (refused in other modes)") \
   X(dense_output, dense_output, Flag, kPublic,                                \
     "error control: a call may end inside an accepted step, its state interpolated, the next call continuing it (docs/python.md, \"Outputs inside a step\"); `false`: land on every target") \
   X(error_control, error_control, Flag, kPublic,                              \

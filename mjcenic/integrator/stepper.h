@@ -191,7 +191,9 @@ class Stepper {
   void EmbeddedError(double h, bool history, double* error, int* worst);
   bool EmbeddedHistory(const mjData* d) const;
   void RecordEmbeddedHistory(const mjData* d, double h);
-  void Extrapolate();  // options_.extrapolate: x ← 2x − x̂
+  // options_.extrapolate: x ← x + P (x − x̂), P leaving out the directions of
+  // the near-rigid rows acting at the step's end (cenic-math §11.1).
+  void Extrapolate();
   // Whether ‖v − v̂‖_M ≤ kRichardsonRatio ‖v − v_t‖_M (cenic-math §11.1):
   // extrapolate only then.
   bool CorrectionIsSmall() const;
@@ -253,6 +255,7 @@ class Stepper {
   std::uint64_t StartTicks();
   std::unique_ptr<Mujoco> mujoco_;
   ErrorNorm norm_;
+  TangentProjection held_rows_;  // Extrapolate's P (cenic-math §11.1)
   StepSizeController step_size_;
   WarmStart warm_;
   // The ICF solver and its options, kept out of this header (stepper_internal.h):

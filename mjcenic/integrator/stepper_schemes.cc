@@ -49,13 +49,21 @@ void Stepper::PropagateDrift(const double* va, const double* vb) {
 }
 
 void Stepper::Extrapolate() {
-  // Local Richardson extrapolation of step doubling: the two-half-step
-  // result x and the full step x̂ differ by ≈ C h²/2, so 2x − x̂ cancels the
-  // leading local error term; the estimate ‖x̂ − x‖ still sizes the step.
+  // Local Richardson extrapolation of step doubling (cenic-math §11.1): x
+  // and x̂ differ by ≈ C h²/2, so x + (x − x̂) cancels the leading local error
+  // term; the estimate ‖x̂ − x‖ still sizes the step. Along a near-rigid row
+  // that holds the motion at the step's end (an equality, a limit acting at
+  // v, not one in §5.2's spring zone) they differ by the row's violation
+  // instead, which the correction leaves alone: velocities projected
+  // M-orthogonally, positions Euclidean.
   Scratch& s = scratch_;
   mj_differentiatePos(m_, s.dq.data(), 1.0, s.q_full.data(), s.q_end.data());
+  for (int i = 0; i < n_.nv; ++i) s.dv[i] = s.v_end[i] - s.v_full[i];
+  held_rows_.LeaveOutSpringsBeyond(options_.icf.violation_tolerance);
+  if (held_rows_.Apply(model_mid_, s.v_end.data(), s.dv.data()))
+    held_rows_.ProjectOutEuclidean(s.dq.data());
   mj_integratePos(m_, s.q_end.data(), s.dq.data(), 1.0);
-  for (int i = 0; i < n_.nv; ++i) s.v_end[i] = 2 * s.v_end[i] - s.v_full[i];
+  for (int i = 0; i < n_.nv; ++i) s.v_end[i] += s.dv[i];
   adapter::ExtrapolateActivations(m_, s.act_full.data(), s.act_end.data());
 }
 

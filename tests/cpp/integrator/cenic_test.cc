@@ -356,6 +356,65 @@ TEST(CenicExtrapolation, ImpactStepKeepsTheHalfStepResultFreeFallIsExtrapolated)
   EXPECT_LT(hit_e.vz, 2.0);  // no faster rebound than the fall
 }
 
+// cenic-math §11.1: the correction leaves out the directions of the
+// near-rigid rows acting at the step's end. An arm resting on its upper limit
+// under gravity keeps the half steps' angle and velocity (the limit's
+// violation is not doubled), an arm that starts 0.2 rad beyond its limit (the
+// critically damped spring of §5.2, smooth motion) and a ball in free fall are
+// extrapolated as before (the ball exactly).
+TEST(CenicExtrapolation, HeldLimitKeepsTheHalfStepResultSpringAndFreeFallAreExtrapolated) {
+  ModelPtr m = LoadModelFromString("limit_spring_fall", R"(
+<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="held" pos="0 0 1">
+      <joint name="held" type="hinge" axis="0 1 0" range="-0.5 0.5" limited="true"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1"/>
+    </body>
+    <body name="sprung" pos="0 1 1">
+      <joint name="sprung" type="hinge" axis="0 1 0" range="-0.5 0.5" limited="true"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1"/>
+    </body>
+    <body name="ball" pos="1 0 1">
+      <joint name="drop" type="slide" axis="0 0 1"/>
+      <geom type="sphere" size="0.05" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  const double h = 0.02, g = -m->opt.gravity[2];
+  auto one_step = [&](bool extrapolate) {
+    StepperOptions o = Cenic(1e-3);
+    o.error_control = false;  // one step of max_step, doubling still runs
+    o.max_step = h;
+    o.extrapolate = extrapolate;
+    std::unique_ptr<Stepper> s = MakeStepper(m.get(), o);
+    DataPtr d = MakeData(m.get());
+    d->qpos[0] = 0.5;  // on the upper limit; gravity turns the arm into it
+    d->qpos[1] = 0.7;  // 0.2 rad beyond it: the spring pulls it back
+    EXPECT_TRUE(s->StepOnce(d.get()).ok());
+    return std::vector<double>{d->qpos[0], d->qvel[0], d->qpos[1], d->qvel[1], d->qpos[2],
+                               d->qvel[2]};
+  };
+  const std::vector<double> plain = one_step(false), ext = one_step(true);
+  std::printf("  held: angle plain %.15f extrapolated %.15f, omega %.3e / %.3e\n", plain[0],
+              ext[0], plain[1], ext[1]);
+  std::printf("  sprung: angle plain %.9f extrapolated %.9f, omega %.6f / %.6f\n", plain[2],
+              ext[2], plain[3], ext[3]);
+  std::printf("  ball: z plain %.12f extrapolated %.12f exact %.12f\n", plain[4], ext[4],
+              -0.5 * g * h * h);
+  EXPECT_NEAR(plain[0], 0.5, 1e-3);  // held by the limit
+  EXPECT_NEAR(ext[0], plain[0], 1e-15);
+  EXPECT_NEAR(ext[1], plain[1], 1e-12 * (1 + std::abs(plain[1])));
+  EXPECT_LT(plain[2], 0.7);  // the spring pulls the violated arm back, smoothly:
+  EXPECT_GT(std::abs(ext[3] - plain[3]), 1e-3 * std::abs(plain[3]));  // extrapolated
+  EXPECT_NEAR(ext[4], -0.5 * g * h * h, 1e-12);
+  EXPECT_NEAR(ext[5], -g * h, 1e-12);
+  EXPECT_GT(std::abs(plain[4] - ext[4]), 0.1 * g * h * h);
+}
+
 TEST(CenicExtrapolation, SphereDropWithinTheAccuracyAndHardClutterStable) {
   // Through the impact and the settling (T = 0.8 s), against the plain
   // scheme's tight reference: the error stays within 10× the accuracy.
