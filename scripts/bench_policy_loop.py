@@ -16,6 +16,7 @@ loaded machine can still compare):
             dense output);
   embedded  error_estimate=embedded;
   fixed     mode=fixed (one convex solve per call at the model's timestep);
+  extrapolate  extrapolate=true (not in the default --configs; cenic-math §11.1);
 * each in two loops: ``every`` writes ctrl = ctrl0 + 0.01 * width * sin(2 pi t)
   before every call (width: the actuator's ctrlrange, 1 where unlimited), the
   loop policies, MPC and RL run; ``held`` leaves ctrl at ctrl0 (the best case
@@ -78,7 +79,8 @@ PILE = ROOT / "models" / "mesh_pile_125.xml"
 PILE_DURATION = 2.0  # [s] the pile's drop, impacts and rest (it settles after about 1.4 s)
 ROLLOUT_MODEL = "menagerie/shadow_hand/scene_right.xml"
 PARTS = ("loop", "rollout")
-CONFIGS = {"default": {}, "embedded": {"error_estimate": "embedded"}, "fixed": {"mode": "fixed"}}
+CONFIGS = {"default": {}, "embedded": {"error_estimate": "embedded"}, "fixed": {"mode": "fixed"},
+           "extrapolate": {"extrapolate": True}}
 
 
 def initial_state(m):
