@@ -137,14 +137,23 @@ bool TangentProjection::FactorMassBlocks() {
   return true;
 }
 
-void TangentProjection::SolveMassForRows() {
-  // Y = M⁻¹Jᵀ, one column of n per row.
+void TangentProjection::ScatterRows() {
+  // y_ = Jᵀ, one dense column of n per row over the touched trees' dofs.
   const int nr = static_cast<int>(rows_.size());
   y_.assign(static_cast<size_t>(n_) * nr, 0.0);
   for (int c = 0; c < nr; ++c) {
     double* y = y_.data() + static_cast<size_t>(c) * n_;
     const std::span<const int> dofs = rows_[c].dofs;
     for (size_t k = 0; k < dofs.size(); ++k) y[local_[dofs[k]]] = rows_[c].J[k];
+  }
+}
+
+void TangentProjection::SolveMassForRows() {
+  // Y = M⁻¹Jᵀ, one column of n per row.
+  const int nr = static_cast<int>(rows_.size());
+  ScatterRows();
+  for (int c = 0; c < nr; ++c) {
+    double* y = y_.data() + static_cast<size_t>(c) * n_;
     for (int t = 0, off = 0, first = 0; t < static_cast<int>(trees_.size()); ++t) {
       const int b = TreeEnd(trees_[t]) - TreeBegin(trees_[t]);
       bool touched = false;
@@ -196,6 +205,18 @@ bool TangentProjection::FactorDroppingDependentRows(int nr) {
   return true;
 }
 
+void TangentProjection::RowProducts(const double* x) {
+  // z_i = J_i x over the model's dofs.
+  const int nr = static_cast<int>(rows_.size());
+  z_.resize(nr);
+  for (int i = 0; i < nr; ++i) {
+    const std::span<const int> dofs = rows_[i].dofs;
+    double sum = 0;
+    for (size_t k = 0; k < dofs.size(); ++k) sum += rows_[i].J[k] * x[dofs[k]];
+    z_[i] = sum;
+  }
+}
+
 void TangentProjection::SolveRowProduct(int nr) {
   for (int i = 0; i < nr; ++i) {
     if (dropped_[i]) { z_[i] = 0; continue; }
@@ -214,13 +235,7 @@ void TangentProjection::SolveRowProduct(int nr) {
 void TangentProjection::ProjectOut(double* dv) {
   // z = S⁺ J δv (dropped rows: 0), δv ← δv − Y z.
   const int nr = static_cast<int>(rows_.size());
-  z_.resize(nr);
-  for (int i = 0; i < nr; ++i) {
-    const std::span<const int> dofs = rows_[i].dofs;
-    double x = 0;
-    for (size_t k = 0; k < dofs.size(); ++k) x += rows_[i].J[k] * dv[dofs[k]];
-    z_[i] = x;
-  }
+  RowProducts(dv);
   SolveRowProduct(nr);
   for (int t = 0, first = 0; t < static_cast<int>(trees_.size()); ++t) {
     const int t0 = TreeBegin(trees_[t]), b = TreeEnd(trees_[t]) - t0;
@@ -237,23 +252,12 @@ void TangentProjection::ProjectOutEuclidean(double* dq) {
   // The rows as dense columns over the touched trees' dofs (in y_, Apply's
   // M⁻¹Jᵀ no longer needed), E = J Jᵀ in s_, z = E⁺ J dq, dq ← dq − Jᵀ z.
   const int nr = static_cast<int>(rows_.size());
-  y_.assign(static_cast<size_t>(n_) * nr, 0.0);
-  for (int c = 0; c < nr; ++c) {
-    double* y = y_.data() + static_cast<size_t>(c) * n_;
-    const std::span<const int> dofs = rows_[c].dofs;
-    for (size_t k = 0; k < dofs.size(); ++k) y[local_[dofs[k]]] = rows_[c].J[k];
-  }
+  ScatterRows();
   s_.assign(static_cast<size_t>(nr) * nr, 0.0);
   for (int i = 0; i < nr; ++i)
     for (int j = 0; j <= i; ++j) s_[i * nr + j] = RowDot(i, y_.data() + static_cast<size_t>(j) * n_);
   if (!FactorDroppingDependentRows(nr)) return;
-  z_.resize(nr);
-  for (int i = 0; i < nr; ++i) {
-    const std::span<const int> dofs = rows_[i].dofs;
-    double x = 0;
-    for (size_t k = 0; k < dofs.size(); ++k) x += rows_[i].J[k] * dq[dofs[k]];
-    z_[i] = x;
-  }
+  RowProducts(dq);
   SolveRowProduct(nr);
   for (int c = 0; c < nr; ++c) {
     const std::span<const int> dofs = rows_[c].dofs;

@@ -56,11 +56,15 @@ class TangentProjection {
   void CollectRows(const double* v);
   void NumberTreeDofs();
   bool FactorMassBlocks();
+  // y_ = Jᵀ as dense columns over the touched trees' dofs.
+  void ScatterRows();
   void SolveMassForRows();
   bool FactorRowProduct();
   // The Cholesky factor of s_ (nr × nr, lower triangle) in place; a row that
   // depends on earlier ones is dropped (dropped_). False if s_ is zero.
   bool FactorDroppingDependentRows(int nr);
+  // z_ = J x, one entry per row.
+  void RowProducts(const double* x);
   // z_ ← S⁺ z_ with that factor (dropped rows: 0).
   void SolveRowProduct(int nr);
   void ProjectOut(double* dv);

@@ -73,6 +73,15 @@ StepperOptions Cenic(double accuracy) {
   return o;
 }
 
+// One step of max_step h without error control (step doubling still runs).
+StepperOptions OneDoubledStep(double h, bool extrapolate) {
+  StepperOptions o = Cenic(1e-3);
+  o.error_control = false;
+  o.max_step = h;
+  o.extrapolate = extrapolate;
+  return o;
+}
+
 struct RunResult {
   std::vector<double> qpos, qvel;
   StepperStats stats;
@@ -330,11 +339,7 @@ TEST(CenicExtrapolation, ImpactStepKeepsTheHalfStepResultFreeFallIsExtrapolated)
   const double h = 0.02, g = -m->opt.gravity[2];
   struct End { double z, vz; };
   auto one_step = [&](bool extrapolate, double z, double vz) {
-    StepperOptions o = Cenic(1e-3);
-    o.error_control = false;  // one step of max_step, doubling still runs
-    o.max_step = h;
-    o.extrapolate = extrapolate;
-    std::unique_ptr<Stepper> s = MakeStepper(m.get(), o);
+    std::unique_ptr<Stepper> s = MakeStepper(m.get(), OneDoubledStep(h, extrapolate));
     DataPtr d = MakeData(m.get());
     d->qpos[2] = z;
     d->qvel[2] = vz;
@@ -386,11 +391,7 @@ TEST(CenicExtrapolation, HeldLimitKeepsTheHalfStepResultSpringAndFreeFallAreExtr
   ASSERT_TRUE(m);
   const double h = 0.02, g = -m->opt.gravity[2];
   auto one_step = [&](bool extrapolate) {
-    StepperOptions o = Cenic(1e-3);
-    o.error_control = false;  // one step of max_step, doubling still runs
-    o.max_step = h;
-    o.extrapolate = extrapolate;
-    std::unique_ptr<Stepper> s = MakeStepper(m.get(), o);
+    std::unique_ptr<Stepper> s = MakeStepper(m.get(), OneDoubledStep(h, extrapolate));
     DataPtr d = MakeData(m.get());
     d->qpos[0] = 0.5;  // on the upper limit; gravity turns the arm into it
     d->qpos[1] = 0.7;  // 0.2 rad beyond it: the spring pulls it back
