@@ -110,7 +110,11 @@ SCENES = {
     "shadow_hand": (SHARED / "menagerie/shadow_hand/scene_right.xml", None, 1.0, "sine"),
     "humanoid": (SHARED / "mujoco/humanoid/humanoid.xml", None, 1.0, "hold"),
     "barkour": (SHARED / "mujoco/barkour_v0/assets/barkour_v0_mjx.xml", None, 1.0, "hold"),
-    # unitree_g1_flat: standing at its "home" keyframe on flat ground under its position servos.
+    # unitree_g1_flat: from its "home" keyframe on flat ground under its position servos; the
+    # keyframe's ctrl lists the joints in another order than the actuators, so the servos pull the
+    # joints away and the robot falls (under mj_step too). Its feet leave the floor in the first
+    # milliseconds, where the lagged friction bound (cenic-math §4.5) gives mjcenic's fixed steps
+    # a large first-order constant.
     "unitree_g1_flat": (SHARED / "mujoco_warp/unitree_g1/scene_flat.xml", "home", 1.0, "hold"),
     # aloha: both arms at the first keyframe, a pot on the table, fingers tied by joint equalities.
     "aloha": (SHARED / "mujoco_warp/aloha_pot/scene.xml", None, 1.0, "hold"),
