@@ -193,6 +193,11 @@ bool StepSizeController::LimitDepth(double ratio, double h, double* h_retry) {
   return true;
 }
 
+void StepSizeController::DropStep(double ratio, double span) {
+  ForgetEstimate();
+  h_ideal_ = std::max({kDepthSafety * span / ratio, 0.1 * span, h_min_});
+}
+
 bool StepSizeController::Accept(double h_next) {
   // Progress guarantee: steps sized by solver failures, not by the accuracy,
   // for kMaxSolverLimitedSteps accepted steps in a row (e.g. max_iterations =

@@ -90,6 +90,11 @@ class StepSizeController {
   // unless h is already the minimum step; > 0 caps the next proposal at
   // ρ_depth h / ratio.
   bool LimitDepth(double ratio, double h, double* h_retry);
+  // An accepted step is dropped after the fact (dense output, cenic-math
+  // §11.5): the state it gave a call's target `span` after its start grew a
+  // depth by `ratio` > 1 of the tolerance. The steps from its start to the
+  // target begin at LimitDepth's retry for a step of that span.
+  void DropStep(double ratio, double span);
   // An accepted step of size h: records the next proposal (unless the step
   // was shortened to land on the target) and checks the progress guarantee
   // (a run of kMaxSolverLimitedSteps accepted steps each after a failed

@@ -517,7 +517,7 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step, bool check_
   if (!overshoot) dense_pending_ = false;
   absl::Status status;
   if (dense_pending_ && t <= dense_t_b_)
-    WriteInterpolated(d, t);
+    status = OutputInsideStep(d, t);
   else
     status = AdvanceSteps(d, t, single_step, overshoot);
   PostStep(d, adapter::Time(d) - t_start, scratch_.v_call_start.data());
@@ -539,7 +539,8 @@ absl::Status Stepper::Advance(mjData* d, double t, bool single_step, bool check_
   return absl::OkStatus();
 }
 
-absl::Status Stepper::AdvanceSteps(mjData* d, double t, bool single_step, bool overshoot) {
+absl::Status Stepper::AdvanceSteps(mjData* d, double t, bool single_step, bool overshoot,
+                                   bool as_compared) {
   const double t_start = adapter::Time(d);
   const bool loaded_dense = dense_pending_;
   if (dense_pending_) LoadDenseEnd(d);
@@ -547,8 +548,8 @@ absl::Status Stepper::AdvanceSteps(mjData* d, double t, bool single_step, bool o
   // since that may change it (a control callback, a zero-order-hold
   // controller, the dense-output end just loaded): the first build may skip
   // comparing it again (ProblemAtStart).
-  bool checked = !mujoco_->stages.HasControlCallback() && !mujoco_->controller.installed() &&
-                 !loaded_dense;
+  bool checked = as_compared && !mujoco_->stages.HasControlCallback() &&
+                 !mujoco_->controller.installed() && !loaded_dense;
   absl::Status status;
   long steps = 0;
   step_size_.BeginCall();
@@ -562,7 +563,7 @@ absl::Status Stepper::AdvanceSteps(mjData* d, double t, bool single_step, bool o
   } while (status.ok() && !single_step && adapter::Time(d) < t);
   if (status.ok() && overshoot && adapter::Time(d) > t) {
     KeepDenseStep(d);
-    WriteInterpolated(d, t);
+    status = OutputInsideStep(d, t);
   }
   return status;
 }

@@ -138,8 +138,10 @@ class Stepper {
   // The outer loop behind AdvanceTo (to t) and StepOnce (single_step); the
   // model's arrays are compared for edits first unless check_model is false.
   absl::Status Advance(mjData* d, double t, bool single_step, bool check_model = true);
-  // The accepted steps of one call (after its checks and inputs).
-  absl::Status AdvanceSteps(mjData* d, double t, bool single_step, bool overshoot);
+  // The accepted steps of one call (after its checks and inputs). as_compared:
+  // d is still the state Advance compared with the stages.
+  absl::Status AdvanceSteps(mjData* d, double t, bool single_step, bool overshoot,
+                            bool as_compared = true);
   // One internal step from the state in d, limited to end at t_limit:
   // propose → attempt → decide (step_size_). overshoot: the step may end past
   // t_limit (dense output) instead of being shortened to land on it.
@@ -160,6 +162,10 @@ class Stepper {
   void KeepDenseStep(const mjData* d);
   void WriteInterpolated(mjData* d, double t);
   void LoadDenseEnd(mjData* d);
+  // The call's output at t inside the kept step: its continuous extension,
+  // unless that state fails the penetration check against the step's start
+  // (§11.10), which drops the step and steps from its start to t instead.
+  absl::Status OutputInsideStep(mjData* d, double t);
   // The model's arrays changed since the last call (model_arrays_): the
   // model-derived state is rebuilt.
   void ModelEdited();

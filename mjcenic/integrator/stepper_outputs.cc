@@ -120,6 +120,35 @@ void Stepper::WriteInterpolated(mjData* d, double t) {
   adapter::SetTime(d, t);
 }
 
+absl::Status Stepper::OutputInsideStep(mjData* d, double t) {
+  // cenic-math §11.5: the geometry queries of the step [t_a, t_b] were at
+  // t_a, its midpoint and t_b; the state written at t is a chord between
+  // them, and a body may cross another there (a finger brushing a
+  // neighbour, a ball passing a thin wall). Its stages are the post-step
+  // contract's (PostStep then finds them current), so the check costs only
+  // the depth comparison against x_a (§11.10).
+  WriteInterpolated(d, t);
+  if (!PenetrationCheck()) return absl::OkStatus();
+  double penetration = 0;
+  EnsureStages(d, &penetration);
+  const double ratio = DepthGrowthRatio(d);
+  const double span = t - dense_t_a_;
+  if (!(ratio > 1 && span > step_size_.min_step())) {
+    stats_.max_penetration = std::max(stats_.max_penetration, penetration);
+    return absl::OkStatus();
+  }
+  // Rejected after the fact: x_a is loaded back (its problem is reused) and
+  // the call steps from there to t, landing on it.
+  const Scratch& s = scratch_;
+  dense_pending_ = false;
+  adapter::LoadState(m_, d, s.q_a.data(), s.v_a.data(), s.act_a.data());
+  adapter::SetTime(d, dense_t_a_);
+  --stats_.steps;
+  ++stats_.rejected_steps;
+  step_size_.DropStep(ratio, span);
+  return AdvanceSteps(d, t, /*single_step=*/false, /*overshoot=*/false, /*as_compared=*/false);
+}
+
 void Stepper::LoadDenseEnd(mjData* d) {
   const Scratch& s = scratch_;
   adapter::LoadState(m_, d, s.q_b.data(), s.v_b.data(), s.act_b.data());

@@ -19,6 +19,7 @@
 #include <memory>
 #include <numbers>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mujoco/mujoco.h>
@@ -663,6 +664,56 @@ TEST(Promises, LimitMetInsideALongStepIsCheckedLikeAContact) {
     EXPECT_LT(with, 2 * tol) << accuracy;
     EXPECT_GT(with, -0.01) << accuracy;  // it did reach the limit
     EXPECT_GT(without, 10 * tol) << accuracy;  // the scene does meet the limit inside a step
+  }
+}
+
+// A 1 cm ball shot at 1 m/s, without gravity, at a 2 mm wall 4 cm ahead.
+constexpr char kThinWall[] = R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <geom type="box" size="0.001 0.2 0.2"/>
+    <body pos="-0.05 0 0">
+      <freejoint/>
+      <geom type="sphere" size="0.01" mass="0.1"/>
+    </body>
+  </worldbody>
+  <keyframe><key name="shot" qpos="-0.05 0 0 1 0 0 0" qvel="1 0 0 0 0 0"/></keyframe>
+</mujoco>)";
+
+TEST(Promises, AStepLoopDoesNotPassABallThroughAThinWall) {
+  // cenic-math §11.5 and §11.10: in free flight the error is 0 and the steps
+  // grow to max_step (0.1 s, 10 cm of flight), so the ball crosses the wall
+  // (2.2 cm of overlap along its path) between two geometry queries of one
+  // step. A Step() loop receives the states inside that step (dense output),
+  // and each is checked like a step's end: the first that overlaps the wall
+  // drops the step, and the loop steps up to it instead, where the contact
+  // is seen. The ball comes back off the wall at every accuracy; without the
+  // check (penetration_tolerance = 0) it flies through.
+  ModelPtr m = Xml(kThinWall);
+  ASSERT_TRUE(m);
+  auto run = [&](double accuracy, double c_pen, long* rejected) {
+    DataPtr d = test_util::MakeData(m.get(), "shot");
+    StepperOptions o;
+    o.accuracy = accuracy;
+    o.penetration_tolerance = c_pen;
+    auto s = Make(m.get(), o);
+    EXPECT_TRUE(s);
+    if (!s) return std::pair{0.0, 0.0};
+    while (d->time < 0.2) EXPECT_TRUE(s->Step(d.get()).ok());
+    *rejected = s->stats().rejected_steps;
+    return std::pair{d->qpos[0], d->qvel[0]};
+  };
+  for (double accuracy : {1e-1, 1e-2, 1e-3}) {
+    long rejected = 0, rejected_without = 0;
+    const auto [x, vx] = run(accuracy, 1.0, &rejected);
+    const auto [x_without, vx_without] = run(accuracy, 0.0, &rejected_without);
+    std::printf("  accuracy %g: x %.4f m, vx %.3f m/s (%ld rejected); without the check x %.4f m, "
+                "vx %.3f m/s\n", accuracy, x, vx, rejected, x_without, vx_without);
+    EXPECT_LT(x, -0.011 + 0.002) << accuracy;  // in front of the wall (centre −r − half width)
+    EXPECT_LT(vx, 0) << accuracy;               // moving back
+    EXPECT_GT(rejected, 0) << accuracy;
+    EXPECT_GT(x_without, 0.1) << accuracy;  // the scene does cross the wall inside a step
   }
 }
 
