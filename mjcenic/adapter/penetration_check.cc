@@ -1,6 +1,8 @@
 #include "mjcenic/adapter/penetration_check.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace mjcenic::adapter {
 
@@ -29,8 +31,87 @@ PenetrationCheck::PenetrationCheck(const mjModel* m)
   for (int j = 0; j < m->njnt; ++j) limit_rows += m->jnt_limited[j] ? 2 : 0;
   for (int t = 0; t < m->ntendon; ++t) limit_rows += m->tendon_limited[t] ? 2 : 0;
   has_limits_ = limit_rows > 0;
+  thickness_.assign(m->ngeom, 0.0);
+  geom_vel_.assign(6 * static_cast<size_t>(m->ngeom), 0.0);
+  geom_speed_.assign(m->ngeom, 0.0);
+  for (int g = 0; g < m->ngeom; ++g) {
+    if ((m->geom_contype[g] | m->geom_conaffinity[g]) == 0) continue;
+    const double* size = m->geom_size + 3 * g;
+    const double* half = m->geom_aabb + 6 * g + 3;  // local bounding box
+    double w = std::numeric_limits<double>::infinity();  // planes, height fields
+    switch (m->geom_type[g]) {
+      case mjGEOM_SPHERE:
+      case mjGEOM_CAPSULE: w = 2 * size[0]; break;
+      case mjGEOM_CYLINDER: w = 2 * std::min(size[0], size[1]); break;
+      case mjGEOM_ELLIPSOID:
+      case mjGEOM_BOX: w = 2 * std::min({size[0], size[1], size[2]}); break;
+      case mjGEOM_MESH:
+      case mjGEOM_SDF: w = 2 * std::min({half[0], half[1], half[2]}); break;
+      default: break;
+    }
+    thickness_[g] = w;
+  }
   start_limits_.reserve(limit_rows);
   check_limits_.reserve(limit_rows);
+}
+
+double PenetrationCheck::SweepLimit(const mjModel* m, const mjData* d, double h) {
+  // Speeds: a geom's points move at most |v| + |ω| r_bound.
+  const int ng = m->ngeom;
+  for (int g = 0; g < ng; ++g) {
+    geom_speed_[g] = 0;
+    if (!(thickness_[g] > 0) || m->body_weldid[m->geom_bodyid[g]] == 0) continue;  // static
+    // cvel: [ω, v] of the body, world frame, v at its tree's centre of mass c;
+    // at the geom's centre p: v + ω × (p − c).
+    const int b = m->geom_bodyid[g];
+    const double* cvel = d->cvel + 6 * b;
+    const double* c = d->subtree_com + 3 * m->body_rootid[b];
+    const double* p = d->geom_xpos + 3 * g;
+    const double r[3] = {p[0] - c[0], p[1] - c[1], p[2] - c[2]};
+    double* vel = geom_vel_.data() + 6 * g;
+    vel[0] = cvel[0], vel[1] = cvel[1], vel[2] = cvel[2];
+    vel[3] = cvel[3] + cvel[1] * r[2] - cvel[2] * r[1];
+    vel[4] = cvel[4] + cvel[2] * r[0] - cvel[0] * r[2];
+    vel[5] = cvel[5] + cvel[0] * r[1] - cvel[1] * r[0];
+    geom_speed_[g] = std::sqrt(vel[3] * vel[3] + vel[4] * vel[4] + vel[5] * vel[5]) +
+                     std::sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]) *
+                         m->geom_rbound[g];
+  }
+  // A pair can pass through each other unseen only if one of them travels
+  // farther than its own thickness (w_a + w_b ≥ (s_a + s_b) h otherwise).
+  const bool filter_parent = !(m->opt.disableflags & mjDSBL_FILTERPARENT);
+  for (int a = 0; a < ng; ++a) {
+    const double sa = geom_speed_[a], wa = thickness_[a];
+    if (!(wa < sa * h)) continue;
+    const int ba = m->body_weldid[m->geom_bodyid[a]];
+    const double* va = geom_vel_.data() + 6 * a;
+    for (int b = 0; b < ng; ++b) {
+      const double wb = thickness_[b];
+      if (b == a || !(wb > 0)) continue;
+      const double sb = geom_speed_[b];
+      if (b < a && thickness_[b] < sb * h) continue;  // the pair was seen from b
+      const int bb = m->body_weldid[m->geom_bodyid[b]];
+      if (ba == bb) continue;  // rigidly attached
+      if (!((m->geom_contype[a] & m->geom_conaffinity[b]) ||
+            (m->geom_contype[b] & m->geom_conaffinity[a])))
+        continue;
+      if (filter_parent && ((ba && m->body_weldid[m->body_parentid[ba]] == bb && bb) ||
+                            (bb && m->body_weldid[m->body_parentid[bb]] == ba && ba)))
+        continue;  // parent and child (not the world) do not collide
+      const double* vb = geom_vel_.data() + 6 * b;
+      const double s = std::hypot(va[3] - vb[3], va[4] - vb[4], va[5] - vb[5]) +
+                       std::hypot(va[0], va[1], va[2]) * m->geom_rbound[a] +
+                       std::hypot(vb[0], vb[1], vb[2]) * m->geom_rbound[b];
+      if (!(s * h > wa + wb)) continue;
+      const double* xa = d->geom_xpos + 3 * a;
+      const double* xb = d->geom_xpos + 3 * b;
+      const double gap = std::hypot(xa[0] - xb[0], xa[1] - xb[1], xa[2] - xb[2]) -
+                         m->geom_rbound[a] - m->geom_rbound[b];
+      if (gap > s * h) continue;  // they cannot meet within h
+      h = (wa + wb) / s;
+    }
+  }
+  return h;
 }
 
 void PenetrationCheck::CaptureStart(const mjModel* m, const mjData* d) {

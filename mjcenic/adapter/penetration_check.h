@@ -9,6 +9,8 @@
 // tolerance (on its spring, §5.2), of c·max(g_ref τ_r² U/L, 10⁻³ U). A limit
 // first met inside a step (a ball joint's row, present only once violated, or
 // a nonlinear tendon's) is reached too late exactly like a contact.
+// Before a step, its sweep limit keeps geoms from passing through each other
+// between two queries (SweepLimit).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,12 @@ class PenetrationCheck {
   // tendon over a slide joint), 1 for an angle (hinge, ball, fixed tendon
   // over hinges).
   static double LimitUnit(const mjModel* m, int type, int id, double length_scale);
+  // The step h, or less so that no two geoms that may collide and may meet
+  // within it pass through each other between a step's two end queries at
+  // the speeds of d's state (stages current): a pair whose bounding spheres
+  // are closer than their relative travel h·s_ab caps h at the sum of their
+  // thicknesses over s_ab (cenic-math §11.10, "Between the queries").
+  double SweepLimit(const mjModel* m, const mjData* d, double h);
 
  private:
   using Keyed = std::vector<std::pair<std::uint64_t, double>>;
@@ -54,6 +62,10 @@ class PenetrationCheck {
   // The start poses (xpos, xmat) of the geoms in contact at x_t, valid where
   // pose_stamp_ equals stamp_.
   std::vector<double> start_pose_;
+  // Sweep limit: each geom's thickness (smallest extent; +∞ for planes and
+  // height fields, 0 if it never collides), and per step its velocity at its
+  // centre (ω, v) and the speed bound |v| + |ω| r_bound of its points.
+  std::vector<double> thickness_, geom_vel_, geom_speed_;
   std::vector<unsigned> pose_stamp_;
   unsigned stamp_ = 0;
   bool start_depths_valid_ = false;

@@ -337,6 +337,12 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
                          ? options_.kappa * options_.accuracy
                          : options_.solver.tolerance;
   double h = step_size_.Propose(t0, adapter::Timestep(m_));
+  // §11.10, between the queries: no two geoms may pass through each other
+  // inside the step (x_t's stages are its first build's anyway).
+  if (PenetrationCheck()) {
+    EnsureStages(d);
+    h = std::max(mujoco_->depth_check.SweepLimit(m_, d, h), step_size_.min_step());
+  }
   for (;;) {
     h = step_size_.LandOn(h, t_limit - t0, overshoot);
     double error;

@@ -161,3 +161,29 @@ def test_shadow_hand_friction_holds_where_mjstep_creeps():
     assert ratios and max(ratios) < 0.8
     assert travel["mj_step"] > 0.1
     assert 0 <= travel["mjcenic"] < 0.5 * travel["mj_step"]
+
+
+def test_shadow_hand_step_loop_at_loose_accuracy_returns_no_finger_inside_another():
+    """cenic-math §11.5: with ctrl held for 20 ms, a Step() loop at accuracy 0.1
+    lets the integrator take 0.1 s steps and returns the states inside them.
+    Near 0.63 s such a step's chord passes the ring fingertip into the little
+    fingertip (neither of its queries saw it; 2.97 mm deep when returned
+    unchecked); every returned state is checked like a step's end, so the
+    loop's deepest contact stays as shallow as at accuracy 1e-3 (0.13 mm;
+    mj_step at its timestep 7.6 mm). The ctrl wave of scripts/sinking.py."""
+    m = mujoco.MjModel.from_xml_path(str(SHADOW / "scene_right.xml"))
+    lo, hi = m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1]
+    deepest = {}
+    for accuracy in (1e-1, 1e-3):
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        ctrl0 = d.ctrl.copy()
+        s = mjcenic.Stepper(m, accuracy=accuracy)
+        for k in range(50):  # 1 s in 20 ms periods
+            d.ctrl[:] = np.clip(ctrl0 + 0.3 * 0.5 * (hi - lo) *
+                                np.sin(2 * np.pi * 0.02 * k + 0.7 * np.arange(m.nu)), lo, hi)
+            s.step(d, 10)
+        deepest[accuracy] = s.stats["max_penetration"]
+    print(f"deepest contact: accuracy 0.1 {deepest[0.1] * 1e3:.3f} mm, "
+          f"1e-3 {deepest[1e-3] * 1e3:.3f} mm")
+    assert deepest[0.1] < max(1.5 * deepest[1e-3], 3e-4)
