@@ -242,7 +242,7 @@ struct FrictionlossName {
   X(speculative_margin, speculative_margin, NonNegative, kPublic,             \
     "> 0 [m]: MuJoCo also reports pairs this far apart, so large steps stop bodies before they cross into contact; costs extra contacts") \
   X(penetration_tolerance, penetration_tolerance, NonNegative, kPublic,       \
-    "error control: reject a step whose contacts deepen (or limits overshoot) by more than this many nominal penetrations (cenic-math §11.10); 0: off") \
+    "error control: reject steps whose contacts deepen (or limits overshoot) by more than this many nominal penetrations; size steps so bodies cannot pass through each other (cenic-math §11.10); 0: off") \
   X(sigma_r, icf.sigma_R, NonNegative, kExpert, \
     "σ_R of the friction regularization ε = max(v_s, μ·σ_R·w_t·h·f_n) (0: ε = v_s; the term "     \
     "grows with h and lets tight grasps creep at large steps)") \
