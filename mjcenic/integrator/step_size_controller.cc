@@ -198,6 +198,11 @@ void StepSizeController::DropStep(double ratio, double span) {
   h_ideal_ = std::max({kDepthSafety * span / ratio, 0.1 * span, h_min_});
 }
 
+void StepSizeController::LimitAccepted(double ratio, double h) {
+  if (ratio > 0.5) ForgetEstimate();
+  if (ratio > 0) h_ideal_ = std::max(std::min(h_ideal_, kDepthSafety * h / ratio), h_min_);
+}
+
 bool StepSizeController::Accept(double h_next) {
   // Progress guarantee: steps sized by solver failures, not by the accuracy,
   // for kMaxSolverLimitedSteps accepted steps in a row (e.g. max_iterations =

@@ -95,6 +95,9 @@ class StepSizeController {
   // depth by `ratio` > 1 of the tolerance. The steps from its start to the
   // target begin at LimitDepth's retry for a step of that span.
   void DropStep(double ratio, double span);
+  // The depth ratio of an accepted step of size h found after its
+  // acceptance (dense output): LimitDepth's cap on the next proposal.
+  void LimitAccepted(double ratio, double h);
   // An accepted step of size h: records the next proposal (unless the step
   // was shortened to land on the target) and checks the progress guarantee
   // (a run of kMaxSolverLimitedSteps accepted steps each after a failed

@@ -357,7 +357,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
           t0, error, h,
           absl::StrCat("; worst coordinate: ", norm_.WorstName(m_, worst),
                        ok ? "" : absl::StrCat("; last solve: ", icf::ToString(last_status_))));
-    if (dec.accept && DepthRejects(d, &h)) continue;
+    if (dec.accept && DepthRejects(d, &h, overshoot && h > t_limit - t0)) continue;
     if (dec.accept) {
       if (!step_size_.Accept(dec.h_next))
         return ErrorStatus(absl::StatusCode::kResourceExhausted,
@@ -395,15 +395,23 @@ absl::Status Stepper::AttemptFailure(const mjData* d, double t0, double h, bool 
   return absl::OkStatus();
 }
 
-bool Stepper::DepthRejects(mjData* d, double* h) {
+bool Stepper::DepthRejects(mjData* d, double* h, bool defer_end) {
   // cenic-math §11.10: the end state's geometry query (the next step's or the
   // post-step contract's anyway) checks that no contact or limit deepened by
-  // more than its tolerance since x_t.
+  // more than its tolerance since x_t. A step that ends past the call's
+  // target hands the call a state inside it (§11.5), whose own query comes
+  // first: its end is queried, and checked, once a call continues from it.
+  end_check_deferred_ = false;
   if (!PenetrationCheck()) return false;
   const Scratch& s = scratch_;
-  adapter::LoadState(m_, d, s.q_end.data(), s.v_end.data(), s.act_end.data());
-  EnsureStages(d, &attempt_penetration_);
-  const double ratio = std::max(attempt_depth_ratio_, DepthGrowthRatio(d));
+  double ratio = attempt_depth_ratio_;
+  if (defer_end) {
+    end_check_deferred_ = true;
+  } else {
+    adapter::LoadState(m_, d, s.q_end.data(), s.v_end.data(), s.act_end.data());
+    EnsureStages(d, &attempt_penetration_);
+    ratio = std::max(ratio, DepthGrowthRatio(d));
+  }
   if (!step_size_.LimitDepth(ratio, *h, h)) return false;
   adapter::LoadState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
   ++stats_.rejected_steps;

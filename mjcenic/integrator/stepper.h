@@ -150,8 +150,11 @@ class Stepper {
   // overflowing problem, a failed solve without error control): its error.
   absl::Status AttemptFailure(const mjData* d, double t0, double h, bool ok) const;
   // The penetration check of an accepted attempt (§11.10): loads x_{t+h}
-  // into d; true if the step is rejected (*h set to the retry).
-  bool DepthRejects(mjData* d, double* h);
+  // into d; true if the step is rejected (*h set to the retry). defer_end:
+  // the step ends past the call's target (dense output): its end state is
+  // checked when a call continues from it (LoadDenseEnd), only the midpoint
+  // now.
+  bool DepthRejects(mjData* d, double* h, bool defer_end);
   // The accepted step of size h ends at t_end: d, histories and statistics.
   void FinishInternalStep(mjData* d, double h, double t_end);
   // Dense output (docs/python.md, "Outputs inside a step"): whether this call may end
@@ -293,6 +296,8 @@ class Stepper {
   adapter::ModelFingerprint model_arrays_;
   bool dense_pending_ = false;
   double dense_t_a_ = 0, dense_t_b_ = 0;
+  bool end_check_deferred_ = false;  // the last accepted attempt's end is not checked yet
+  bool dense_end_checked_ = true;    // ... of the kept step [t_a, t_b]
   double attempt_penetration_ = 0;  // deepest contact at this attempt's second build
   double attempt_depth_ratio_ = 0;  // penetration check: growth ratio at the midpoint
   double h_slip_ = 0;  // time step of the solve that produced the last accepted v_end

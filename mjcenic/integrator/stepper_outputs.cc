@@ -94,6 +94,7 @@ void Stepper::KeepDenseStep(const mjData* d) {
   dense_t_b_ = adapter::Time(d);
   dense_t_a_ = dense_t_b_ - stats_.last_h;
   dense_pending_ = true;
+  dense_end_checked_ = !end_check_deferred_;
 }
 
 void Stepper::WriteInterpolated(mjData* d, double t) {
@@ -150,10 +151,31 @@ absl::Status Stepper::OutputInsideStep(mjData* d, double t) {
 }
 
 void Stepper::LoadDenseEnd(mjData* d) {
-  const Scratch& s = scratch_;
+  // The kept step's end, whose geometry query (the next step's start's) now
+  // also makes its penetration check (§11.10, deferred by DepthRejects). If
+  // that fails, the step is rejected after the fact and the call continues
+  // from the state it was given (the step's last returned, checked state).
+  Scratch& s = scratch_;
+  dense_pending_ = false;
+  const double t_given = adapter::Time(d);
+  if (!dense_end_checked_)
+    adapter::SaveState(m_, d, s.q_mid.data(), s.v_mid.data(), s.act_mid.data());
   adapter::LoadState(m_, d, s.q_b.data(), s.v_b.data(), s.act_b.data());
   adapter::SetTime(d, dense_t_b_);
-  dense_pending_ = false;
+  if (dense_end_checked_) return;
+  double penetration = 0;
+  EnsureStages(d, &penetration);
+  const double ratio = DepthGrowthRatio(d), h = dense_t_b_ - dense_t_a_;
+  if (!(ratio > 1 && h > step_size_.min_step())) {
+    stats_.max_penetration = std::max(stats_.max_penetration, penetration);
+    step_size_.LimitAccepted(ratio, h);
+    return;
+  }
+  adapter::LoadState(m_, d, s.q_mid.data(), s.v_mid.data(), s.act_mid.data());
+  adapter::SetTime(d, t_given);
+  --stats_.steps;
+  ++stats_.rejected_steps;
+  step_size_.DropStep(ratio, h);
 }
 
 }  // namespace mjcenic

@@ -56,5 +56,26 @@ TEST(DenseOutput, HeldInputsDoNotCapTheStepAndChangedInputsRestart) {
   EXPECT_NEAR(held.qpos, capped.qpos, 0.05);
 }
 
+TEST(DenseOutput, AHeldLoopQueriesEachStateOnce) {
+  // cenic-math §11.5, §11.10: a call's output inside a kept step has its own
+  // geometry query (the post-step contract's), and the kept step's end is
+  // queried, and checked, once, when a call continues from it. So a held
+  // Step() loop makes at most one query per call, plus one per attempt's
+  // midpoint and one per attempt's end (and the first call's start). The
+  // pinch grasp holds its box over 250 calls in a few long steps.
+  ModelPtr m = test_util::LoadScene("pinch_grasp.xml");
+  ASSERT_TRUE(m);
+  DataPtr d = test_util::MakeData(m.get(), "grip");
+  auto s = Stepper::Create(m.get(), StepperOptions{}).value();
+  const int calls = 250;
+  for (int i = 0; i < calls; ++i) ASSERT_TRUE(s->Step(d.get()).ok());
+  const StepperStats& st = s->stats();
+  const long bound = calls + 2 * (st.steps + st.rejected_steps) + 1;
+  std::printf("  %d calls, %ld + %ld steps: %ld geometry queries (bound %ld)\n", calls, st.steps,
+              st.rejected_steps, st.geometry_queries, bound);
+  EXPECT_LT(st.steps, calls / 4);  // the steps are the integrator's own
+  EXPECT_LE(st.geometry_queries, bound);
+}
+
 }  // namespace
 }  // namespace mjcenic
