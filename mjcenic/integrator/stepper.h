@@ -169,6 +169,10 @@ class Stepper {
   // unless that state fails the penetration check against the step's start
   // (§11.10), which drops the step and steps from its start to t instead.
   absl::Status OutputInsideStep(mjData* d, double t);
+  // The penetration check of the state in d, span after the kept step's
+  // start; true (the step rejected, counted, the next proposal limited) if
+  // it fails. *ratio: its growth ratio.
+  bool KeptStepFails(mjData* d, double span, double* ratio);
   // The model's arrays changed since the last call (model_arrays_): the
   // model-derived state is rebuilt.
   void ModelEdited();

@@ -129,24 +129,14 @@ absl::Status Stepper::OutputInsideStep(mjData* d, double t) {
   // contract's (PostStep then finds them current), so the check costs only
   // the depth comparison against x_a (§11.10).
   WriteInterpolated(d, t);
-  if (!PenetrationCheck()) return absl::OkStatus();
-  double penetration = 0;
-  EnsureStages(d, &penetration);
-  const double ratio = DepthGrowthRatio(d);
-  const double span = t - dense_t_a_;
-  if (!(ratio > 1 && span > step_size_.min_step())) {
-    stats_.max_penetration = std::max(stats_.max_penetration, penetration);
-    return absl::OkStatus();
-  }
-  // Rejected after the fact: x_a is loaded back (its problem is reused) and
-  // the call steps from there to t, landing on it.
+  double ratio;
+  if (!PenetrationCheck() || !KeptStepFails(d, t - dense_t_a_, &ratio)) return absl::OkStatus();
+  // x_a is loaded back (its problem is reused) and the call steps from
+  // there to t, landing on it.
   const Scratch& s = scratch_;
   dense_pending_ = false;
   adapter::LoadState(m_, d, s.q_a.data(), s.v_a.data(), s.act_a.data());
   adapter::SetTime(d, dense_t_a_);
-  --stats_.steps;
-  ++stats_.rejected_steps;
-  step_size_.DropStep(ratio, span);
   return AdvanceSteps(d, t, /*single_step=*/false, /*overshoot=*/false, /*as_compared=*/false);
 }
 
@@ -163,19 +153,32 @@ void Stepper::LoadDenseEnd(mjData* d) {
   adapter::LoadState(m_, d, s.q_b.data(), s.v_b.data(), s.act_b.data());
   adapter::SetTime(d, dense_t_b_);
   if (dense_end_checked_) return;
-  double penetration = 0;
-  EnsureStages(d, &penetration);
-  const double ratio = DepthGrowthRatio(d), h = dense_t_b_ - dense_t_a_;
-  if (!(ratio > 1 && h > step_size_.min_step())) {
-    stats_.max_penetration = std::max(stats_.max_penetration, penetration);
+  const double h = dense_t_b_ - dense_t_a_;
+  double ratio;
+  if (!KeptStepFails(d, h, &ratio)) {
     step_size_.LimitAccepted(ratio, h);
     return;
   }
   adapter::LoadState(m_, d, s.q_mid.data(), s.v_mid.data(), s.act_mid.data());
   adapter::SetTime(d, t_given);
+}
+
+bool Stepper::KeptStepFails(mjData* d, double span, double* ratio) {
+  // The penetration check (§11.10) of the state in d, `span` after the kept
+  // step's start x_a (whose problem and depths the check still holds).
+  // Failing, the step is rejected after the fact: counted so, and the next
+  // proposal is the depth limit of a step of that span.
+  double penetration = 0;
+  EnsureStages(d, &penetration);
+  *ratio = DepthGrowthRatio(d);
+  if (!(*ratio > 1 && span > step_size_.min_step())) {
+    stats_.max_penetration = std::max(stats_.max_penetration, penetration);
+    return false;
+  }
   --stats_.steps;
   ++stats_.rejected_steps;
-  step_size_.DropStep(ratio, h);
+  step_size_.DropStep(*ratio, span);
+  return true;
 }
 
 }  // namespace mjcenic
