@@ -99,7 +99,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       h_hist_(kBins, 0) {
   solver_state_->user = ToSolverOptions(o.solver);
   scratch_.Resize(n_);
-  warm_.Configure(n_.nv, !step_size_.controlled());
+  warm_.Configure(n_.nv);
   PrepareSolveOptions();
 }
 

@@ -8,10 +8,6 @@
 namespace mjcenic {
 
 namespace {
-// The guess applies with a tight Newton tolerance only (fixed mode's
-// default 1e-8): a loose solve would carry the guess's offset into the step.
-constexpr double kTightTolerance = 1e-7;
-
 // A change h|a|_M below ε max(1, |D r|) (the requested tolerance, never
 // looser than the solver's island tolerance): v_t is (nearly) the solution
 // already, keep it.
@@ -34,9 +30,9 @@ inline int IslandOfDof(const icf::IcfModel& mm, int i) {
 }
 }  // namespace
 
-void WarmStart::Configure(int nv, bool fixed_steps) {
+void WarmStart::Configure(int nv) {
   nv_ = nv;
-  fixed_steps_ = fixed_steps;
+  valid_ = old_valid_ = continues_ = false;
   for (auto* x : {&accel_, &accel_old_, &v_end_}) x->resize(nv);
   const int ni = std::max(nv, 1);  // at most one island per dof
   sums_.resize(3 * ni);
@@ -66,8 +62,7 @@ bool WarmStart::Propose(const icf::IcfModel& mm, const double* v_start, double h
                         double tolerance, double* v_guess, double* guess_dir) {
   // A problem without smooth rows is piecewise quadratic: from v_t, in the
   // pieces of the last solution, one exact Newton step solves it (§8.1.1).
-  if (!(fixed_steps_ && tolerance <= kTightTolerance && continues_ && old_valid_) || nv_ == 0 ||
-      !mm.HasSmoothRows()) {
+  if (!(continues_ && old_valid_) || nv_ == 0 || !mm.HasSmoothRows()) {
     std::copy(v_start, v_start + nv_, v_guess);
     std::fill(guess_dir, guess_dir + nv_, 0.0);
     return false;

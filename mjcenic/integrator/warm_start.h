@@ -5,11 +5,8 @@
 //
 // The history: a = (v − v_t)/h of the last accepted step and the v it ended
 // with; a_old of the step before it, kept only while the step started where
-// the one before ended. The guess, island by island, used without error
-// control (fixed steps: under error control the loose solves would carry the
-// guess's offset into the accepted steps) with a tight Newton tolerance
-// (≤ 1e-7) when the step starts at the last accepted end velocity and a_old
-// is known, else v_t:
+// the one before ended. The guess, island by island, in every mode, when the
+// step starts at the last accepted end velocity and a_old is known, else v_t:
 //   v_t + c h a, c from the island's M-weighted sums (GuessFactor): on an
 //   island with contact, contact-torque or dry-friction rows c = 1 if
 //   |a − a_old|_M < |a|_M, else 0; c = 0 near rest (h |a|_M below the
@@ -26,9 +23,8 @@ struct IcfModel;
 
 class WarmStart {
  public:
-  // nv dofs; fixed_steps: the stepper takes steps without error control
-  // (else every guess is v_t).
-  void Configure(int nv, bool fixed_steps);
+  // nv dofs; forgets the history.
+  void Configure(int nv);
   // A step begins from v_start: whether it is the end velocity of the last
   // accepted step (then the history applies; read by Propose and Accept).
   void BeginStep(const double* v_start);
@@ -52,7 +48,6 @@ class WarmStart {
   void OneIslandFactor(const icf::IcfModel& mm, double h, double tolerance);
 
   int nv_ = 0;
-  bool fixed_steps_ = true;
   std::vector<double> accel_, accel_old_, v_end_;
   bool valid_ = false, old_valid_ = false, continues_ = false;
   // Per island k (sized max(nv, 1)): the sums Σ M a², Σ M (a − a_old)²,

@@ -66,7 +66,7 @@ TEST(WarmStart, SteadyAccelerationIsCarriedOnAndChatterStartsAtTheStartVelocity)
   ASSERT_TRUE(m.HasSmoothRows());
   const std::vector<double> a = {1.0, -2.0, 0.5}, minus_a = {-1.0, 2.0, -0.5};
   WarmStart w;
-  w.Configure(m.nv, /*fixed_steps=*/true);
+  w.Configure(m.nv);
   std::vector<double> v = Accept(&w, {0.1, 0.2, 0.3}, {a, a});
   Guess g = Propose(&w, m, v, kTight);
   EXPECT_TRUE(g.extrapolated);
@@ -80,7 +80,7 @@ TEST(WarmStart, SteadyAccelerationIsCarriedOnAndChatterStartsAtTheStartVelocity)
 
   // Not the last step's end velocity: the history does not apply, and the
   // next accepted step has no a_old (v_t again).
-  w.Configure(m.nv, true);
+  w.Configure(m.nv);
   v = Accept(&w, {0.1, 0.2, 0.3}, {a, a});
   v[1] += 1e-3;
   g = Propose(&w, m, v, kTight);
@@ -92,23 +92,28 @@ TEST(WarmStart, SteadyAccelerationIsCarriedOnAndChatterStartsAtTheStartVelocity)
   EXPECT_TRUE(Propose(&w, m, v, kTight).extrapolated);
 }
 
-// The guess is for fixed steps with a tight tolerance only: under error
-// control or with a loose tolerance every step starts at v_t, and so does an
-// island at rest to the tolerance (h |a|_M below it).
-TEST(WarmStart, ErrorControlLooseToleranceAndRestStartAtTheStartVelocity) {
+// The guess does not depend on the Newton tolerance (error control solves
+// loosely, fixed mode tightly) except through the rest test: an island at
+// rest to the tolerance (h |a|_M below it) starts at v_t, at the loose
+// tolerance first.
+TEST(WarmStart, AnyToleranceExtrapolatesAndRestStartsAtTheStartVelocity) {
   const IcfModel m = Problem({3}, {0});
-  const std::vector<double> a = {1.0, -2.0, 0.5}, tiny = {1e-12, 0.0, 0.0};
-  for (bool fixed : {true, false}) {
+  const std::vector<double> a = {1.0, -2.0, 0.5}, slow = {1e-5, 0.0, 0.0};
+  {
     WarmStart w;
-    w.Configure(m.nv, fixed);
+    w.Configure(m.nv);
     const std::vector<double> v = Accept(&w, {0.1, 0.2, 0.3}, {a, a});
-    EXPECT_EQ(Propose(&w, m, v, kTight).extrapolated, fixed);
-    EXPECT_FALSE(Propose(&w, m, v, 1e-6).extrapolated);
+    for (double tol : {kTight, 1e-6, 1e-3}) {
+      const Guess g = Propose(&w, m, v, tol);
+      EXPECT_TRUE(g.extrapolated) << tol;
+      for (int i = 0; i < m.nv; ++i) EXPECT_NEAR(g.dir[i], kH * a[i], 1e-14) << tol;
+    }
   }
   WarmStart w;
-  w.Configure(m.nv, true);
-  const std::vector<double> v = Accept(&w, {0.1, 0.2, 0.3}, {tiny, tiny});
-  EXPECT_FALSE(Propose(&w, m, v, kTight).extrapolated);
+  w.Configure(m.nv);
+  const std::vector<double> v = Accept(&w, {0.1, 0.2, 0.3}, {slow, slow});
+  EXPECT_TRUE(Propose(&w, m, v, kTight).extrapolated);
+  EXPECT_FALSE(Propose(&w, m, v, 1e-6).extrapolated);
 }
 
 // Island by island: both islands accelerate steadily; the one with a smooth
@@ -119,7 +124,7 @@ TEST(WarmStart, EachIslandTakesItsOwnFactor) {
   ASSERT_EQ(m.num_islands, 2);
   const std::vector<double> a1 = {1.0, -1.0, 2.0, 4.0}, a2 = a1;
   WarmStart w;
-  w.Configure(m.nv, true);
+  w.Configure(m.nv);
   const std::vector<double> v = Accept(&w, {0.0, 0.1, 0.2, 0.3}, {a1, a2});
   const Guess g = Propose(&w, m, v, kTight);
   EXPECT_TRUE(g.extrapolated);
