@@ -219,7 +219,7 @@ struct FrictionlossName {
     "descent direction, so the Newton tolerance still decides convergence); in fixed mode the "   \
     "floor, early directions are solved to ≤ 1e-2 while the gradient falls slowly") \
   X(solver_tolerance, solver.tolerance, PositiveAtMost<mjcenic::kMaxNewtonTolerance>, kPublic,                    \
-    "Newton tolerance (fixed mode)") \
+    "Newton tolerance of a fixed step of `opt.timestep`; a shorter step's is smaller in proportion") \
   X(max_iterations, solver.max_iterations, Count, kPublic,                    \
     "Newton iteration cap per convex solve") \
   X(phase_timers, phase_timers, Flag, kExpert, \

@@ -332,11 +332,13 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
   Scratch& s = scratch_;
   adapter::SaveState(m_, d, s.q_start.data(), s.v_start.data(), s.act_start.data());
   warm_.BeginStep(s.v_start.data());
-  // Adaptive Newton tolerance ε = κ ε_acc only when the accuracy means something.
-  const double tol = (step_size_.controlled() && options_.adaptive_tolerance)
-                         ? options_.kappa * options_.accuracy
-                         : options_.solver.tolerance;
-  double h = step_size_.Propose(t0, adapter::Timestep(m_));
+  // Adaptive Newton tolerance ε = κ ε_acc only when the accuracy means something;
+  // else solver_tolerance at a step of opt.timestep, in proportion to a
+  // shorter step (cenic-math §8.2).
+  const bool adaptive = step_size_.controlled() && options_.adaptive_tolerance;
+  const double tol = adaptive ? options_.kappa * options_.accuracy : options_.solver.tolerance;
+  const double dt = adapter::Timestep(m_);
+  double h = step_size_.Propose(t0, dt);
   // §11.10, between the queries: no two geoms may pass through each other
   // inside the step (x_t's stages are its first build's anyway).
   if (PenetrationCheck()) {
@@ -348,7 +350,7 @@ absl::Status Stepper::InternalStep(mjData* d, double t_limit, bool overshoot) {
     double error;
     int worst;
     mujoco_->controller.ClearFailure();
-    const bool ok = Attempt(d, h, tol, &error, &worst);
+    const bool ok = Attempt(d, h, adaptive ? tol : tol * std::min(1.0, h / dt), &error, &worst);
     if (!ok) failed_status_ = last_status_;
     if (absl::Status st = AttemptFailure(d, t0, h, ok); !st.ok()) return st;
     const StepDecision dec = step_size_.Decide(ok, error, h);

@@ -246,12 +246,14 @@ def run_mjcenic(m, options, times, make_data, ctrl=None, after_sample=None,
 
 def runner(sim, m, times, make_data, ctrl=None, options=None, **kw):
     """h -> Run: the reference runner of `sim` ('mj_step', or 'mjcenic' = fixed mode,
-    plus `options`) at step h."""
+    plus `options`) at step h. mjcenic's solves are as tight as the solver goes (Newton
+    tolerance 1e-8 at every h): a reference's solver error must stay below its levels'
+    differences, which Richardson extrapolation takes to second order."""
     if sim == "mj_step":
         return lambda h: run_mjstep(m, h, times, make_data, ctrl=ctrl, **kw)
     if sim == "mjcenic":
-        return lambda h: run_mjcenic(m, dict(options or {}, mode="fixed", max_step=h), times,
-                                     make_data, ctrl=ctrl, **kw)
+        o = {"solver_tolerance": 1e-8, **(options or {}), "mode": "fixed"}
+        return lambda h: run_mjcenic(m, dict(o, max_step=h), times, make_data, ctrl=ctrl, **kw)
     raise ValueError(f"unknown simulator {sim!r}")
 
 

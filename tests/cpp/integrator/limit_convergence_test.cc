@@ -300,5 +300,54 @@ TEST(RobotiqConvergence, FixedStepsAndGlobalAccuracyLevelsConverge) {
   EXPECT_LT(g5.steps / kHorizon, 2e5);
 }
 
+// Fixed steps solve to solver_tolerance at a step of opt.timestep and to a
+// tolerance in proportion to a shorter step (cenic-math §8.2), floored at
+// 10⁻⁸: Barkour standing from its keyframe, ctrl held. At opt.timestep the
+// default (10⁻⁶) takes fewer Newton iterations than 10⁻⁸ and moves the
+// trajectory by less than 10⁻³ of the step's own discretization error
+// (against steps of opt.timestep/4); at opt.timestep/100 the default is the
+// floor, the same solves as 10⁻⁸ bit for bit.
+TEST(FixedStepTolerance, IsSolverToleranceAtTheTimestepAndProportionalBelow) {
+  MJCENIC_SHARED_MODEL_OR_SKIP(path, "mujoco/barkour_v0/assets/barkour_v0_mjx.xml");
+  ModelPtr m = test_util::LoadModel(path);
+  ASSERT_TRUE(m);
+  const double dt = m->opt.timestep;
+  struct Run {
+    std::vector<double> q;
+    long newton = 0;
+  };
+  auto run = [&](double h, double tolerance, double T) {
+    Run r;
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    mj_forward(m.get(), d.get());
+    StepperOptions o = Fixed(h);
+    if (tolerance > 0) o.solver.tolerance = tolerance;
+    auto s = MakeStepper(m.get(), o);
+    if (!s || !s->AdvanceTo(d.get(), T).ok()) return r;
+    r.q.assign(d->qpos, d->qpos + m->nq);
+    r.newton = s->stats().newton_iterations;
+    return r;
+  };
+  auto distance = [&](const Run& a, const Run& b) {
+    Trajectory ta, tb;
+    ta.q = {a.q};
+    tb.q = {b.q};
+    return Distance(m.get(), ta, tb);
+  };
+  const double T = 0.5;
+  const Run deflt = run(dt, 0, T), tight = run(dt, 1e-8, T), quarter = run(dt / 4, 1e-8, T);
+  ASSERT_FALSE(deflt.q.empty() || tight.q.empty() || quarter.q.empty());
+  const double moved = distance(deflt, tight), discretization = distance(tight, quarter);
+  std::printf("  barkour at dt: Newton %ld (default) vs %ld (1e-8); |default - 1e-8| %.3g, "
+              "|dt - dt/4| %.3g\n", deflt.newton, tight.newton, moved, discretization);
+  EXPECT_LT(deflt.newton, 0.8 * tight.newton);
+  EXPECT_LT(moved, 1e-3 * discretization);
+  const Run small = run(dt / 100, 0, 0.02), small_tight = run(dt / 100, 1e-8, 0.02);
+  ASSERT_FALSE(small.q.empty());
+  EXPECT_EQ(small.q, small_tight.q);
+  EXPECT_EQ(small.newton, small_tight.newton);
+}
+
 }  // namespace
 }  // namespace mjcenic
