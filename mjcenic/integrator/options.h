@@ -49,7 +49,7 @@ const char* ToString(ErrorEstimate e);
 // ToSolverOptions); the rest is the solver's own policy (icf_solver.h).
 enum class LinearSolverKind { kAuto, kDense, kSparse, kIslands, kPcg, kLowRank, kBlock, kTree };
 struct SolverSettings {
-  double tolerance = 1e-6;      // Newton tolerance ε_req at h = opt.timestep, ∝ h below (fixed mode; cenic-math §8.2)
+  double tolerance = 1e-6;      // Newton tolerance ε_req at h = opt.timestep, ∝ h below (§8.2)
   int max_iterations = 100;     // Newton iteration cap per solve
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
   double pcg_tolerance = 1e-4;

@@ -842,7 +842,7 @@ TEST(InitialGuess, ChatteringIslandAmongSeveralStartsAtTheStartVelocity) {
 // Under error control the full step starts from the same guess (§8.1.1):
 // Barkour standing in a controller's loop, 1 s, its accelerations steady
 // from call to call (measured with MuJoCo 3.12: 1.76 Newton iterations per
-// solve; 2.44 when every solve started at v_t).
+// solve; 2.44 from v_t).
 TEST(InitialGuess, ErrorControlledStepsStartFromTheGuess) {
   MJCENIC_SHARED_MODEL_OR_SKIP(barkour, "mujoco/barkour_v0/assets/barkour_v0_mjx.xml");
   EXPECT_LT(RunSteps(barkour.c_str(), 500, Mode::kCenic, /*ctrl_every_call=*/true).per_solve,
