@@ -99,11 +99,12 @@ LinearSolver* IcfSolver::PrepareFactor(const IcfModel& m, const SolverOptions& o
 }
 
 IcfSolver::Policy IcfSolver::ChoosePolicy(const SolverOptions& o) const {
-  const bool tight = o.tolerance <= kTightTolerance;
+  // A fixed step's solve, or any tight one, runs to convergence (§8.1.6).
+  const bool converging = o.fixed_step || o.tolerance <= kTightTolerance;
   Policy p;
   p.dual_exact_start = last_iterations_ < kDualExactBelow;
-  p.pcg_forcing_max = tight ? kTightPcgForcing : 0.0;
-  p.sweeps = o.contact_sweeps && o.fixed_step && tight && last_iterations_ >= kSweepAfter;
+  p.pcg_forcing_max = converging ? kTightPcgForcing : 0.0;
+  p.sweeps = o.contact_sweeps && o.fixed_step && last_iterations_ >= kSweepAfter;
   return p;
 }
 

@@ -95,12 +95,13 @@ struct SolveStats {
 //    problem without contact, contact-torque or dry-friction rows, when no
 //    limit or gain row changes piece along it: ℓ is one quadratic there, so
 //    α = 1 is its line minimizer and the line search is skipped;
-//  - PCG forcing: with a tight tolerance (≤ kTightTolerance) the directions
-//    are solved loosely while the gradient falls slowly (≤ 10⁻²);
-//  - contact sweeps (options.contact_sweeps): a fixed step with a tight
-//    tolerance, after a solve of ≥ 4 iterations (a scene Newton solves in a
-//    few would pay the sweeps for nothing); under error control the loose
-//    solves would carry the other starting point into the accepted steps.
+//  - PCG forcing: on a fixed step or with a tight tolerance (≤
+//    kTightTolerance) the directions are solved loosely while the gradient
+//    falls slowly (≤ 10⁻²);
+//  - contact sweeps (options.contact_sweeps): a fixed step, after a solve of
+//    ≥ 4 iterations (a scene Newton solves in a few would pay the sweeps for
+//    nothing); under error control the loose solves would carry the other
+//    starting point into the accepted steps.
 class IcfSolver {
  public:
   static constexpr double kTightTolerance = 1e-7;

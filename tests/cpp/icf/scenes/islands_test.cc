@@ -634,19 +634,25 @@ IcfModel LandingProblem(bool articulated) {
   return m;
 }
 
+// At both ends of the fixed-step tolerances (solver_tolerance at opt.timestep
+// and the 1e-8 floor of a step 100 times shorter): the policy keys on the
+// fixed step (cenic-math §8.1.6).
 TEST(ContactSweeps, ImpactsOfFreeBodiesAreSweptWithoutHistory) {
-  for (const bool articulated : {false, true}) {
-    const IcfModel m = LandingProblem(articulated);
-    const auto [st0, st1, dv] = SolvePlainAndSwept(m, 1e-8);
-    std::printf("%s landing, %d contacts: Newton %d plain / %d with impact sweeps (%d islands "
-                "swept); |dv| %.3g\n", articulated ? "articulated" : "free", m.contacts.size(),
-                st0.iterations, st1.iterations, st1.sweep_islands, dv);
-    if (articulated) {
-      EXPECT_EQ(st1.sweep_islands, 0);
-      EXPECT_EQ(st1.iterations, st0.iterations);
-    } else {
-      EXPECT_EQ(st1.sweep_islands, 4);
-      EXPECT_LT(st1.iterations, st0.iterations);
+  for (const double tolerance : {1e-6, 1e-8}) {
+    for (const bool articulated : {false, true}) {
+      const IcfModel m = LandingProblem(articulated);
+      const auto [st0, st1, dv] = SolvePlainAndSwept(m, tolerance);
+      std::printf("%s landing, %d contacts, tolerance %g: Newton %d plain / %d with impact "
+                  "sweeps (%d islands swept); |dv| %.3g\n", articulated ? "articulated" : "free",
+                  m.contacts.size(), tolerance, st0.iterations, st1.iterations,
+                  st1.sweep_islands, dv);
+      if (articulated) {
+        EXPECT_EQ(st1.sweep_islands, 0);
+        EXPECT_EQ(st1.iterations, st0.iterations);
+      } else {
+        EXPECT_EQ(st1.sweep_islands, 4) << tolerance;
+        EXPECT_LT(st1.iterations, st0.iterations) << tolerance;
+      }
     }
   }
 }
