@@ -20,7 +20,7 @@ constexpr double kGuessBalance2 = kGuessBalance * kGuessBalance;
 // PCG forcing floor: a direction's relative residual need not be below this
 // fraction of tolerance / |D∇ℓ| (cenic-math §8.4, "No oversolving").
 constexpr double kOversolve = 0.1;
-// The loosest PCG direction with a tight tolerance (cenic-math §8.4).
+// The loosest PCG direction of a converging solve (cenic-math §8.4, §8.1.6).
 constexpr double kTightPcgForcing = 1e-2;
 // Line search (§8.3): α_max; the extension's κ and its largest α.
 constexpr double kAlphaMax = 1.0;
