@@ -51,31 +51,75 @@ PenetrationCheck::PenetrationCheck(const mjModel* m)
     }
     thickness_[g] = w;
   }
+  // Per moving body with collidable geoms: the thinnest of them and the
+  // farthest reach of their points from the body's origin, |pos| + r_bound
+  // (pos is in the body's frame), a hair larger against round-off.
+  body_thin_.assign(m->nbody, std::numeric_limits<double>::infinity());
+  body_reach_.assign(m->nbody, 0.0);
+  for (int g = 0; g < m->ngeom; ++g) {
+    const int b = m->geom_bodyid[g];
+    if (!(thickness_[g] > 0) || m->body_weldid[b] == 0) continue;
+    const double* pos = m->geom_pos + 3 * g;
+    const double reach = std::hypot(pos[0], pos[1], pos[2]) + m->geom_rbound[g];
+    body_thin_[b] = std::min(body_thin_[b], thickness_[g]);
+    body_reach_[b] = std::max(body_reach_[b], reach * (1 + 1e-9));
+  }
+  // (A body whose geoms are all planes or height fields is never fast.)
+  for (int b = 0; b < m->nbody; ++b)
+    if (body_thin_[b] < std::numeric_limits<double>::infinity()) sweep_bodies_.push_back(b);
   start_limits_.reserve(limit_rows);
   check_limits_.reserve(limit_rows);
 }
 
-double PenetrationCheck::SweepLimit(const mjModel* m, const mjData* d, double h) {
-  // Speeds: a geom's points move at most |v| + |ω| r_bound.
-  const int ng = m->ngeom;
-  for (int g = 0; g < ng; ++g) {
-    geom_speed_[g] = 0;
-    if (!(thickness_[g] > 0) || m->body_weldid[m->geom_bodyid[g]] == 0) continue;  // static
-    // cvel: [ω, v] of the body, world frame, v at its tree's centre of mass c;
-    // at the geom's centre p: v + ω × (p − c).
-    const int b = m->geom_bodyid[g];
+double PenetrationCheck::GeomSpeed(const mjModel* m, const mjData* d, int g) {
+  // cvel: [ω, v] of the body, world frame, v at its tree's centre of mass c;
+  // at the geom's centre p: v + ω × (p − c). Its points move at most
+  // |v(p)| + |ω| r_bound.
+  const int b = m->geom_bodyid[g];
+  const double* cvel = d->cvel + 6 * b;
+  const double* c = d->subtree_com + 3 * m->body_rootid[b];
+  const double* p = d->geom_xpos + 3 * g;
+  const double r[3] = {p[0] - c[0], p[1] - c[1], p[2] - c[2]};
+  double* vel = geom_vel_.data() + 6 * g;
+  vel[0] = cvel[0], vel[1] = cvel[1], vel[2] = cvel[2];
+  vel[3] = cvel[3] + cvel[1] * r[2] - cvel[2] * r[1];
+  vel[4] = cvel[4] + cvel[2] * r[0] - cvel[0] * r[2];
+  vel[5] = cvel[5] + cvel[0] * r[1] - cvel[1] * r[0];
+  return std::sqrt(vel[3] * vel[3] + vel[4] * vel[4] + vel[5] * vel[5]) +
+         std::sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]) * m->geom_rbound[g];
+}
+
+bool PenetrationCheck::AnyGeomFast(const mjModel* m, const mjData* d, double h) {
+  // A body's points within its reach R of its origin x move at most
+  // |v(x)| + |ω| R, a bound on each of its geoms' speed: if that travel over
+  // h is within its thinnest geom, none of its geoms is fast.
+  for (const int b : sweep_bodies_) {
     const double* cvel = d->cvel + 6 * b;
     const double* c = d->subtree_com + 3 * m->body_rootid[b];
-    const double* p = d->geom_xpos + 3 * g;
-    const double r[3] = {p[0] - c[0], p[1] - c[1], p[2] - c[2]};
-    double* vel = geom_vel_.data() + 6 * g;
-    vel[0] = cvel[0], vel[1] = cvel[1], vel[2] = cvel[2];
-    vel[3] = cvel[3] + cvel[1] * r[2] - cvel[2] * r[1];
-    vel[4] = cvel[4] + cvel[2] * r[0] - cvel[0] * r[2];
-    vel[5] = cvel[5] + cvel[0] * r[1] - cvel[1] * r[0];
-    geom_speed_[g] = std::sqrt(vel[3] * vel[3] + vel[4] * vel[4] + vel[5] * vel[5]) +
-                     std::sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]) *
-                         m->geom_rbound[g];
+    const double* x = d->xpos + 3 * b;
+    const double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
+    const double v[3] = {cvel[3] + cvel[1] * r[2] - cvel[2] * r[1],
+                         cvel[4] + cvel[2] * r[0] - cvel[0] * r[2],
+                         cvel[5] + cvel[0] * r[1] - cvel[1] * r[0]};
+    const double bound = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) +
+                         std::sqrt(cvel[0] * cvel[0] + cvel[1] * cvel[1] + cvel[2] * cvel[2]) *
+                             body_reach_[b];
+    if (!(body_thin_[b] < bound * h)) continue;
+    // The bound does not clear the body: its geoms one by one, as below.
+    for (int g = m->body_geomadr[b]; g < m->body_geomadr[b] + m->body_geomnum[b]; ++g)
+      if (thickness_[g] > 0 && thickness_[g] < GeomSpeed(m, d, g) * h) return true;
+  }
+  return false;
+}
+
+double PenetrationCheck::SweepLimit(const mjModel* m, const mjData* d, double h) {
+  // No geom travels farther than its thickness (the common case): no pair
+  // binds, and the per-geom pass below is skipped.
+  if (!AnyGeomFast(m, d, h)) return h;
+  const int ng = m->ngeom;
+  for (int g = 0; g < ng; ++g) {
+    const bool moving = thickness_[g] > 0 && m->body_weldid[m->geom_bodyid[g]] != 0;
+    geom_speed_[g] = moving ? GeomSpeed(m, d, g) : 0.0;  // static: 0
   }
   // A pair can pass through each other unseen only if one of them travels
   // farther than its own thickness (w_a + w_b ≥ (s_a + s_b) h otherwise).

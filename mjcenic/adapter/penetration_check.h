@@ -66,6 +66,17 @@ class PenetrationCheck {
   // height fields, 0 if it never collides), and per step its velocity at its
   // centre (ω, v) and the speed bound |v| + |ω| r_bound of its points.
   std::vector<double> thickness_, geom_vel_, geom_speed_;
+  // Per body: its collidable geoms' smallest thickness and largest reach
+  // |pos| + r_bound from the body's origin; the moving bodies with a finite
+  // smallest thickness.
+  std::vector<double> body_thin_, body_reach_;
+  std::vector<int> sweep_bodies_;
+  // Whether some geom may travel farther than its thickness within h (a
+  // bound per body: false means no geom does).
+  bool AnyGeomFast(const mjModel* m, const mjData* d, double h);
+  // Geom g's velocity (ω, v at its centre) into geom_vel_; returns the bound
+  // |v| + |ω| r_bound on its points' speed.
+  double GeomSpeed(const mjModel* m, const mjData* d, int g);
   std::vector<unsigned> pose_stamp_;
   unsigned stamp_ = 0;
   bool start_depths_valid_ = false;

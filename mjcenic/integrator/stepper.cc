@@ -481,6 +481,7 @@ void Stepper::ModelEdited() {
   // is dropped.
   mujoco_->builder = adapter::MujocoAdapter(m_, options_.contact);
   mujoco_->builder.set_phase_timers(options_.phase_timers);
+  mujoco_->depth_check = adapter::PenetrationCheck(m_);  // thicknesses and reaches
   mujoco_->stages.ModelEdited();
   // The stages and problems computed from the old values are stale.
   for (StateSnapshot* s : {&stages_state_, &model_start_state_, &force_start_state_,

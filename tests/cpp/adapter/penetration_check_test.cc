@@ -161,5 +161,64 @@ TEST(PenetrationCheck, LimitOnItsSpringGrowsAgainstTheSpringsNominalViolation) {
   EXPECT_EQ(back.Ratio(), 0.0);
 }
 
+// The sweep cap between the queries (cenic-math §11.10): a 1 cm ball (its
+// thickness 10 mm) on a free joint, a static 2 mm wall 4 cm ahead along x, and
+// a 20 cm rod of 2 mm (a capsule) spinning about z on a hinge, far away.
+const char* kSweepXml = R"(
+<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <geom name="wall" type="box" size="0.001 0.05 0.05" pos="0.04 0 0"/>
+    <body name="ball">
+      <freejoint/>
+      <geom type="sphere" size="0.005" mass="0.01"/>
+    </body>
+    <body name="rod" pos="5 0 0">
+      <joint type="hinge" axis="0 0 1"/>
+      <geom type="capsule" size="0.001" fromto="-0.1 0 0 0.1 0 0" mass="0.01"/>
+      <geom type="sphere" size="0.02" pos="0 0 0.1" mass="0.01"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+
+struct SweepScene {
+  test_util::ModelPtr m = test_util::LoadXml(kSweepXml);
+  test_util::DataPtr d{mj_makeData(m.get())};
+  // The ball at (x, y, 0) moving at vx along x, the rod spinning at w about
+  // z; stages at that state.
+  double Limit(double x, double y, double vx, double w, double h) {
+    mj_resetData(m.get(), d.get());
+    d->qpos[0] = x;
+    d->qpos[1] = y;
+    d->qvel[0] = vx;
+    d->qvel[6] = w;
+    mj_forward(m.get(), d.get());
+    PenetrationCheck check(m.get());
+    return check.SweepLimit(m.get(), d.get(), h);
+  }
+};
+
+TEST(PenetrationCheck, SweepCapsAStepAtTheThicknessesOverTheClosingSpeed) {
+  SweepScene s;
+  ASSERT_TRUE(s.m);
+  // 1 m/s toward the wall: h = (10 mm + 2 mm) / (1 m/s); the speed counts
+  // either way.
+  EXPECT_NEAR(s.Limit(0, 0, 1.0, 0.0, 0.1), 0.012, 1e-12);
+  EXPECT_NEAR(s.Limit(0, 0, -2.0, 0.0, 0.1), 0.006, 1e-12);
+  // A ball that travels less than its own thickness within h keeps h.
+  EXPECT_EQ(s.Limit(0, 0, 0.09, 0.0, 0.1), 0.1);
+  // A fast ball that cannot reach the wall within h keeps it (5 m away).
+  EXPECT_EQ(s.Limit(-5, 0, 1.0, 0.0, 0.1), 0.1);
+  // The spinning rod is fast (its ends at 50 rad/s · 0.1 m, 2 mm thick) but
+  // meets nothing: h is kept. With the ball beside its end, the rod's bound
+  // |ω| r_bound on its points' speed caps the step.
+  EXPECT_EQ(s.Limit(0, 0, 0.0, 50.0, 0.1), 0.1);
+  const double r_rod = s.m->geom_rbound[2];
+  ASSERT_NEAR(r_rod, 0.101, 1e-12);
+  EXPECT_NEAR(s.Limit(5, 0.11, 0.0, 50.0, 0.1), (0.01 + 0.002) / (50.0 * r_rod), 1e-12);
+  // Spinning slowly enough that its ends travel less than 2 mm: kept.
+  EXPECT_EQ(s.Limit(5, 0.11, 0.0, 0.19, 0.1), 0.1);
+}
+
 }  // namespace
 }  // namespace mjcenic::adapter
