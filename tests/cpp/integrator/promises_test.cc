@@ -720,6 +720,25 @@ TEST(Promises, ABallDoesNotPassThroughAThinWall) {
     }
 }
 
+TEST(Promises, AWallMadeCollidableByAModelEditStopsTheBall) {
+  // The thin wall above starts without collisions (contype = conaffinity =
+  // 0); the user turns them on after the stepper is made. The edit is seen
+  // at the next call (docs/limitations.md), and the sweep limit then knows
+  // the wall's thickness: the ball comes back off it as in the test above.
+  ModelPtr m = Xml(kThinWall);
+  ASSERT_TRUE(m);
+  m->geom_contype[0] = m->geom_conaffinity[0] = 0;
+  DataPtr d = test_util::MakeData(m.get(), "shot");
+  StepperOptions o;
+  o.accuracy = 1e-2;
+  auto s = Make(m.get(), o);
+  ASSERT_TRUE(s);
+  m->geom_contype[0] = m->geom_conaffinity[0] = 1;
+  ASSERT_TRUE(s->AdvanceTo(d.get(), 0.2).ok());
+  EXPECT_LT(d->qpos[0], -0.011 + 0.002);  // in front of the wall
+  EXPECT_LT(d->qvel[0], 0);               // moving back
+}
+
 TEST(Promises, TendonLimitsHoldFixedAndSpatial) {
   // A 1 kg slider falling under gravity along a vertical slide, tied to the
   // world by a fixed tendon (length = q) and, in the second scene, by a
