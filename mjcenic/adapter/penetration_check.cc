@@ -71,22 +71,32 @@ PenetrationCheck::PenetrationCheck(const mjModel* m)
   check_limits_.reserve(limit_rows);
 }
 
-double PenetrationCheck::GeomSpeed(const mjModel* m, const mjData* d, int g) {
-  // cvel: [ω, v] of the body, world frame, v at its tree's centre of mass c;
-  // at the geom's centre p: v + ω × (p − c). Its points move at most
-  // |v(p)| + |ω| r_bound.
-  const int b = m->geom_bodyid[g];
+namespace {
+// Body b's velocity at the world point p into vel = (ω, v(p)): cvel is [ω, v]
+// in the world frame with v at its tree's centre of mass c, so
+// v(p) = v + ω × (p − c).
+void PointVelocity(const mjModel* m, const mjData* d, int b, const double* p, double* vel) {
   const double* cvel = d->cvel + 6 * b;
   const double* c = d->subtree_com + 3 * m->body_rootid[b];
-  const double* p = d->geom_xpos + 3 * g;
   const double r[3] = {p[0] - c[0], p[1] - c[1], p[2] - c[2]};
-  double* vel = geom_vel_.data() + 6 * g;
   vel[0] = cvel[0], vel[1] = cvel[1], vel[2] = cvel[2];
   vel[3] = cvel[3] + cvel[1] * r[2] - cvel[2] * r[1];
   vel[4] = cvel[4] + cvel[2] * r[0] - cvel[0] * r[2];
   vel[5] = cvel[5] + cvel[0] * r[1] - cvel[1] * r[0];
+}
+
+// The bound |v(p)| + |ω| R on the speed of points within R of p.
+double SpeedBound(const double* vel, double R) {
   return std::sqrt(vel[3] * vel[3] + vel[4] * vel[4] + vel[5] * vel[5]) +
-         std::sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]) * m->geom_rbound[g];
+         std::sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]) * R;
+}
+}  // namespace
+
+double PenetrationCheck::GeomSpeed(const mjModel* m, const mjData* d, int g) {
+  // At the geom's centre; its points are within r_bound of it.
+  double* vel = geom_vel_.data() + 6 * g;
+  PointVelocity(m, d, m->geom_bodyid[g], d->geom_xpos + 3 * g, vel);
+  return SpeedBound(vel, m->geom_rbound[g]);
 }
 
 bool PenetrationCheck::AnyGeomFast(const mjModel* m, const mjData* d, double h) {
@@ -94,17 +104,9 @@ bool PenetrationCheck::AnyGeomFast(const mjModel* m, const mjData* d, double h) 
   // |v(x)| + |ω| R, a bound on each of its geoms' speed: if that travel over
   // h is within its thinnest geom, none of its geoms is fast.
   for (const int b : sweep_bodies_) {
-    const double* cvel = d->cvel + 6 * b;
-    const double* c = d->subtree_com + 3 * m->body_rootid[b];
-    const double* x = d->xpos + 3 * b;
-    const double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
-    const double v[3] = {cvel[3] + cvel[1] * r[2] - cvel[2] * r[1],
-                         cvel[4] + cvel[2] * r[0] - cvel[0] * r[2],
-                         cvel[5] + cvel[0] * r[1] - cvel[1] * r[0]};
-    const double bound = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) +
-                         std::sqrt(cvel[0] * cvel[0] + cvel[1] * cvel[1] + cvel[2] * cvel[2]) *
-                             body_reach_[b];
-    if (!(body_thin_[b] < bound * h)) continue;
+    double vel[6];
+    PointVelocity(m, d, b, d->xpos + 3 * b, vel);
+    if (!(body_thin_[b] < SpeedBound(vel, body_reach_[b]) * h)) continue;
     // The bound does not clear the body: its geoms one by one, as below.
     for (int g = m->body_geomadr[b]; g < m->body_geomadr[b] + m->body_geomnum[b]; ++g)
       if (thickness_[g] > 0 && thickness_[g] < GeomSpeed(m, d, g) * h) return true;
