@@ -167,6 +167,19 @@ void IcfModel::MarkSmoothIslands(char* smooth) const {
   for (int c = 0; c < dry_friction.size(); ++c) smooth[IslandOf(dry_friction.rows.dofs(c))] = 1;
 }
 
+void IcfModel::MarkRowDofs(char* marked) const {
+  const auto mark = [marked](const auto& rows) {
+    for (int c = 0; c < rows.size(); ++c)
+      for (int i : rows.dofs(c)) marked[i] = 1;
+  };
+  mark(contacts.rows);
+  mark(limits.rows);
+  mark(couplings.rows);
+  mark(gains.rows);
+  mark(dry_friction.rows);
+  mark(contact_torques.rows);
+}
+
 void IcfModel::ShiftConfiguration(const double* dq) {
   double x[3];
   for (int c = 0; c < contacts.size(); ++c) {

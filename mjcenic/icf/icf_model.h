@@ -78,6 +78,9 @@ struct IcfModel {
   bool HasSmoothRows() const {
     return contacts.size() > 0 || contact_torques.size() > 0 || dry_friction.size() > 0;
   }
+  // marked[i] = 1 for every dof some row of some pool acts on (others are
+  // left as they are): the dofs whose step is not the smooth dynamics alone.
+  void MarkRowDofs(char* marked) const;
   // Moves the configuration at which position-dependent terms are linearized
   // by dq (velocity coordinates): contact gaps, limit and coupling residuals,
   // actuator lengths and springs. Call after Finalize(), then SetTimeStep().

@@ -331,17 +331,25 @@ void Take(double x, int coordinate, double* e, int* worst) {
 
 double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
                           const double* acta, const double* qb, const double* vb,
-                          const double* actb, int* worst) {
+                          const double* actb, int* worst, Split* split) {
   double e = 0;
   *worst = -1;
+  int unused;
+  if (split) split->in_group = split->rest = 0;
+  // Every coordinate's error goes to the maximum, and with a split also to
+  // its part's: the group's dofs, or the rest (activations, qpos).
+  const auto take = [&](double x, int coordinate, bool in_group) {
+    Take(x, coordinate, &e, worst);
+    if (split) Take(x, coordinate, in_group ? &split->in_group : &split->rest, &unused);
+  };
   for (int j = 0; j < na_; ++j) {
     const double x = std::abs(acta[j] - actb[j]) * act_weight_[j];
-    Take(x, -2 - j, &e, worst);
+    take(x, -2 - j, false);
   }
   if (kind_ == ErrorNormKind::kDrake) {
     for (int i = 0; i < nq_; ++i) {
       const double x = std::abs(qa[i] - qb[i]);
-      Take(x, i, &e, worst);
+      take(x, i, false);
     }
     tangent_model_ = nullptr;
     return e;
@@ -359,7 +367,7 @@ double ErrorNorm::Compute(const mjModel* m, const double* qa, const double* va,
       x = std::max(x, std::abs(dv_[i]) * vel_weight_[i] * weight_[i]);
     if (kind_ == ErrorNormKind::kPropagatedModes)
       x = std::max(x, (drift_set_ ? std::abs(drift_[i]) : std::abs(dv_[i]) * tau_) * weight_[i]);
-    Take(x, i, &e, worst);
+    take(x, i, split && split->group[i]);
   }
   drift_set_ = false;  // one drift per Compute
   tangent_model_ = nullptr;

@@ -138,8 +138,16 @@ class ErrorNorm {
   // ‖(q_a, v_a, act_a) − (q_b, v_b, act_b)‖; worst receives the dof (or
   // qpos index for kDrake) with the largest weighted error, or -2 - j for
   // activation j, -1 if none (WorstName turns it into text).
+  // split (optional): the same maximum over the dofs with group[i] set
+  // (in_group) and over every other coordinate (rest: the other dofs, the
+  // activations; every qpos of kDrake, whose coordinates are not dofs).
+  struct Split {
+    const char* group;
+    double in_group = 0, rest = 0;
+  };
   double Compute(const mjModel* m, const double* qa, const double* va, const double* acta,
-                 const double* qb, const double* vb, const double* actb, int* worst);
+                 const double* qb, const double* vb, const double* actb, int* worst,
+                 Split* split = nullptr);
   double act_weight(int j) const { return act_weight_[j]; }
   // "dof 3 (joint 'elbow')", "qpos 5 (joint 'free')", "act 0 (actuator 'x')".
   std::string WorstName(const mjModel* m, int worst) const;

@@ -161,21 +161,26 @@ bool StepSizeController::SkipEstimate(double drift, double h, double* predicted)
   // cenic-math §11.13: the estimate measures the two half steps' error, half
   // the full step's (§11.9); the full step's drift h (v̂ − v_t)/2 scales with
   // its acceleration, so a new contact, impact or input change since the
-  // estimate raises the prediction and the step estimates again.
+  // estimate raises the prediction and the step estimates again. Trees in
+  // flight take the half steps' positions and keep their error (Flight).
   const double tol = rules_.error_per_unit_step > 0
                          ? rules_.accuracy * h / rules_.error_per_unit_step
                          : rules_.accuracy;
-  const double e = 2 * skip_scale_ * drift;
-  if (!(e <= tol / kSkipMargin && skip_budget_ + e / tol <= 1)) return false;
+  const double e_rest = 2 * skip_scale_ * drift, e_flight = flight_scale_ * drift;
+  const double e = std::max(e_rest, e_flight);
+  if (!(e_rest <= tol / kSkipMargin && e_flight <= tol && skip_budget_ + e / tol <= 1))
+    return false;
   skip_budget_ += e / tol;
   ++skipped_;
   *predicted = e;
   return true;
 }
 
-void StepSizeController::NoteEstimate(double error, double drift, int ncontacts) {
+void StepSizeController::NoteEstimate(double error, double drift, int ncontacts, double rest,
+                                      double flight) {
   // A drift of 0 with an error (a resting stiff contact, say) gives no scale.
-  skip_scale_ = error == 0 ? 0 : drift > 0 ? error / drift : -1;
+  skip_scale_ = error == 0 ? 0 : drift > 0 ? rest / drift : -1;
+  flight_scale_ = drift > 0 ? flight / drift : 0;
   skip_contacts_ = ncontacts;
   skipped_ = 0;
   skip_budget_ = 0;

@@ -117,11 +117,16 @@ class StepSizeController {
   // since.
   bool MaySkipEstimate(int ncontacts) const;
   // drift: the full step's position drift ‖x̂ − (q_t ⊕ h (v_t + v̂)/2)‖ in the
-  // error norm. True: skip, *predicted = the predicted error of x̂ (to Decide).
+  // error norm. True: skip, *predicted = the predicted error of the step
+  // taken (to Decide).
   bool SkipEstimate(double drift, double h, double* predicted);
-  // An attempt estimated its error (doubling): the scale error/drift for the
-  // steps that follow, and the budget restarts.
-  void NoteEstimate(double error, double drift, int ncontacts);
+  // An attempt estimated its error (doubling): the scales for the steps that
+  // follow, and the budget restarts. error: the estimate e at drift d_e; of
+  // it, rest: the part a skipped step takes x̂ for (predicted 2 rest), and
+  // flight ≥ 0: the predicted error of the trees in flight, which take the
+  // half steps' positions instead (Flight; cenic-math §11.13). Without
+  // trees in flight: rest = error, flight = 0.
+  void NoteEstimate(double error, double drift, int ncontacts, double rest, double flight);
   void BeginCall() { first_of_call_ = true; }
   // No scale: the next capped step estimates (state or model edited).
   void ForgetEstimate() { skip_scale_ = -1; }
@@ -178,10 +183,11 @@ class StepSizeController {
   bool slow_shrink_ = false;   // a retry's error shrank more slowly than h^1.5
   double attempt_error_ = 0, attempt_h_ = 0;  // this step's last decided attempt
   bool first_of_call_ = false; // no step of this call accepted yet
-  // Estimate skipping: error/drift of the last estimate (< 0: none), its
+  // Estimate skipping: rest/drift of the last estimate (< 0: none), its
   // number of contacts, the steps skipped and the predicted error (in units
   // of tol) they used since.
   double skip_scale_ = -1;
+  double flight_scale_ = 0;  // the trees in flight's predicted error / drift
   int skip_contacts_ = -1;
   int skipped_ = 0;
   double skip_budget_ = 0;

@@ -90,6 +90,7 @@ Stepper::Stepper(const mjModel* m, const StepperOptions& o)
       mujoco_(std::make_unique<Mujoco>(m, o, &stats_.controller_calls)),
       norm_(m, o.error_norm, o.length_scale, o.velocity_horizon),
       step_size_(Rules(o)),
+      flight_(m),
       solver_state_(std::make_unique<SolverState>()),
       solver_(solver_state_->solver),
       solve_options_(solver_state_->solve),

@@ -35,6 +35,7 @@
 #include "mjcenic/adapter/mujoco_state.h"
 #include "mjcenic/adapter/state_snapshot.h"
 #include "mjcenic/integrator/error_norm.h"
+#include "mjcenic/integrator/flight.h"
 #include "mjcenic/adapter/model_fingerprint.h"
 #include "mjcenic/integrator/options.h"
 #include "mjcenic/integrator/step_size_controller.h"
@@ -195,6 +196,10 @@ class Stepper {
   // estimate (cenic-math §11.13); FullStepDrift: ‖x̂ − (q_t ⊕ h (v_t + v̂)/2)‖.
   bool EstimatedStep(mjData* d, double h, double tolerance, double* error, int* worst);
   double FullStepDrift(double h);
+  // After doubling: the trees in flight (flight_) and the parts of the
+  // estimate for NoteEstimate (§11.13, "Bodies in flight"); unchanged
+  // (rest = the estimate, flight = 0) without such trees.
+  void FlightParts(double h, double* rest, double* flight);
   bool Trapezoid(mjData* d, double h, double tolerance, double* error, int* worst);
   // Embedded estimate (cenic-math §11.9): x_{t+h} = x̂, error against the
   // second-order companion x̃ (scratch *_mid). EmbeddedHistory says whether
@@ -271,6 +276,7 @@ class Stepper {
   TangentProjection held_rows_;  // Extrapolate's P (cenic-math §11.1)
   StepSizeController step_size_;
   WarmStart warm_;
+  Flight flight_;  // the trees in flight at the last estimate (§11.13)
   // The ICF solver and its options, kept out of this header (stepper_internal.h):
   // solver_ and solve_options_ (Solve's options: PrepareSolveOptions, then per
   // solve) refer into it.

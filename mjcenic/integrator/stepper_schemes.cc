@@ -95,18 +95,55 @@ bool Stepper::EstimatedStep(mjData* d, double h, double tolerance, double* error
   const bool skippable = !options_.extrapolate &&
                          norm_.kind() != ErrorNormKind::kPropagatedModes;
   const int ncontacts = static_cast<int>(model_start_.contacts.size());
+  Scratch& s = scratch_;
   double drift = -1;
-  if (skippable && step_size_.MaySkipEstimate(ncontacts) && warm_.EndsAt(scratch_.v_start.data())) {
+  if (skippable && step_size_.MaySkipEstimate(ncontacts) && warm_.EndsAt(s.v_start.data()) &&
+      (!flight_.any() || flight_.HoldsFor(model_start_))) {
     drift = FullStepDrift(h);
     if (step_size_.SkipEstimate(drift, h, error)) {
       FixedStep();
+      if (flight_.any())
+        flight_.HalfStepPositions(h, s.q_start.data(), s.v_start.data(), s.v_full.data(),
+                                  s.q_end.data());
       return true;
     }
   }
   if (!StepDoubling(d, h, tolerance, error, worst)) return false;
   // (The drift needs x̂, which doubling leaves in place; q_mid and dv are free again.)
-  if (skippable) step_size_.NoteEstimate(*error, drift >= 0 ? drift : FullStepDrift(h), ncontacts);
+  if (skippable) {
+    double rest = *error, flight = 0;
+    FlightParts(h, &rest, &flight);
+    step_size_.NoteEstimate(*error, drift >= 0 ? drift : FullStepDrift(h), ncontacts, rest,
+                            flight);
+  }
   return true;
+}
+
+void Stepper::FlightParts(double h, double* rest, double* flight) {
+  // cenic-math §11.13, "Bodies in flight": the trees no row of the attempt's
+  // two problems acts on, if their half-step positions q_t ⊕ h (3 v̂ + v_t)/4
+  // (with v̂) lie within a quarter of their part of the estimate from the
+  // half steps' x: then their predicted error is that part plus the gap, the
+  // rest's is twice the rest of the estimate. Else no tree is in flight.
+  Scratch& s = scratch_;
+  if (!flight_.Mark(model_start_, model_mid_)) return;
+  ErrorNorm::Split full{flight_.dofs()}, corrected{flight_.dofs()};
+  int unused;
+  norm_.SetTangentModel(last_solved_, s.v_end.data());
+  norm_.Compute(m_, s.q_full.data(), s.v_full.data(), s.act_full.data(), s.q_end.data(),
+                s.v_end.data(), s.act_end.data(), &unused, &full);
+  CopyShort(s.q_full.data(), n_.nq, s.q_mid.data());
+  flight_.HalfStepPositions(h, s.q_start.data(), s.v_start.data(), s.v_full.data(),
+                            s.q_mid.data());
+  norm_.SetTangentModel(last_solved_, s.v_end.data());
+  norm_.Compute(m_, s.q_mid.data(), s.v_full.data(), s.act_full.data(), s.q_end.data(),
+                s.v_end.data(), s.act_end.data(), &unused, &corrected);
+  if (!(corrected.in_group <= Flight::kGap * full.in_group)) {
+    flight_.Clear();
+    return;
+  }
+  *rest = full.rest;
+  *flight = full.in_group + corrected.in_group;
 }
 
 bool Stepper::StepDoubling(mjData* d, double h, double tolerance, double* error, int* worst) {

@@ -173,15 +173,25 @@ TEST(ErrorEstimate, EmbeddedControlledRunMeetsTheAccuracyInFreeFall) {
   EXPECT_EQ(s->stats().solves, s->stats().steps + s->stats().rejected_steps);
 }
 
+// The fall of kFreeFall on a slide joint whose limits (far away) put a row on
+// it at every step: not a body in flight (cenic-math §11.13).
+constexpr char kSlideFall[] = R"(
+<mujoco><option gravity="0 0 -9.81" timestep="0.01"/>
+  <worldbody><body pos="0 0 1"><joint type="slide" axis="0 0 1" limited="true" range="-100 100"/>
+    <geom type="sphere" size="0.1" mass="1"/></body>
+  </worldbody></mujoco>)";
+
 // Free fall in the loop a controller runs: one Step (a call of opt.timestep)
 // at a time, calls shorter than the proposal, each ending on its target (no
 // dense output: as when the controller writes a new ctrl every call). Every step is h = 0.01 s from
 // a state with the exact velocity, so each step's error adds up: g h²/4 per
-// doubled step (its half steps), g h²/2 per step whose estimate was skipped
-// (the full step x̂). `ratio`: the doubling estimate g h²/(4 L) over the
-// accuracy. Returns the final position error over the doubled steps' N g h²/4.
-double EveryCallFallError(double ratio, double* solves_per_call) {
-  ModelPtr m = Load(kFreeFall);
+// doubled step (its half steps) or per skipped step of a body in flight (the
+// half steps' positions), g h²/2 per other skipped step (the full step x̂).
+// `ratio`: the doubling estimate g h²/(4 L) over the accuracy; z: the
+// height's qpos (1 m at t = 0). Returns the final position error over the
+// doubled steps' N g h²/4.
+double EveryCallFallError(const char* xml, int z, double ratio, double* solves_per_call) {
+  ModelPtr m = Load(xml);
   DataPtr d(mj_makeData(m.get()));
   mj_forward(m.get(), d.get());
   const double h = 0.01, g = 9.81;
@@ -196,24 +206,42 @@ double EveryCallFallError(double ratio, double* solves_per_call) {
   EXPECT_EQ(s->stats().steps, n);
   *solves_per_call = static_cast<double>(s->stats().solves) / n;
   const double t = n * h;
-  return std::abs(d->qpos[2] - (1 - 0.5 * g * t * t)) / (n * 0.25 * g * h * h);
+  const double height = (z == 2 ? 0 : 1) + d->qpos[z];
+  return std::abs(height - (1 - 0.5 * g * t * t)) / (n * 0.25 * g * h * h);
 }
 
 TEST(ErrorEstimate, SkippedEstimatesKeepTheLoopAtTheHalfStepsError) {
-  // cenic-math §11.13. Estimate 0.35 ε: x̂'s predicted error 0.7 ε is within
-  // the accuracy but above ε/4, so every call doubles (three solves) and the
-  // trajectory keeps the half steps' error. Skipping there (accepting x̂ at
-  // twice the error) would double the trajectory's error.
+  // cenic-math §11.13. On the slide joint (a row: not in flight), estimate
+  // 0.35 ε: x̂'s predicted error 0.7 ε is within the accuracy but above ε/4,
+  // so every call doubles (three solves) and the trajectory keeps the half
+  // steps' error. Skipping there (accepting x̂ at twice the error) would
+  // double the trajectory's error.
   double solves;
-  EXPECT_NEAR(EveryCallFallError(0.35, &solves), 1.0, 0.02);
+  EXPECT_NEAR(EveryCallFallError(kSlideFall, 0, 0.35, &solves), 1.0, 0.02);
   EXPECT_DOUBLE_EQ(solves, 3.0);
   // Estimate ε/20: predicted ε/10 per call, so the ten calls after each
   // estimate skip it (their predictions sum to the budget ε): 6 of the 60
   // calls double, (6 · 3 + 54)/60 = 1.2 solves per call, and the error is
   // (6 + 54 · 2)/60 = 1.9 times the half steps'.
-  const double e = EveryCallFallError(0.05, &solves);
+  const double e = EveryCallFallError(kSlideFall, 0, 0.05, &solves);
   EXPECT_NEAR(solves, 1.2, 1e-12);
   EXPECT_NEAR(e, 1.9, 0.03);
+}
+
+TEST(ErrorEstimate, ABodyInFlightSkipsAtTheHalfStepsError) {
+  // cenic-math §11.13, "Bodies in flight". The free body has no row: a
+  // skipped step takes q_t ⊕ h (3 v̂ + v_t)/4, which for constant gravity
+  // is the half steps' end, so the trajectory keeps their error exactly.
+  // Estimate 0.35 ε, predicted 0.35 ε per skipped step: two calls skip
+  // after each estimate (budget ε), (20 · 3 + 40)/60 solves per call.
+  double solves;
+  EXPECT_NEAR(EveryCallFallError(kFreeFall, 2, 0.35, &solves), 1.0, 1e-9);
+  EXPECT_NEAR(solves, 100.0 / 60, 1e-12);
+  // Estimate ε/20: 19 or 20 calls skip after each estimate (the budget, up
+  // to round-off), still at the half steps' error.
+  const double e = EveryCallFallError(kFreeFall, 2, 0.05, &solves);
+  EXPECT_LE(solves, (3 * 3 + 57) / 60.0 + 1e-12);
+  EXPECT_NEAR(e, 1.0, 1e-9);
 }
 
 }  // namespace
