@@ -220,6 +220,32 @@ TEST(Allocation, NoneAfterWarmupPcgPile) {
   }
 }
 
+// Skipped estimates with a body in flight (cenic-math §11.13): the Shadow
+// hand's cube falls for 0.11 s, calls of opt.timestep cut every step to land
+// (no dense output, as with a new ctrl every call); the row marks, the split
+// estimate and the half-step positions reuse their buffers.
+TEST(Allocation, NoneAfterWarmupBodyInFlight) {
+  MJCENIC_SHARED_MODEL_OR_SKIP(hand, "menagerie/shadow_hand/scene_right.xml");
+  char err[1000];
+  mjModel* m = mj_loadXML(hand.c_str(), nullptr, err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  mjData* d = mj_makeData(m);
+  mj_forward(m, d);
+  mjcenic::StepperOptions o;
+  o.dense_output = false;
+  auto s = mjcenic::Stepper::Create(m, o).value();
+  while (d->time < 0.02) EXPECT_TRUE(s->Step(d).ok());
+  const long before = g_allocations.load();
+  const long solves = s->stats().solves, steps = s->stats().steps;
+  while (d->time < 0.1) EXPECT_TRUE(s->Step(d).ok());
+  EXPECT_EQ(g_allocations.load() - before, 0);
+  // The window skipped estimates (fewer than three solves per step).
+  EXPECT_LT(s->stats().solves - solves, 2 * (s->stats().steps - steps));
+  s.reset();
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
 // The lowrank linear solver (wide tendon rows through a hub body, body–body
 // contacts coming and going; cenic-math.md §8.6). The balls keep swinging
 // into new contact sets (the largest grows until ~7 s), and a new largest
