@@ -13,7 +13,12 @@ int QposSize(int type) {
 }  // namespace
 
 Flight::Flight(const mjModel* m)
-    : m_(m), row_(m->nv), tree_row_(std::max(static_cast<int>(m->ntree), 1)), dof_(m->nv), w_(m->nv), q_(m->nq) {}
+    : m_(m),
+      row_(m->nv),
+      tree_row_(std::max(static_cast<int>(m->ntree), 1)),
+      dof_(m->nv),
+      w_(m->nv),
+      q_(m->nq) {}
 
 void Flight::MarkRows(const icf::IcfModel* a, const icf::IcfModel* b) {
   std::fill(row_.begin(), row_.end(), 0);

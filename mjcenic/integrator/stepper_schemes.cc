@@ -89,9 +89,10 @@ double Stepper::FullStepDrift(double h) {
 bool Stepper::EstimatedStep(mjData* d, double h, double tolerance, double* error, int* worst) {
   // Step doubling, or, for a step cut to land on the call's target while the
   // last estimate predicts a small error, the full step alone, with the half
-  // steps' positions on the trees in flight (cenic-math §11.13). Not with extrapolation (it needs the half steps) or the
-  // propagated-modes norm (its drift belongs to the estimate's solves), nor
-  // from a velocity the last accepted step did not end with (edited state).
+  // steps' positions on the trees in flight (cenic-math §11.13). Not with
+  // extrapolation (it needs the half steps) or the propagated-modes norm (its
+  // drift belongs to the estimate's solves), nor from a velocity the last
+  // accepted step did not end with (edited state).
   const bool skippable = !options_.extrapolate &&
                          norm_.kind() != ErrorNormKind::kPropagatedModes;
   const int ncontacts = static_cast<int>(model_start_.contacts.size());

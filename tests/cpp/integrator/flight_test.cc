@@ -22,7 +22,8 @@ constexpr char kThreeTrees[] = R"(
 <mujoco><worldbody>
   <body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
   <body pos="1 0 1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
-  <body pos="2 0 1"><joint type="hinge" axis="0 1 0"/><geom type="capsule" size="0.05" fromto="0 0 0 0.3 0 0"/></body>
+  <body pos="2 0 1"><joint type="hinge" axis="0 1 0"/>
+    <geom type="capsule" size="0.05" fromto="0 0 0 0.3 0 0"/></body>
 </worldbody></mujoco>)";
 
 TEST(Flight, MarksTheTreesNoRowActsOn) {
