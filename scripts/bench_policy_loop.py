@@ -2,14 +2,15 @@
 """Cost of mjcenic in the loop a controller runs: d.ctrl written before every
 call, one call per opt.timestep, against mj_step in the same loop.
 
-    python3 scripts/bench_policy_loop.py [--duration 1] [--reps 3] [--models a.xml,b.xml]
+    python3 scripts/bench_policy_loop.py [--duration 1] [--reps 3] [--min-time 2] [--models a.xml,b.xml]
                                          [--configs default,embedded,fixed] [--out-dir DIR]
                                          [--parts loop,rollout] [--rollout-reps 10]
 
 Per model (first keyframe, or the model's initial state; the mesh pile for at
 least 2 s, its drop and rest), interleaved in one process, the minimum over
---reps of the process CPU time (this machine is shared: CPU time is what a
-loaded machine can still compare):
+--reps (at least; more until mj_step's runs add up to --min-time, so a loop of a
+few milliseconds is not judged by a handful of runs) of the process CPU time
+(this machine is shared: CPU time is what a loaded machine can still compare):
 
 * mj_step, and mjcenic in each configuration of --configs:
   default   the stepper's defaults (error-controlled step doubling, accuracy 1e-3,
@@ -141,7 +142,7 @@ def mjstep_penetration(m, d0, n, ctrl):
     return max(pen, deepest(d))
 
 
-def bench(path, duration, reps, configs, log):
+def bench(path, duration, reps, configs, log, min_time=0.0):
     if path.resolve() == PILE:
         duration = max(duration, PILE_DURATION)
     m = mjcenic.load_model(str(path))
@@ -153,9 +154,11 @@ def bench(path, duration, reps, configs, log):
     for name, ctrl in (("every", wave), ("held", None)):
         cpu = {k: math.inf for k in ["mj_step"] + configs}
         info = {}
-        for rep in range(reps):
+        timed, rep = 0.0, 0
+        while rep < reps or timed < min_time:
             c, d = loop(m, d0, n, lambda d: mujoco.mj_step(m, d), ctrl)
             cpu["mj_step"] = min(cpu["mj_step"], c)
+            timed += c
             if rep == 0:
                 info["mj_step"] = {"max_penetration": mjstep_penetration(m, d0, n, ctrl),
                                    "finite": bool(np.isfinite(d.qpos).all())}
@@ -172,9 +175,10 @@ def bench(path, duration, reps, configs, log):
                                "newton_per_solve": st["newton_iterations"] / max(st["solves"], 1),
                                "max_penetration": float(st["max_penetration"]),
                                "finite": bool(np.isfinite(d.qpos).all())}
+            rep += 1
         ratios = {k: cpu[k] / cpu["mj_step"] for k in configs}
         rec["duration"] = duration
-        rec["loops"][name] = {"cpu": cpu, "ratio": ratios, "info": info}
+        rec["loops"][name] = {"cpu": cpu, "ratio": ratios, "info": info, "reps": rep}
         log(f"{rec['model']:46s} ctrl {name:5s} " + "  ".join(
             f"{k} {ratios[k]:5.2f}x ({info[k]['steps']}+{info[k]['rejected_steps']} steps)"
             for k in configs))
@@ -317,8 +321,9 @@ def section(data, link):
         "the first keyframe; the same loop with `ctrl` held for comparison (the best case for "
         "dense output, which may then end a call inside a longer step). mjcenic's "
         f"configurations ({opts}) against `mj_step` in the same loop: process CPU time, minimum "
-        f"of {data['reps']} interleaved repetitions (`python3 scripts/bench_policy_loop.py`; "
-        f"MuJoCo {data['mujoco']}).", ""]
+        f"of at least {data['reps']} interleaved repetitions"
+        + (f", more until `mj_step`'s add up to {data['min_time']:g} s" if data.get("min_time") else "")
+        + f" (`python3 scripts/bench_policy_loop.py`; MuJoCo {data['mujoco']}).", ""]
     robots = [r for r in records if r["model"] in ROBOTS]
     if robots:  # (a run of --models without the shared robots has no medians)
         lines += [f"Median (max) CPU time / `mj_step`'s over the {len(robots)} robots:", "",
@@ -379,6 +384,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--duration", type=float, default=1.0)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--min-time", type=float, default=2.0,
+                   help="[s] repeat each loop until mj_step's runs add up to this much CPU time "
+                        "(and at least --reps times)")
     p.add_argument("--models", default="",
                    help="comma-separated paths under the shared models folder, or MJCF files")
     p.add_argument("--configs", default="default,embedded,fixed")
@@ -401,8 +409,8 @@ def main():
     parts = [c for c in a.parts.split(",") if c]
     if not parts or any(c not in PARTS for c in parts):
         p.error(f"--parts: choose from {', '.join(PARTS)} (got {a.parts!r})")
-    if not a.duration > 0 or a.reps < 1 or a.rollout_reps < 1:
-        p.error("--duration must be > 0, --reps and --rollout-reps >= 1")
+    if not a.duration > 0 or a.reps < 1 or a.rollout_reps < 1 or not a.min_time >= 0:
+        p.error("--duration must be > 0, --reps and --rollout-reps >= 1, --min-time >= 0")
     if a.nbatch < 1 or a.nstep < 1 or a.nthread < 1:
         p.error("--nbatch, --nstep and --nthread must be >= 1")
     names = [s for s in a.models.split(",") if s] or ROBOTS + [str(PILE)]
@@ -421,10 +429,10 @@ def main():
         parts = ["rollout" if "nbatch" in data else "loop"]
     if "loop" in parts:
         if not a.from_json:
-            records = [bench(q, a.duration, a.reps, configs, print) for q in paths]
+            records = [bench(q, a.duration, a.reps, configs, print, a.min_time) for q in paths]
             summary = summarize(records, configs)
             print(json.dumps(summary))
-            data = {"duration": a.duration, "reps": a.reps,
+            data = {"duration": a.duration, "reps": a.reps, "min_time": a.min_time,
                     "configs": {k: CONFIGS[k] for k in configs}, "mujoco": mujoco.__version__,
                     "summary": summary, "records": records}
             (out_dir / "policy_loop.json").write_text(json.dumps(data, indent=1))
