@@ -26,7 +26,8 @@ few milliseconds is not judged by a handful of runs) of the process CPU time
 Reports CPU ratios to mj_step in the same loop, mjcenic's accepted and rejected
 steps, convex solves, Newton iterations per solve, and the deepest penetration
 of each run. Writes DIR/policy_loop.json, DIR/policy_loop.png (DIR defaults
-to docs/policy_loop) and the "policy_loop" section of docs/benchmarks.md.
+to docs/policy_loop) and the "policy_loop" section of docs/benchmarks.md (into
+docs/policy_loop: also the loop-cost column of README.md's accuracy table).
 
 The rollout part (--parts rollout) runs the same loop as a batch: mjcenic.rollout
 against mujoco.rollout.rollout on --rollout-model (the Shadow hand), --nbatch
@@ -439,6 +440,11 @@ def main():
         plot(data["records"], list(data["configs"]), out_dir)
         print(f"wrote {out_dir}/policy_loop.png")
         _page.publish(a, out_dir, "policy_loop", "bench_policy_loop.py", section(data, link))
+        if (out_dir.resolve() == (ROOT / "docs" / "policy_loop").resolve() and not a.no_page
+                and not a.page and not a.from_json):
+            # README.md's loop-cost column is read from the committed run just written.
+            import gen_readme_tables
+            gen_readme_tables.main([])
     if "rollout" in parts:
         if not a.from_json:
             data = bench_rollout(rollout_path, a.nbatch, a.nstep, a.nthread, a.rollout_reps,

@@ -3,8 +3,10 @@
 mjcenic/integrator/options_table.h (through the built Python bindings), between
 marker comments: the public options in README.md, the expert options in
 docs/options.md (block `expert_options`), the statistics in docs/statistics.md;
-and README.md's achieved-error table (block `accuracy`) from the committed
-work-precision run, docs/work_precision/work_precision.json:
+README.md's achieved-error table (block `accuracy`) from the committed
+work-precision run, docs/work_precision/work_precision.json, with the default's cost
+in the control loop from the committed policy-loop run,
+docs/policy_loop/policy_loop.json:
 
     <!-- BEGIN GENERATED options (scripts/gen_readme_tables.py) -->
     <!-- END GENERATED options -->
@@ -61,15 +63,33 @@ ROBOTS = {"panda": "Franka Panda", "allegro": "Allegro hand", "shadow_hand": "Sh
           "robotiq_2f85": "Robotiq 2F-85", "humanoid": "humanoid (falling)",
           "barkour": "Barkour", "unitree_g1_flat": "Unitree G1", "aloha": "ALOHA"}
 WORK_PRECISION = ROOT / "docs" / "work_precision" / "work_precision.json"
+POLICY_LOOP = ROOT / "docs" / "policy_loop" / "policy_loop.json"
+# The policy loop's model of each work-precision scene.
+LOOP_MODELS = {"panda": "menagerie/franka_emika_panda/scene.xml",
+               "allegro": "menagerie/wonik_allegro/scene_right.xml",
+               "shadow_hand": "menagerie/shadow_hand/scene_right.xml",
+               "robotiq_2f85": "menagerie/robotiq_2f85/scene.xml",
+               "humanoid": "mujoco/humanoid/humanoid.xml",
+               "barkour": "mujoco/barkour_v0/assets/barkour_v0_mjx.xml",
+               "unitree_g1_flat": "mujoco_warp/unitree_g1/scene_flat.xml",
+               "aloha": "mujoco_warp/aloha_pot/scene.xml"}
 
 
 def accuracy_table():
     """Per shared robot: the default's achieved error at accuracy 1e-2 … 1e-5 next to
-    mj_step's at the model's own dt, each against its own reference (the committed run)."""
+    mj_step's at the model's own dt, each against its own reference (the committed run), and
+    the default's CPU time / mj_step's in the policy loop, ctrl written every call (held)."""
     data = json.loads(WORK_PRECISION.read_text())
+    loops = {r["model"]: r["loops"] for r in json.loads(POLICY_LOOP.read_text())["records"]}
     accs = (1e-2, 1e-3, 1e-4, 1e-5)
     rows = ["| robot | horizon | mjcenic at accuracy 1e-2 / 1e-3 (default) / 1e-4 / 1e-5 "
-            "| `mj_step` at the model's dt |", "|---|---|---|---|"]
+            "| `mj_step` at the model's dt | cost in a control loop |", "|---|---|---|---|---|"]
+
+    def cost(scene):
+        lp = loops.get(LOOP_MODELS.get(scene))
+        if lp is None or "default" not in lp["every"]["ratio"]:
+            return "—"
+        return f"{lp['every']['ratio']['default']:.2f} ({lp['held']['ratio']['default']:.2f})"
 
     def err(run, converged):
         if run is None or "traj_error" not in run:
@@ -87,11 +107,12 @@ def accuracy_table():
                    and abs(x["dt"] - res["dt"]) <= 1e-12 * res["dt"]), None)
         rows.append(f"| {name} | {res['horizon']:g} s | "
                     + " / ".join(err(runs.get(a), ours) for a in accs)
-                    + f" | {err(mj, theirs)} (dt = {res['dt'] * 1e3:g} ms) |")
+                    + f" | {err(mj, theirs)} (dt = {res['dt'] * 1e3:g} ms) | {cost(scene)} |")
     return "\n".join(rows)
 
 
 TABLES = {"options": public_options, "stats": stats_table, "accuracy": accuracy_table,
+
           "expert_options": lambda: options_table(expert=True)}
 
 
