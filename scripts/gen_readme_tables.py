@@ -64,21 +64,13 @@ ROBOTS = {"panda": "Franka Panda", "allegro": "Allegro hand", "shadow_hand": "Sh
           "barkour": "Barkour", "unitree_g1_flat": "Unitree G1", "aloha": "ALOHA"}
 WORK_PRECISION = ROOT / "docs" / "work_precision" / "work_precision.json"
 POLICY_LOOP = ROOT / "docs" / "policy_loop" / "policy_loop.json"
-# The policy loop's model of each work-precision scene.
-LOOP_MODELS = {"panda": "menagerie/franka_emika_panda/scene.xml",
-               "allegro": "menagerie/wonik_allegro/scene_right.xml",
-               "shadow_hand": "menagerie/shadow_hand/scene_right.xml",
-               "robotiq_2f85": "menagerie/robotiq_2f85/scene.xml",
-               "humanoid": "mujoco/humanoid/humanoid.xml",
-               "barkour": "mujoco/barkour_v0/assets/barkour_v0_mjx.xml",
-               "unitree_g1_flat": "mujoco_warp/unitree_g1/scene_flat.xml",
-               "aloha": "mujoco_warp/aloha_pot/scene.xml"}
 
 
 def accuracy_table():
     """Per shared robot: the default's achieved error at accuracy 1e-2 … 1e-5 next to
     mj_step's at the model's own dt, each against its own reference (the committed run), and
     the default's CPU time / mj_step's in the policy loop, ctrl written every call (held)."""
+    import work_precision  # its scenes' model files (the policy loop names them alike)
     data = json.loads(WORK_PRECISION.read_text())
     loops = {r["model"]: r["loops"] for r in json.loads(POLICY_LOOP.read_text())["records"]}
     accs = (1e-2, 1e-3, 1e-4, 1e-5)
@@ -86,7 +78,9 @@ def accuracy_table():
             "| `mj_step` at the model's dt | cost in a control loop |", "|---|---|---|---|---|"]
 
     def cost(scene):
-        lp = loops.get(LOOP_MODELS.get(scene))
+        path = work_precision.SCENES[scene][0]
+        shared = work_precision.SHARED
+        lp = loops.get(str(path.relative_to(shared)) if shared in path.parents else path.name)
         if lp is None or "default" not in lp["every"]["ratio"]:
             return "—"
         return f"{lp['every']['ratio']['default']:.2f} ({lp['held']['ratio']['default']:.2f})"
@@ -112,7 +106,6 @@ def accuracy_table():
 
 
 TABLES = {"options": public_options, "stats": stats_table, "accuracy": accuracy_table,
-
           "expert_options": lambda: options_table(expert=True)}
 
 
